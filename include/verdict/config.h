@@ -1,0 +1,72 @@
+/* config.h - verdictd's configuration, read from the environment (SPEC §9).
+ *
+ * vd_config_load validates every variable up front so a bad value stops the process at
+ * start with a message naming the variable. No I/O besides the injected getter.
+ */
+#ifndef VERDICT_CONFIG_H
+#define VERDICT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum vd_role {
+    VD_ROLE_NONE = 0,
+    VD_ROLE_READER,
+    VD_ROLE_WORKER,
+    VD_ROLE_ADMIN,
+    VD_ROLE__MAX
+} vd_role;
+
+typedef enum vd_log_level {
+    VD_LOG_DEBUG = 0,
+    VD_LOG_INFO,
+    VD_LOG_WARN,
+    VD_LOG_ERROR,
+    VD_LOG__MAX
+} vd_log_level;
+
+typedef struct vd_api_key {
+    char *name;
+    char *token;
+    vd_role role;
+} vd_api_key;
+
+typedef struct vd_config {
+    char *database_url;     /* NULL when unset */
+    char *listen_host;      /* e.g. "127.0.0.1", "::1", "0.0.0.0" */
+    int listen_port;
+    bool listen_loopback;   /* the host is a loopback address */
+    int threads;
+    vd_api_key *api_keys;
+    size_t api_key_count;
+    int lease_seconds;
+    int max_attempts;
+    int max_defers;
+    int backoff_base_seconds;
+    int backoff_cap_seconds;
+    int loop_threshold;
+    int sweep_interval_seconds;
+    size_t max_body_bytes;
+    vd_log_level log_level;
+    bool auto_migrate;
+    int max_consecutive_retries;
+    int retention_days;
+    int db_pool_size;
+} vd_config;
+
+/* Returns the value of an environment variable or NULL; getenv fits. */
+typedef const char *(*vd_env_getter)(const char *name);
+
+/* Fill *cfg from the environment seen through `get`. On failure returns false, writes a
+ * message naming the variable into err (errlen bytes) and leaves *cfg cleaned up. On success
+ * the caller owns *cfg and releases it with vd_config_cleanup. */
+bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen);
+
+/* Free what vd_config_load allocated; safe on a zeroed or cleaned config. */
+void vd_config_cleanup(vd_config *cfg);
+
+/* "reader"/"worker"/"admin" -> role; VD_ROLE_NONE for anything else. */
+vd_role vd_role_parse(const char *s);
+const char *vd_role_name(vd_role role);
+
+#endif

@@ -1,0 +1,66 @@
+/* error.h - the one error table of verdict.
+ *
+ * Every failure the service can answer with is a row of VD_ERROR_MAP: its stable machine
+ * code, HTTP status, whether repeating the same request can succeed, and a hint telling the
+ * caller what to do instead. The enum, names, statuses and hints are all generated from it,
+ * so no handler invents its own error. Pure data: no I/O, thread-safe.
+ */
+#ifndef VERDICT_ERROR_H
+#define VERDICT_ERROR_H
+
+#include <stdbool.h>
+
+/* XX(NAME, code, http_status, retryable, hint) */
+#define VD_ERROR_MAP(XX)                                                                           \
+    XX(INVALID_JSON, "invalid_json", 400, false,                                                   \
+       "Send one well-formed JSON value (UTF-8, nesting at most 32 deep, nothing after it).")      \
+    XX(INVALID_FIELD, "invalid_field", 400, false,                                                 \
+       "Fix the field named in 'field' (type, range or length) and send the request again.")      \
+    XX(MISSING_FIELD, "missing_field", 400, false,                                                 \
+       "Add the required field named in 'field' and send the request again.")                     \
+    XX(UNAUTHORIZED, "unauthorized", 401, false,                                                   \
+       "Send 'Authorization: Bearer <token>' with a token from VERDICT_API_KEYS.")                \
+    XX(FORBIDDEN, "forbidden", 403, false,                                                         \
+       "Use an API key whose role allows this call (reader < worker < admin).")                   \
+    XX(NOT_FOUND, "not_found", 404, false,                                                         \
+       "Check the path and the id; GET /openapi.json lists every endpoint.")                      \
+    XX(METHOD_NOT_ALLOWED, "method_not_allowed", 405, false,                                       \
+       "Use one of the methods named in the Allow header.")                                        \
+    XX(CLAIM_LOST, "claim_lost", 409, false,                                                       \
+       "Discard this result; do not retry this call. Claim new work instead.")                    \
+    XX(JOB_FINALIZED, "job_finalized", 409, false,                                                 \
+       "This job already has a final disposition; read it with GET /v1/jobs/{id} and move on.")   \
+    XX(INVALID_TRANSITION, "invalid_transition", 409, false,                                       \
+       "The item is not in a state that allows this; read it with GET /v1/items/{id}.")          \
+    XX(TOOL_FAILURE_PENDING, "tool_failure_pending", 409, false,                                   \
+       "A required tool failed in this job: use defer_item (the source stays eligible) or "       \
+       "fail, not reject_source.")                                                                 \
+    XX(PAYLOAD_TOO_LARGE, "payload_too_large", 413, false,                                         \
+       "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                    \
+    XX(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, false,                               \
+       "Send the body as 'Content-Type: application/json'.")                                       \
+    XX(IDEMPOTENCY_KEY_REUSED, "idempotency_key_reused", 422, false,                               \
+       "Use a new Idempotency-Key for a different request body.")                                  \
+    XX(DATABASE_UNAVAILABLE, "database_unavailable", 503, true,                                    \
+       "Retry the same request after the Retry-After delay; nothing was written.")                \
+    XX(INTERNAL, "internal", 500, false,                                                           \
+       "Report this with the X-Request-Id; the request was not applied.")
+
+typedef enum vd_error {
+    VD_OK = 0,
+#define VD__ERR_ENUM(name, code, status, retryable, hint) VD_ERR_##name,
+    VD_ERROR_MAP(VD__ERR_ENUM)
+#undef VD__ERR_ENUM
+        VD_ERR__MAX
+} vd_error;
+
+/* The stable machine code ("claim_lost"); "ok" for VD_OK; never NULL. */
+const char *vd_error_code(vd_error err);
+/* The HTTP status of the error (200 for VD_OK). */
+int vd_error_status(vd_error err);
+/* Whether repeating the same request can succeed. */
+bool vd_error_retryable(vd_error err);
+/* What the caller should do instead; never NULL. */
+const char *vd_error_hint(vd_error err);
+
+#endif

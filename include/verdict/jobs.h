@@ -1,0 +1,54 @@
+/* jobs.h - the service-layer rules for every write that finishes a job (dispositions and
+ * applied session outcomes): fencing by claim token, replay of an identical call, the
+ * required-tool guard, the state machine, redaction, and the answer's shape. */
+#ifndef VERDICT_JOBS_H
+#define VERDICT_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verdict/config.h"
+#include "verdict/error.h"
+#include "verdict/machine.h"
+#include "verdict/store.h"
+#include "verdict/store_ops.h"
+
+typedef struct vd_job_write {
+    int64_t job_id;
+    const char *token;
+    const char *request_json; /* the call, as JSON; an identical repeat replays the answer */
+    const char *actor;
+    vd_event event;
+    const char *disposition;  /* stored on the job: "complete", ..., "session_outcome" */
+    const char *cause;        /* the transition's cause */
+    const char *reason_code;  /* may be NULL */
+    const char *reason;       /* raw text, may be NULL; stored redacted */
+    bool is_reject;           /* subject to the required-tool guard (SPEC §6) */
+    bool force;               /* override that guard; recorded on the transition */
+    const char *engine_data;  /* JSON object or NULL */
+    const char *adjudication; /* JSON object or NULL */
+    const char *head;         /* JSON members that open the answer, e.g. "\"disposition\":\"x\"" */
+    const char *tail;         /* JSON members after job and item, or NULL */
+    /* Optional: called inside the transaction once the call is known to hold the job, before
+     * the state machine runs; it may fill event, reason_code, reason, adjudication and head
+     * on its copy of the write. It runs again when the transaction is retried. */
+    vd_error (*decide)(vd_conn *c, const vd_job_snapshot *snap, struct vd_job_write *w,
+                       void *arg);
+    void *decide_arg;
+    bool record_only; /* store the adjudication on the job; leave item and job status as is */
+} vd_job_write;
+
+typedef struct vd_job_answer {
+    char *body;           /* the answer (malloc'd), on VD_OK */
+    bool replayed;
+    char standing[24];    /* on VD_ERR_JOB_FINALIZED: the disposition that stands */
+    char item_state[16];  /* on VD_ERR_INVALID_TRANSITION: the item's state */
+} vd_job_answer;
+
+/* Apply w in one transaction on conn (borrowed). Errors: VD_ERR_NOT_FOUND, CLAIM_LOST,
+ * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller
+ * frees out->body. */
+vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
+                      vd_job_answer *out);
+
+#endif

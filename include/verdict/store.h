@@ -1,0 +1,43 @@
+/* store.h - verdict's PostgreSQL store: a pool of libpq connections, the migrations, and the
+ * data operations the service layer calls. Callers never see libpq: resources come back as
+ * JSON text rendered by the database (sql/0001_init.sql's verdict_*_json functions) and
+ * failures as vd_error (SQLSTATE mapped in one place, store/db.c).
+ *
+ * Thread safety: the pool is thread-safe; one vd_conn belongs to one thread between
+ * vd_db_acquire and vd_db_release.
+ */
+#ifndef VERDICT_STORE_H
+#define VERDICT_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "verdict/error.h"
+
+typedef struct vd_db vd_db;
+typedef struct vd_conn vd_conn;
+
+/* Create a pool of up to `size` connections to `url` (borrowed; copied). Connections are
+ * opened lazily. Returns NULL on allocation failure; free with vd_db_destroy. */
+vd_db *vd_db_create(const char *url, int size);
+void vd_db_destroy(vd_db *db);
+
+/* Borrow a connected, prepared connection for the calling thread. Returns VD_OK and sets
+ * *out, or VD_ERR_DATABASE_UNAVAILABLE (nothing to release). */
+vd_error vd_db_acquire(vd_db *db, vd_conn **out);
+/* Give a connection back; a broken one is re-opened by the next acquire. */
+void vd_db_release(vd_db *db, vd_conn *conn);
+/* How many connections are borrowed right now. */
+int vd_db_in_use(vd_db *db);
+
+/* Apply every pending embedded migration under an advisory lock, each in its own
+ * transaction. *applied (may be NULL) receives how many were applied. On failure writes a
+ * message into err. Opens its own connection. */
+vd_error vd_store_migrate(const char *url, int *applied, char *err, size_t errlen);
+/* The newest migration version the binary knows. */
+int vd_store_latest_version(void);
+/* VD_OK when the database answers and its schema is at the newest migration. */
+vd_error vd_store_ready(vd_conn *conn, int *version);
+
+#endif

@@ -1,0 +1,148 @@
+/* store_ops.h - the data operations of the store, one function per use case. Every function
+ * takes a borrowed connection (vd_db_acquire), runs parameterised prepared statements, and
+ * returns VD_OK or an error of the one table. Strings returned are malloc'd JSON text the
+ * caller frees. */
+#ifndef VERDICT_STORE_OPS_H
+#define VERDICT_STORE_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verdict/store.h"
+
+/* Close up to `limit` passed leases (job -> expired; item -> deferred or failed by its
+ * failure budget), one transition each. *closed receives how many. */
+vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed);
+/* Delete idempotency records older than 24 h. */
+vd_error vd_store_purge_idempotency(vd_conn *c, long *purged);
+
+/* An Idempotency-Key scope (SPEC §2). key NULL: the call is not idempotent. body is the raw
+ * request body; a repeat with the same key and another body is VD_ERR_IDEMPOTENCY_KEY_REUSED. */
+typedef struct vd_idem {
+    const char *route;
+    const char *key_name;
+    const char *key;
+    const char *body;
+} vd_idem;
+
+/* A stored or fresh answer: JSON text (malloc'd, caller frees) and whether it was replayed. */
+typedef struct vd_reply {
+    char *body;
+    bool replayed;
+} vd_reply;
+
+/* Register a batch (a JSON array of normalised items with "ord" and every field filled),
+ * audited as `actor`. Answers {"items": [...]} in input order. */
+vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
+                                 const vd_idem *idem, vd_reply *out);
+/* {"items": [{id, item_identifier, state}]} for the known identifiers (a JSON array). */
+vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char *source_type,
+                               const char *identifiers_json, char **out);
+/* {"item": {...}, "transitions": [... last 100, newest first]} or VD_ERR_NOT_FOUND. */
+vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
+/* {"items": [...], "next_after": id|null}; filters may be NULL. */
+vd_error vd_store_items_list(vd_conn *c, const char *flow_step_id, const char *state,
+                             int64_t after, int64_t limit, char **out);
+
+/* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED). Answers
+ * {"claims": [...]}. */
+vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
+                        int64_t limit, int64_t lease_seconds, const char *actor,
+                        const vd_idem *idem, vd_reply *out);
+/* Extend the lease of a job that still holds its item: {"lease_expires_at": ...}.
+ * VD_ERR_NOT_FOUND, VD_ERR_CLAIM_LOST or VD_ERR_JOB_FINALIZED otherwise. */
+vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
+                            int64_t lease_seconds, char **out);
+
+/* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
+vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
+                                       char **out);
+/* {"flow_steps": [{flow_step_id, paused, created_at, updated_at}]}. */
+vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
+
+/* {"job": {...}} or VD_ERR_NOT_FOUND. */
+vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
+/* {"jobs": [...], "next_after": id|null}; filters may be NULL (since: RFC 3339). */
+vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *status,
+                            const char *since, int64_t after, int64_t limit, char **out);
+/* Requeue one item (any state but claimed): {"item": {...}}; VD_ERR_NOT_FOUND, or
+ * VD_ERR_INVALID_TRANSITION when it is claimed. */
+vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
+                              const char *actor, char **out);
+/* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
+vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
+                               const char *reason_code, int64_t limit, bool reset_budgets,
+                               const char *reason, const char *actor, long *count);
+
+/* SPEC §8 /v1/stats (flow_step_id may be NULL for all). */
+vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
+/* The database-derived /metrics families as Prometheus text (malloc'd). */
+vd_error vd_store_metrics(vd_conn *c, char **out);
+/* Fold counter deltas into the counters (sql/0002_stats.sql). */
+vd_error vd_store_compact_counts(vd_conn *c);
+/* Delete up to `limit` transitions and jobs of done items older than `days`; *deleted gets
+ * how many rows went. */
+vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted);
+
+/* Run fn(c, arg) in one transaction, retried on serialization failures and deadlocks (fn
+ * must be safe to run again from scratch). */
+typedef vd_error (*vd_store_tx_fn)(vd_conn *c, void *arg);
+vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
+
+/* A job and its item read under row locks (inside vd_store_tx). */
+typedef struct vd_job_snapshot {
+    bool found;
+    bool token_ok;           /* the claim_token given is the job's */
+    char status[16];         /* the job's status */
+    char disposition[24];    /* the job's disposition, "" when none */
+    bool required_tool_failed;
+    bool same_request;       /* the stored finishing request equals this one */
+    char *final_response;    /* the stored answer (malloc'd) or NULL */
+    int64_t item_id;
+    char item_state[16];
+    bool holds;              /* the job's token still holds the item (claimed by it) */
+    int failures, defers, max_attempts, max_defers;
+} vd_job_snapshot;
+
+/* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored
+ * finishing request. Free with vd_job_snapshot_cleanup. */
+vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
+                           const char *request_json, vd_job_snapshot *out);
+void vd_job_snapshot_cleanup(vd_job_snapshot *s);
+
+/* Finish a job that holds its item: item state and counters, job status and disposition,
+ * one transition row. Strings may be NULL where the SQL column allows it. */
+typedef struct vd_job_finish {
+    int64_t job_id, item_id;
+    const char *to_state, *job_status, *cause, *disposition;
+    const char *reason_code, *reason; /* already redacted */
+    int failures, defers;
+    double delay_seconds;
+    bool forced;
+    const char *actor;
+    const char *engine_data;  /* JSON object merged into the job, or NULL */
+    const char *adjudication; /* JSON object, or NULL */
+    const char *request_json; /* the finishing request, for replay */
+} vd_job_finish;
+
+/* Apply w; *item_json and *job_json receive the new resources (malloc'd). */
+vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **item_json,
+                             char **job_json);
+/* Store an adjudication on a job without finishing it; answers the job and its item. */
+vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
+                                       char **item_json, char **job_json);
+/* The adjudications of the item's jobs before `job_id`, newest first, as a JSON array of
+ * objects (malloc'd). */
+vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id, char **out);
+
+/* Tool failures (SPEC §6), inside the caller's transaction. */
+vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
+                                     const char *args, long *count);
+vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
+                                      const char *args, const char *kind, bool retryable,
+                                      bool required, const char *error);
+
+/* Store the answer replayed for an identical repeat. */
+vd_error vd_store_job_save_response(vd_conn *c, int64_t job_id, const char *response);
+
+#endif

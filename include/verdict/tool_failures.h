@@ -1,0 +1,53 @@
+/* tool_failures.h - SPEC §6: record a tool failure of a job and answer the envelope the
+ * caller hands back to the model: whether retrying can work, how often this exact call has
+ * failed, and a hint naming the tool. Classification and hints are pure functions. */
+#ifndef VERDICT_TOOL_FAILURES_H
+#define VERDICT_TOOL_FAILURES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verdict/config.h"
+#include "verdict/error.h"
+#include "verdict/store.h"
+
+typedef enum vd_tool_kind {
+    VD_TOOL_KIND_UNKNOWN = 0,
+    VD_TOOL_KIND_DETERMINISTIC,
+    VD_TOOL_KIND_TRANSIENT,
+    VD_TOOL_KIND__MAX
+} vd_tool_kind;
+
+/* "deterministic" / "transient" / "unknown". */
+const char *vd_tool_kind_name(vd_tool_kind k);
+/* Classify an `unknown` failure by its error text: transient when it shows a timeout, rate
+ * limit, 429, 502, 503, 504, connection reset or refused; deterministic otherwise. */
+vd_tool_kind vd_tool_kind_classify(const char *error);
+
+typedef struct vd_tool_failure {
+    int64_t job_id;
+    const char *token;
+    const char *tool;
+    const char *args;  /* canonical JSON text (keys sorted) */
+    const char *error; /* verbatim; stored redacted */
+    vd_tool_kind kind;
+    bool required;
+} vd_tool_failure;
+
+typedef struct vd_tool_verdict {
+    vd_tool_kind kind;   /* after classification */
+    bool retryable;
+    long repeat_count;   /* failures of the same (tool, args) in this job, this one included */
+    char hint[512];
+} vd_tool_verdict;
+
+/* Whether a retry can work and the hint, for the n-th failure of a (tool, args). Pure. */
+void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, long repeat_count,
+                            int loop_threshold, vd_tool_verdict *out);
+
+/* Record f in one transaction on conn: fenced by the claim token like every job write.
+ * Errors: VD_ERR_NOT_FOUND, CLAIM_LOST, JOB_FINALIZED, DATABASE_UNAVAILABLE. */
+vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
+                                vd_tool_verdict *out);
+
+#endif

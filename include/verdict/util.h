@@ -1,0 +1,51 @@
+/* util.h - small, dependency-free helpers shared by every layer: randomness, constant-time
+ * comparison, UTF-8 validation, credential redaction and the JSON access/event log.
+ * All functions are thread-safe.
+ */
+#ifndef VERDICT_UTIL_H
+#define VERDICT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "verdict/config.h"
+
+/* Fill buf with len cryptographically random bytes (getrandom). */
+void vd_random_bytes(void *buf, size_t len);
+/* A uniformly random double in [0, 1). */
+double vd_random_unit(void);
+/* Write `bytes` random bytes as lower-case hex plus NUL into out (2*bytes+1 bytes). */
+void vd_random_hex(char *out, size_t bytes);
+
+/* Constant-time equality of two NUL-terminated strings: the time depends only on the
+ * length of `secret`, never on where the strings differ. */
+bool vd_ct_streq(const char *given, const char *secret);
+
+/* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+bool vd_utf8_valid(const char *s, size_t len);
+/* Number of code points in valid UTF-8 s[0..len). */
+size_t vd_utf8_count(const char *s, size_t len);
+
+/* A copy of s with credentials replaced by "[REDACTED]": the token after "Bearer " or
+ * "Basic ", and the values of api_key=, token=, secret=, password= (case-insensitive).
+ * Returns a malloc'd string the caller frees, or NULL on allocation failure. */
+char *vd_redact(const char *s);
+
+/* Current wall-clock time as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
+void vd_now_rfc3339(char *out, size_t len);
+/* Monotonic clock in seconds. */
+double vd_monotonic(void);
+
+/* Logging: one JSON object per line on stderr. `fields` is a pre-rendered JSON fragment
+ * (`"k":v,...`, no braces) or NULL; msg is escaped. Lines below the level are dropped. */
+void vd_log_set_level(vd_log_level level);
+bool vd_log_enabled(vd_log_level level);
+void vd_log(vd_log_level level, const char *msg, const char *fields);
+/* printf-style convenience: the message is formatted, redacted and escaped. */
+void vd_logf(vd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s JSON-escaped (without quotes) to out[0..cap), keeping it NUL-terminated.
+ * Returns the number of bytes now used. */
+size_t vd_json_escape(char *out, size_t cap, size_t used, const char *s);
+
+#endif

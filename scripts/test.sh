@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# scripts/test.sh - the one test command (README, .ci/run): install what is missing, build
+# (plain and ASan+UBSan), start a throwaway PostgreSQL in a temp dir, run every CTest test in
+# both builds, lint the OpenAPI document, test the container image when podman is there, and
+# always stop the database. Exits non-zero on any failure.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$VD_ROOT"
+
+vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus
+command -v npm >/dev/null 2>&1 || vd_apt_install nodejs npm
+
+TMP=$(mktemp -d /tmp/verdict-test.XXXXXX)
+chmod 755 "$TMP"
+cleanup() { vd_pg_stop "$TMP/pg"; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+vd_log "building (plain) in build/"
+vd_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+vd_log "building (address,undefined sanitizers) in build-asan/"
+vd_build build-asan -DCMAKE_BUILD_TYPE=Debug -DVERDICT_SANITIZE=address,undefined
+
+vd_log "starting PostgreSQL"
+vd_pg_start "$TMP/pg"
+export VERDICT_TEST_DATABASE_URL="$VD_PG_URL"
+pgctl="$VD_PG_BIN/pg_ctl -D $TMP/pg/data -l $TMP/pg/postgres.log -w -t 60"
+pgopts="-p $VD_PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$TMP/pg -c fsync=off -c max_connections=300"
+if [ "$(id -u)" = 0 ]; then run_as="runuser -u postgres --"; else run_as=""; fi
+export VERDICT_TEST_PG_STOP="$run_as $pgctl -m fast stop"
+export VERDICT_TEST_PG_START="$run_as $pgctl -o '$pgopts' start"
+
+status=0
+# first: it installs the npm tools that the contract test (a ctest) uses too
+vd_log "OpenAPI lint and sync"
+scripts/openapi.sh check || status=1
+
+vd_log "ctest (plain)"
+ctest --test-dir build --output-on-failure -j2 || status=1
+vd_log "ctest (address,undefined sanitizers)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j2 || status=1
+
+vd_log "fuzzing the stdout parser and adjudicator (bounded)"
+scripts/fuzz.sh "${VERDICT_FUZZ_SECONDS:-60}" || status=1
+
+# The image test needs root (debootstrap, rootful podman); it installs podman when it can.
+if [ "${VERDICT_SKIP_IMAGE:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+  vd_apt_install podman runc debootstrap || true
+fi
+if command -v podman >/dev/null 2>&1 && [ "${VERDICT_SKIP_IMAGE:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+  vd_log "container image test"
+  VERDICT_TEST_DATABASE_URL="$VD_PG_URL" docker/test-image.sh || status=1
+else
+  vd_log "container image test skipped (not root, no podman, or VERDICT_SKIP_IMAGE=1)"
+fi
+
+if [ $status -eq 0 ]; then vd_log "all tests passed"; else vd_log "FAILED"; fi
+exit $status

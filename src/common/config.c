@@ -1,0 +1,261 @@
+/* config.c - parse and validate verdictd's environment configuration (SPEC §9).
+ * Depends only on libc; every failure names the variable it could not accept. */
+#include "verdict/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool parse_long(const char *s, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (!s || !*s)
+        return false;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+/* An integer variable within [min, max]; `def` when unset. */
+static bool env_int(vd_env_getter get, const char *name, long def, long min, long max, int *out,
+                    char *err, size_t errlen)
+{
+    const char *s = get(name);
+    long v = def;
+    if (s && !parse_long(s, &v))
+        return fail(err, errlen, "%s: '%s' is not an integer", name, s);
+    if (v < min || v > max)
+        return fail(err, errlen, "%s: %ld is out of range %ld..%ld", name, v, min, max);
+    *out = (int)v;
+    return true;
+}
+
+vd_role vd_role_parse(const char *s)
+{
+    if (!s)
+        return VD_ROLE_NONE;
+    if (strcmp(s, "reader") == 0)
+        return VD_ROLE_READER;
+    if (strcmp(s, "worker") == 0)
+        return VD_ROLE_WORKER;
+    if (strcmp(s, "admin") == 0)
+        return VD_ROLE_ADMIN;
+    return VD_ROLE_NONE;
+}
+
+const char *vd_role_name(vd_role role)
+{
+    static const char *names[VD_ROLE__MAX] = {"none", "reader", "worker", "admin"};
+    if ((int)role < 0 || role >= VD_ROLE__MAX)
+        return "none";
+    return names[role];
+}
+
+static bool is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* "host:port" or "[v6]:port"; the host defaults to 127.0.0.1 for ":port". */
+static bool parse_listen(vd_config *cfg, const char *s, char *err, size_t errlen)
+{
+    const char *host = s, *colon = NULL;
+    size_t hlen = 0;
+    long port = 0;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return fail(err, errlen, "VERDICT_LISTEN: '%s' is not [host]:port", s);
+        host = s + 1;
+        hlen = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return fail(err, errlen, "VERDICT_LISTEN: '%s' is not host:port", s);
+        hlen = (size_t)(colon - s);
+    }
+    if (!parse_long(colon + 1, &port) || port < 1 || port > 65535)
+        return fail(err, errlen, "VERDICT_LISTEN: '%s' has no valid port (1..65535)", s);
+    if (hlen == 0) {
+        host = "127.0.0.1";
+        hlen = strlen(host);
+    }
+    cfg->listen_host = strndup(host, hlen);
+    if (!cfg->listen_host)
+        return fail(err, errlen, "VERDICT_LISTEN: out of memory");
+    if (strcmp(cfg->listen_host, "localhost") == 0) {
+        free(cfg->listen_host);
+        cfg->listen_host = strdup("127.0.0.1");
+        if (!cfg->listen_host)
+            return fail(err, errlen, "VERDICT_LISTEN: out of memory");
+    }
+    cfg->listen_port = (int)port;
+    cfg->listen_loopback = is_loopback(cfg->listen_host);
+    return true;
+}
+
+/* One "name:role:token" entry; the token may itself contain ':'. */
+static bool parse_key(vd_api_key *key, const char *entry, size_t len, char *err, size_t errlen)
+{
+    const char *c1 = memchr(entry, ':', len);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - entry)) : NULL;
+    if (!c1 || !c2 || c1 == entry || (size_t)(c2 + 1 - entry) >= len)
+        return fail(err, errlen, "VERDICT_API_KEYS: an entry is not name:role:token");
+    char role[16] = {0};
+    size_t rlen = (size_t)(c2 - c1 - 1);
+    if (rlen >= sizeof(role))
+        return fail(err, errlen, "VERDICT_API_KEYS: unknown role (reader, worker or admin)");
+    memcpy(role, c1 + 1, rlen);
+    key->role = vd_role_parse(role);
+    if (key->role == VD_ROLE_NONE)
+        return fail(err, errlen, "VERDICT_API_KEYS: unknown role '%s' (reader, worker or admin)",
+                    role);
+    key->name = strndup(entry, (size_t)(c1 - entry));
+    key->token = strndup(c2 + 1, len - (size_t)(c2 + 1 - entry));
+    if (!key->name || !key->token)
+        return fail(err, errlen, "VERDICT_API_KEYS: out of memory");
+    if (strlen(key->token) < 8)
+        return fail(err, errlen, "VERDICT_API_KEYS: the token of '%s' is shorter than 8 bytes",
+                    key->name);
+    return true;
+}
+
+static bool parse_keys(vd_config *cfg, const char *s, char *err, size_t errlen)
+{
+    size_t n = 1;
+    for (const char *p = s; *p; p++)
+        n += (*p == ',');
+    cfg->api_keys = calloc(n, sizeof(*cfg->api_keys));
+    if (!cfg->api_keys)
+        return fail(err, errlen, "VERDICT_API_KEYS: out of memory");
+    const char *p = s;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len > 0) {
+            if (!parse_key(&cfg->api_keys[cfg->api_key_count], p, len, err, errlen)) {
+                cfg->api_key_count++; /* so cleanup frees the partial entry */
+                return false;
+            }
+            cfg->api_key_count++;
+        }
+        p += len + (comma ? 1 : 0);
+    }
+    return true;
+}
+
+static bool parse_log_level(vd_config *cfg, const char *s, char *err, size_t errlen)
+{
+    static const char *names[VD_LOG__MAX] = {"debug", "info", "warn", "error"};
+    for (int i = 0; i < VD_LOG__MAX; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            cfg->log_level = (vd_log_level)i;
+            return true;
+        }
+    }
+    return fail(err, errlen, "VERDICT_LOG_LEVEL: '%s' is not debug, info, warn or error", s);
+}
+
+static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int body = 0;
+    if (ncpu < 1)
+        ncpu = 1;
+    if (ncpu > 256)
+        ncpu = 256;
+    return env_int(get, "VERDICT_THREADS", ncpu, 1, 256, &cfg->threads, err, errlen) &&
+           env_int(get, "VERDICT_LEASE_SECONDS", 300, 5, 86400, &cfg->lease_seconds, err,
+                   errlen) &&
+           env_int(get, "VERDICT_MAX_ATTEMPTS", 5, 1, 100, &cfg->max_attempts, err, errlen) &&
+           env_int(get, "VERDICT_MAX_DEFERS", 3, 1, 100, &cfg->max_defers, err, errlen) &&
+           env_int(get, "VERDICT_BACKOFF_BASE_SECONDS", 10, 0, 86400, &cfg->backoff_base_seconds,
+                   err, errlen) &&
+           env_int(get, "VERDICT_BACKOFF_CAP_SECONDS", 3600, 0, 604800,
+                   &cfg->backoff_cap_seconds, err, errlen) &&
+           env_int(get, "VERDICT_LOOP_THRESHOLD", 3, 1, 1000, &cfg->loop_threshold, err,
+                   errlen) &&
+           env_int(get, "VERDICT_SWEEP_INTERVAL_SECONDS", 5, 1, 3600,
+                   &cfg->sweep_interval_seconds, err, errlen) &&
+           env_int(get, "VERDICT_MAX_BODY_BYTES", 1048576, 1024, 64 * 1048576, &body, err,
+                   errlen) &&
+           env_int(get, "VERDICT_MAX_CONSECUTIVE_RETRIES", 3, 1, 1000,
+                   &cfg->max_consecutive_retries, err, errlen) &&
+           env_int(get, "VERDICT_RETENTION_DAYS", 30, 1, 36500, &cfg->retention_days, err,
+                   errlen) &&
+           env_int(get, "VERDICT_DB_POOL_SIZE", 0, 0, 512, &cfg->db_pool_size, err, errlen) &&
+           ((cfg->max_body_bytes = (size_t)body), true);
+}
+
+bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
+{
+    const char *s = NULL;
+    int automig = 1;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->log_level = VD_LOG_INFO;
+    if (!load_numbers(cfg, get, err, errlen))
+        goto bad;
+    if (cfg->backoff_cap_seconds < cfg->backoff_base_seconds) {
+        fail(err, errlen, "VERDICT_BACKOFF_CAP_SECONDS: smaller than VERDICT_BACKOFF_BASE_SECONDS");
+        goto bad;
+    }
+    if (!env_int(get, "VERDICT_AUTO_MIGRATE", 1, 0, 1, &automig, err, errlen))
+        goto bad;
+    cfg->auto_migrate = automig == 1;
+    if (cfg->db_pool_size == 0)
+        cfg->db_pool_size = cfg->threads + 1;
+    s = get("VERDICT_DATABASE_URL");
+    if (s && *s && !(cfg->database_url = strdup(s))) {
+        fail(err, errlen, "VERDICT_DATABASE_URL: out of memory");
+        goto bad;
+    }
+    s = get("VERDICT_LISTEN");
+    if (!parse_listen(cfg, s && *s ? s : "127.0.0.1:8080", err, errlen))
+        goto bad;
+    s = get("VERDICT_API_KEYS");
+    if (s && *s && !parse_keys(cfg, s, err, errlen))
+        goto bad;
+    s = get("VERDICT_LOG_LEVEL");
+    if (s && *s && !parse_log_level(cfg, s, err, errlen))
+        goto bad;
+    if (cfg->api_key_count == 0 && !cfg->listen_loopback) {
+        fail(err, errlen,
+             "VERDICT_API_KEYS: required when VERDICT_LISTEN (%s) is not a loopback address",
+             cfg->listen_host);
+        goto bad;
+    }
+    return true;
+bad:
+    vd_config_cleanup(cfg);
+    return false;
+}
+
+void vd_config_cleanup(vd_config *cfg)
+{
+    for (size_t i = 0; i < cfg->api_key_count; i++) {
+        free(cfg->api_keys[i].name);
+        free(cfg->api_keys[i].token);
+    }
+    free(cfg->api_keys);
+    free(cfg->database_url);
+    free(cfg->listen_host);
+    memset(cfg, 0, sizeof(*cfg));
+}

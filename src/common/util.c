@@ -1,0 +1,233 @@
+/* util.c - randomness, constant-time compare, UTF-8 checks, redaction, clocks and the
+ * JSON-lines logger. Depends only on libc and the kernel (getrandom). */
+#include "verdict/util.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static _Atomic int log_level = VD_LOG_INFO;
+
+void vd_random_bytes(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n <= 0)
+            continue; /* EINTR; getrandom on a booted system does not fail otherwise */
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+double vd_random_unit(void)
+{
+    uint64_t v = 0;
+    vd_random_bytes(&v, sizeof(v));
+    return (double)(v >> 11) / (double)(1ULL << 53);
+}
+
+void vd_random_hex(char *out, size_t bytes)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char buf[64];
+    if (bytes > sizeof(buf))
+        bytes = sizeof(buf);
+    vd_random_bytes(buf, bytes);
+    for (size_t i = 0; i < bytes; i++) {
+        out[2 * i] = hex[buf[i] >> 4];
+        out[2 * i + 1] = hex[buf[i] & 15];
+    }
+    out[2 * bytes] = '\0';
+}
+
+bool vd_ct_streq(const char *given, const char *secret)
+{
+    size_t glen = strlen(given), slen = strlen(secret);
+    unsigned diff = (unsigned)(glen ^ slen);
+    for (size_t i = 0; i < slen; i++) {
+        unsigned char g = i < glen ? (unsigned char)given[i] : 0;
+        diff |= (unsigned)(g ^ (unsigned char)secret[i]);
+    }
+    return diff == 0;
+}
+
+bool vd_utf8_valid(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n = 0;
+        uint32_t cp = 0, min = 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (len - i <= n)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+size_t vd_utf8_count(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
+static bool ci_prefix(const char *s, const char *prefix)
+{
+    for (; *prefix; s++, prefix++) {
+        if (tolower((unsigned char)*s) != *prefix)
+            return false;
+    }
+    return true;
+}
+
+/* Length of the credential-looking token at s: up to whitespace, quote, comma, & or ;. */
+static size_t secret_len(const char *s)
+{
+    size_t n = 0;
+    while (s[n] && !isspace((unsigned char)s[n]) && s[n] != '"' && s[n] != '\'' &&
+           s[n] != ',' && s[n] != '&' && s[n] != ';')
+        n++;
+    return n;
+}
+
+char *vd_redact(const char *s)
+{
+    static const char *schemes[] = {"bearer ", "basic "};
+    static const char *keys[] = {"api_key=", "token=", "secret=", "password="};
+    static const char mask[] = "[REDACTED]";
+    size_t len = strlen(s);
+    /* Each secret of >= 1 byte becomes at most sizeof(mask) bytes. */
+    char *out = malloc(len * sizeof(mask) + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len;) {
+        const char *hit = NULL;
+        for (size_t k = 0; k < 2 && !hit; k++)
+            hit = ci_prefix(s + i, schemes[k]) ? schemes[k] : NULL;
+        for (size_t k = 0; k < 4 && !hit; k++) {
+            bool boundary = i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_');
+            hit = boundary && ci_prefix(s + i, keys[k]) ? keys[k] : NULL;
+        }
+        if (hit) {
+            size_t pl = strlen(hit), sl = secret_len(s + i + pl);
+            memcpy(o, s + i, pl);
+            o += pl;
+            if (sl > 0) {
+                memcpy(o, mask, sizeof(mask) - 1);
+                o += sizeof(mask) - 1;
+            }
+            i += pl + sl;
+            continue;
+        }
+        *o++ = s[i++];
+    }
+    *o = '\0';
+    return out;
+}
+
+void vd_now_rfc3339(char *out, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    char date[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03dZ", date, (int)(ts.tv_nsec / 1000000) % 1000);
+}
+
+double vd_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void vd_log_set_level(vd_log_level level)
+{
+    atomic_store(&log_level, (int)level);
+}
+
+bool vd_log_enabled(vd_log_level level)
+{
+    return (int)level >= atomic_load(&log_level);
+}
+
+size_t vd_json_escape(char *out, size_t cap, size_t used, const char *s)
+{
+    for (; *s && used + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[used++] = '\\';
+            out[used++] = (char)c;
+        } else if (c < 0x20) {
+            used += (size_t)snprintf(out + used, cap - used, "\\u%04x", c);
+        } else {
+            out[used++] = (char)c;
+        }
+    }
+    if (used < cap)
+        out[used] = '\0';
+    return used;
+}
+
+void vd_log(vd_log_level level, const char *msg, const char *fields)
+{
+    static const char *names[VD_LOG__MAX] = {"debug", "info", "warn", "error"};
+    char line[4096], ts[40];
+    size_t used = 0;
+    if (!vd_log_enabled(level))
+        return;
+    vd_now_rfc3339(ts, sizeof(ts));
+    used = (size_t)snprintf(line, sizeof(line), "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", ts,
+                            names[level]);
+    used = vd_json_escape(line, sizeof(line) - 8, used, msg);
+    if (fields && *fields && used + strlen(fields) + 8 < sizeof(line))
+        used += (size_t)snprintf(line + used, sizeof(line) - used, "\",%s}\n", fields);
+    else
+        used += (size_t)snprintf(line + used, sizeof(line) - used, "\"}\n");
+    fwrite(line, 1, used < sizeof(line) ? used : sizeof(line) - 1, stderr);
+}
+
+void vd_logf(vd_log_level level, const char *fmt, ...)
+{
+    char msg[2048];
+    char *clean = NULL;
+    va_list ap;
+    if (!vd_log_enabled(level))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    clean = vd_redact(msg);
+    vd_log(level, clean ? clean : "(out of memory)", NULL);
+    free(clean);
+}

@@ -1,0 +1,225 @@
+/* h_items.c - SPEC §3: register items (batch, idempotent), look them up, read one with its
+ * transitions, list them; the flow-step pause switch. Input is validated whole before
+ * anything is written: one bad item rejects the batch with `field` naming it. */
+#include "http_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict/store_ops.h"
+
+#define MAX_BATCH 1000
+#define MAX_PAYLOAD 65536
+
+static const char *const item_states[] = {"available", "claimed",       "deferred", "processed",
+                                          "rejected",  "manual_review", "failed",   NULL};
+
+static bool in_list(const char *s, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++) {
+        if (strcmp(s, list[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Validate items[i] and append its normalised form (every default filled) to batch. */
+static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch)
+{
+    char path[32];
+    const char *fs = NULL, *st = NULL, *ident = NULL;
+    const cJSON *payload = NULL;
+    int64_t prio = 0, delay = 0, maxa = 0, maxd = 0;
+    vd_error rc;
+    snprintf(path, sizeof(path), "items[%d]", i);
+    vd_field f = {ctx, in, path};
+    if (!cJSON_IsObject(in))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, path, "'%s' must be an object", path);
+    if ((rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
+        (rc = vd_get_string(f, "source_type", true, 1, 100, &st)) ||
+        (rc = vd_get_string(f, "item_identifier", true, 1, 2000, &ident)) ||
+        (rc = vd_get_object(f, "payload", false, &payload)) ||
+        (rc = vd_get_int(f, "priority", false, -2147483647, 2147483647, 0, &prio)) ||
+        (rc = vd_get_int(f, "delay_seconds", false, 0, 604800, 0, &delay)) ||
+        (rc = vd_get_int(f, "max_attempts", false, 1, 100, ctx->cfg->max_attempts, &maxa)) ||
+        (rc = vd_get_int(f, "max_defers", false, 1, 100, ctx->cfg->max_defers, &maxd)))
+        return rc;
+    if (payload) {
+        char *text = cJSON_PrintUnformatted(payload);
+        size_t len = text ? strlen(text) : 0;
+        free(text);
+        if (len > MAX_PAYLOAD)
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD, "payload",
+                           "'%s.payload' is larger than 64 KiB serialised", path);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "ord", i);
+    cJSON_AddStringToObject(o, "flow_step_id", fs);
+    cJSON_AddStringToObject(o, "source_type", st);
+    cJSON_AddStringToObject(o, "item_identifier", ident);
+    if (payload)
+        cJSON_AddItemToObject(o, "payload", cJSON_Duplicate(payload, true));
+    cJSON_AddNumberToObject(o, "priority", (double)prio);
+    cJSON_AddNumberToObject(o, "delay_seconds", (double)delay);
+    cJSON_AddNumberToObject(o, "max_attempts", (double)maxa);
+    cJSON_AddNumberToObject(o, "max_defers", (double)maxd);
+    cJSON_AddItemToArray(batch, o);
+    return VD_OK;
+}
+
+static vd_error items_batch(vd_ctx *ctx, char **batch_text)
+{
+    const cJSON *body = NULL, *items = NULL;
+    cJSON *batch = NULL;
+    vd_error rc = vd_body_object(ctx, &body);
+    *batch_text = NULL;
+    if (rc)
+        return rc;
+    items = cJSON_GetObjectItemCaseSensitive(body, "items");
+    if (!items)
+        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "items", "'items' is required");
+    int n = cJSON_GetArraySize(items);
+    if (!cJSON_IsArray(items) || n < 1 || n > MAX_BATCH)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "items",
+                       "'items' must be an array of 1 to %d items", MAX_BATCH);
+    batch = cJSON_CreateArray();
+    int i = 0;
+    for (const cJSON *it = items->child; it && rc == VD_OK; it = it->next, i++)
+        rc = normalise_item(ctx, it, i, batch);
+    if (rc == VD_OK && !(*batch_text = cJSON_PrintUnformatted(batch)))
+        rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    cJSON_Delete(batch);
+    return rc;
+}
+
+vd_error vd_h_items_register(vd_ctx *ctx)
+{
+    char *batch = NULL;
+    const char *key = NULL;
+    vd_conn *c = NULL;
+    vd_reply reply = {0};
+    vd_error rc = vd_idempotency_key(ctx, &key);
+    if (rc || (rc = items_batch(ctx, &batch)) || (rc = vd_ctx_db(ctx, &c)))
+        goto out;
+    vd_idem idem = {"items.register", ctx->actor, key, ctx->body};
+    rc = vd_store_items_register(c, batch, ctx->actor, &idem, &reply);
+    if (rc) {
+        vd_store_fail(ctx, rc, NULL);
+        goto out;
+    }
+    ctx->idempotent_replayed = reply.replayed;
+    rc = vd_respond_owned(ctx, reply.body);
+    reply.body = NULL;
+out:
+    free(batch);
+    free(reply.body);
+    return rc;
+}
+
+vd_error vd_h_items_lookup(vd_ctx *ctx)
+{
+    const cJSON *body = NULL, *ids = NULL;
+    const char *fs = NULL, *st = NULL;
+    char *ids_text = NULL, *out = NULL;
+    vd_conn *c = NULL;
+    vd_error rc = vd_body_object(ctx, &body);
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
+        (rc = vd_get_string(f, "source_type", true, 1, 100, &st)))
+        return rc;
+    ids = cJSON_GetObjectItemCaseSensitive(body, "item_identifiers");
+    if (!ids)
+        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "item_identifiers",
+                       "'item_identifiers' is required");
+    if (!cJSON_IsArray(ids) || cJSON_GetArraySize(ids) > MAX_BATCH)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "item_identifiers",
+                       "'item_identifiers' must be an array of at most %d strings", MAX_BATCH);
+    int i = 0;
+    for (const cJSON *it = ids->child; it; it = it->next, i++) {
+        size_t len = cJSON_IsString(it) ? strlen(it->valuestring) : 0;
+        if (len < 1 || len > 2000) {
+            char name[40];
+            snprintf(name, sizeof(name), "item_identifiers[%d]", i);
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be a string of 1 to 2000 bytes",
+                           name);
+        }
+    }
+    if (!(ids_text = cJSON_PrintUnformatted(ids)))
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    if ((rc = vd_ctx_db(ctx, &c)) == VD_OK) {
+        rc = vd_store_items_lookup(c, fs, st, ids_text, &out);
+        rc = rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+    }
+    free(ids_text);
+    return rc;
+}
+
+vd_error vd_h_item_get(vd_ctx *ctx)
+{
+    int64_t id = 0;
+    char *out = NULL, what[48];
+    vd_conn *c = NULL;
+    vd_error rc = vd_param_id(ctx, 0, "item", &id);
+    if (rc || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    snprintf(what, sizeof(what), "item %lld", (long long)id);
+    rc = vd_store_item_get(c, id, &out);
+    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_items_list(vd_ctx *ctx)
+{
+    const char *fs = vd_query(ctx, "flow_step_id"), *state = vd_query(ctx, "state");
+    int64_t limit = 0, after = 0;
+    char *out = NULL;
+    vd_conn *c = NULL;
+    vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &limit);
+    if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &after)))
+        return rc;
+    if (fs && (strlen(fs) < 1 || strlen(fs) > 200))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
+                       "'flow_step_id' must be 1 to 200 bytes");
+    if (state && !in_list(state, item_states))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "state", "'state' is not an item state");
+    if ((rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    rc = vd_store_items_list(c, fs, state, after, limit, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_flow_steps_list(vd_ctx *ctx)
+{
+    char *out = NULL;
+    vd_conn *c = NULL;
+    vd_error rc = vd_ctx_db(ctx, &c);
+    if (rc)
+        return rc;
+    rc = vd_store_flow_steps_list(c, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
+
+static vd_error set_paused(vd_ctx *ctx, bool paused)
+{
+    const char *fs = ctx->match.params[0];
+    char *out = NULL;
+    vd_conn *c = NULL;
+    vd_error rc = VD_OK;
+    if (strlen(fs) < 1 || strlen(fs) > 200)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
+                       "the flow step id must be 1 to 200 bytes");
+    if ((rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    rc = vd_store_flow_step_set_paused(c, fs, paused, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_flow_step_pause(vd_ctx *ctx)
+{
+    return set_paused(ctx, true);
+}
+
+vd_error vd_h_flow_step_resume(vd_ctx *ctx)
+{
+    return set_paused(ctx, false);
+}

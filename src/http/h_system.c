@@ -1,0 +1,97 @@
+/* h_system.c - the operational endpoints: liveness, readiness, the OpenAPI documents and
+ * the Prometheus scrape. */
+#include "http_internal.h"
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict/embedded.h"
+#include "verdict/store_ops.h"
+
+vd_error vd_h_healthz(vd_ctx *ctx)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ok");
+    cJSON_AddStringToObject(o, "version", VERDICT_VERSION);
+    return vd_respond_json(ctx, 200, o);
+}
+
+vd_error vd_h_readyz(vd_ctx *ctx)
+{
+    vd_conn *conn = NULL;
+    int version = 0;
+    vd_error rc = vd_db_acquire(ctx->db, &conn);
+    if (rc)
+        return vd_fail(ctx, rc, NULL, "the database does not answer");
+    rc = vd_store_ready(conn, &version);
+    vd_db_release(ctx->db, conn);
+    if (rc)
+        return vd_fail(ctx, VD_ERR_DATABASE_UNAVAILABLE, NULL,
+                       "the schema is at version %d, this binary needs %d", version,
+                       vd_store_latest_version());
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ready");
+    cJSON_AddNumberToObject(o, "schema_version", version);
+    return vd_respond_json(ctx, 200, o);
+}
+
+vd_error vd_h_openapi_json(vd_ctx *ctx)
+{
+    return vd_respond_text(ctx, 200, "application/json; charset=utf-8", vd_openapi_json.data,
+                           vd_openapi_json.len);
+}
+
+vd_error vd_h_openapi_yaml(vd_ctx *ctx)
+{
+    return vd_respond_text(ctx, 200, "application/yaml; charset=utf-8", vd_openapi_yaml.data,
+                           vd_openapi_yaml.len);
+}
+
+vd_error vd_h_metrics(vd_ctx *ctx)
+{
+    vd_buf out = {0};
+    vd_error rc = VD_OK;
+    vd_buf_printf(&out, "# HELP verdict_up Whether verdictd is serving.\n# TYPE verdict_up gauge\n"
+                        "verdict_up 1\n");
+    vd_buf_printf(&out,
+                  "# HELP verdict_db_pool_in_use Database connections borrowed right now.\n"
+                  "# TYPE verdict_db_pool_in_use gauge\nverdict_db_pool_in_use %d\n",
+                  vd_db_in_use(ctx->db));
+    vd_metrics_render_http(&out);
+    {
+        vd_conn *c = NULL;
+        char *db = NULL;
+        /* the database families are left out (not failed) while the database is down:
+         * verdict_up still answers, which is what an alert wants */
+        if (vd_db_acquire(ctx->db, &c) == VD_OK) {
+            if (vd_store_metrics(c, &db) == VD_OK)
+                vd_buf_printf(&out, "%s", db);
+            vd_db_release(ctx->db, c);
+        }
+        free(db);
+    }
+    if (out.failed)
+        rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory rendering metrics");
+    else
+        rc = vd_respond_text(ctx, 200, "text/plain; version=0.0.4; charset=utf-8", out.data,
+                             out.len);
+    vd_buf_cleanup(&out);
+    return rc;
+}
+
+vd_error vd_h_stats(vd_ctx *ctx)
+{
+    const char *fs = vd_query(ctx, "flow_step_id");
+    char *out = NULL;
+    vd_conn *c = NULL;
+    vd_error rc = VD_OK;
+    if (fs && (strlen(fs) < 1 || strlen(fs) > 200))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
+                       "'flow_step_id' must be 1 to 200 bytes");
+    if ((rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    rc = vd_store_stats(c, fs, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}

@@ -1,0 +1,166 @@
+/* http_internal.h - what the http layer's files share: the per-request context handed to
+ * handlers, the route table type, response and JSON-input helpers. Only src/http/ includes
+ * this (and with it microhttpd.h and cJSON.h). */
+#ifndef VERDICT_HTTP_INTERNAL_H
+#define VERDICT_HTTP_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verdict/config.h"
+#include "verdict/error.h"
+#include "verdict/store.h"
+
+#define VD_MAX_PARAMS 2
+#define VD_PARAM_MAX 256
+#define VD_JSON_MAX_DEPTH 32
+
+typedef struct vd_ctx vd_ctx;
+typedef vd_error (*vd_handler)(vd_ctx *ctx);
+
+typedef struct vd_route {
+    const char *method;  /* "GET", "POST" */
+    const char *pattern; /* "/v1/jobs/{job_id}/heartbeat" */
+    vd_role role;        /* VD_ROLE_NONE: no token needed */
+    vd_handler handler;
+    const char *name;    /* the metrics label, e.g. "jobs.heartbeat" */
+} vd_route;
+
+extern const vd_route vd_routes[];
+extern const size_t vd_route_count;
+
+typedef enum vd_match_result {
+    VD_MATCH_FOUND = 0,
+    VD_MATCH_NOT_FOUND,
+    VD_MATCH_BAD_METHOD,
+} vd_match_result;
+
+typedef struct vd_match {
+    size_t route_index;
+    int nparams;
+    char params[VD_MAX_PARAMS][VD_PARAM_MAX];
+    char allow[64]; /* for VD_MATCH_BAD_METHOD: "GET, POST" */
+} vd_match;
+
+/* Match method+path (no query string) against the table. Pure; thread-safe. */
+vd_match_result vd_route_match(const vd_route *table, size_t n, const char *method,
+                               const char *path, vd_match *out);
+
+struct vd_ctx {
+    const vd_config *cfg;
+    vd_db *db;
+    struct MHD_Connection *conn;
+    const vd_route *route;
+    const char *method;
+    const char *path;
+    vd_match match;
+    const char *body; /* NUL-terminated; "" when none */
+    size_t body_len;
+    cJSON *json;      /* the parsed body; NULL when empty */
+    const char *actor; /* the API key's name, or "anonymous" */
+    vd_role role;
+    char request_id[80];
+    /* the answer */
+    int status;
+    char *resp_body; /* malloc'd */
+    const char *resp_ctype;
+    vd_error err;
+    char err_message[600];
+    char err_field[200];
+    char retry_after[16];
+    bool idempotent_replayed;
+    vd_conn *dbc; /* borrowed from the pool by vd_ctx_db, released after the handler */
+};
+
+/* The request's database connection, acquired on first use. VD_ERR_DATABASE_UNAVAILABLE
+ * (recorded on ctx) when none can be had. */
+vd_error vd_ctx_db(vd_ctx *ctx, vd_conn **out);
+/* Record a store error on ctx with a message fitting the error; `what` names the object
+ * for not_found/claim_lost ("job 42"). Returns err. */
+vd_error vd_store_fail(vd_ctx *ctx, vd_error err, const char *what);
+/* Answer 200 with JSON text the store rendered (taken: freed by the server). */
+vd_error vd_respond_owned(vd_ctx *ctx, char *json);
+/* The Idempotency-Key header: VD_OK with *key NULL when absent; 400 when malformed. */
+vd_error vd_idempotency_key(vd_ctx *ctx, const char **key);
+
+
+/* Answer with a JSON value (taken: freed here) and the given status. Returns VD_OK, or
+ * VD_ERR_INTERNAL when it cannot be printed. */
+vd_error vd_respond_json(vd_ctx *ctx, int status, cJSON *value);
+/* Answer with raw text (copied). */
+vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text,
+                         size_t len);
+/* Record an error for the envelope: field may be NULL; message is printf-style. Returns err
+ * so handlers can `return vd_fail(...)`. */
+vd_error vd_fail(vd_ctx *ctx, vd_error err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The error envelope of SPEC §2 as a JSON object (caller frees). */
+cJSON *vd_error_envelope(vd_error err, const char *message, const char *field);
+
+/* Parse body[0..len) as JSON under SPEC §2's rules (UTF-8, depth <= 32, no \u0000, nothing
+ * after the value). On success *out is the tree (caller cJSON_Deletes). On failure returns
+ * VD_ERR_INVALID_JSON with a message in msg. Pure; thread-safe. */
+vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen);
+
+/* Typed field access that records a 400 on the ctx. `path` prefixes the field name
+ * ("items[3]" -> "items[3].priority"); NULL for top level. */
+typedef struct vd_field {
+    vd_ctx *ctx;
+    const cJSON *obj;
+    const char *path;
+} vd_field;
+
+vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, size_t max,
+                       const char **out);
+vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int64_t max,
+                    int64_t def, int64_t *out);
+vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out);
+/* An object (or absent -> *out NULL when not required). */
+vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON **out);
+/* The body as an object ({} when empty). */
+vd_error vd_body_object(vd_ctx *ctx, const cJSON **out);
+/* Integer path parameter i (a positive int64) or 404. */
+vd_error vd_param_id(vd_ctx *ctx, int i, const char *what, int64_t *out);
+/* Query string argument (NULL when absent). */
+const char *vd_query(vd_ctx *ctx, const char *key);
+/* Query integer within [min,max] or default; 400 naming the argument. */
+vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, int64_t def,
+                      int64_t *out);
+/* The "claim_token" field: required, a UUID in text form. */
+vd_error vd_get_token(vd_field f, const char **out);
+/* A JSON value rendered by the database, embedded as-is (cJSON raw node). */
+cJSON *vd_json_raw(const char *text);
+
+/* handlers */
+vd_error vd_h_healthz(vd_ctx *ctx);
+vd_error vd_h_readyz(vd_ctx *ctx);
+vd_error vd_h_openapi_json(vd_ctx *ctx);
+vd_error vd_h_openapi_yaml(vd_ctx *ctx);
+vd_error vd_h_metrics(vd_ctx *ctx);
+vd_error vd_h_stats(vd_ctx *ctx);
+vd_error vd_h_items_register(vd_ctx *ctx);
+vd_error vd_h_items_lookup(vd_ctx *ctx);
+vd_error vd_h_item_get(vd_ctx *ctx);
+vd_error vd_h_items_list(vd_ctx *ctx);
+vd_error vd_h_claims(vd_ctx *ctx);
+vd_error vd_h_heartbeat(vd_ctx *ctx);
+vd_error vd_h_disposition(vd_ctx *ctx);
+vd_error vd_h_job_get(vd_ctx *ctx);
+vd_error vd_h_jobs_list(vd_ctx *ctx);
+vd_error vd_h_requeue_one(vd_ctx *ctx);
+vd_error vd_h_requeue_bulk(vd_ctx *ctx);
+vd_error vd_h_tool_definitions(vd_ctx *ctx);
+vd_error vd_h_tool_failure(vd_ctx *ctx);
+vd_error vd_h_adjudications(vd_ctx *ctx);
+vd_error vd_h_session_outcome(vd_ctx *ctx);
+
+/* The reason codes each disposition accepts (NULL-terminated; h_jobs.c). */
+extern const char *const vd_reject_codes[];
+extern const char *const vd_defer_codes[];
+vd_error vd_h_flow_steps_list(vd_ctx *ctx);
+vd_error vd_h_flow_step_pause(vd_ctx *ctx);
+vd_error vd_h_flow_step_resume(vd_ctx *ctx);
+
+#endif

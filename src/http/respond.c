@@ -1,0 +1,114 @@
+/* respond.c - building answers: JSON bodies, raw text, and the one error envelope of SPEC §2
+ * produced from the error table for every failure. */
+#include "http_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text,
+                         size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return VD_ERR_INTERNAL;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    free(ctx->resp_body);
+    ctx->resp_body = copy;
+    ctx->resp_ctype = ctype;
+    ctx->status = status;
+    return VD_OK;
+}
+
+vd_error vd_respond_json(vd_ctx *ctx, int status, cJSON *value)
+{
+    char *text = value ? cJSON_PrintUnformatted(value) : NULL;
+    cJSON_Delete(value);
+    if (!text)
+        return VD_ERR_INTERNAL;
+    free(ctx->resp_body);
+    ctx->resp_body = text;
+    ctx->resp_ctype = "application/json; charset=utf-8";
+    ctx->status = status;
+    return VD_OK;
+}
+
+vd_error vd_fail(vd_ctx *ctx, vd_error err, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    ctx->err = err;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err_message, sizeof(ctx->err_message), fmt, ap);
+    va_end(ap);
+    snprintf(ctx->err_field, sizeof(ctx->err_field), "%s", field ? field : "");
+    return err;
+}
+
+cJSON *vd_error_envelope(vd_error err, const char *message, const char *field)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddFalseToObject(o, "success");
+    cJSON_AddStringToObject(o, "error", vd_error_code(err));
+    cJSON_AddStringToObject(o, "message", message && *message ? message : vd_error_code(err));
+    cJSON_AddBoolToObject(o, "retryable", vd_error_retryable(err));
+    cJSON_AddStringToObject(o, "hint", vd_error_hint(err));
+    if (field && *field)
+        cJSON_AddStringToObject(o, "field", field);
+    return o;
+}
+
+cJSON *vd_json_raw(const char *text)
+{
+    return cJSON_CreateRaw(text && *text ? text : "null");
+}
+
+vd_error vd_respond_owned(vd_ctx *ctx, char *json)
+{
+    free(ctx->resp_body);
+    ctx->resp_body = json;
+    ctx->resp_ctype = "application/json; charset=utf-8";
+    ctx->status = 200;
+    return VD_OK;
+}
+
+vd_error vd_ctx_db(vd_ctx *ctx, vd_conn **out)
+{
+    vd_error rc = VD_OK;
+    if (!ctx->dbc) {
+        rc = vd_db_acquire(ctx->db, &ctx->dbc);
+        if (rc)
+            return vd_store_fail(ctx, rc, NULL);
+    }
+    *out = ctx->dbc;
+    return VD_OK;
+}
+
+vd_error vd_store_fail(vd_ctx *ctx, vd_error err, const char *what)
+{
+    const char *w = what ? what : "the resource";
+    switch (err) {
+    case VD_ERR_DATABASE_UNAVAILABLE:
+        return vd_fail(ctx, err, NULL, "the database is unavailable; nothing was written");
+    case VD_ERR_NOT_FOUND:
+        return vd_fail(ctx, err, NULL, "%s does not exist", w);
+    case VD_ERR_CLAIM_LOST:
+        return vd_fail(ctx, err, NULL,
+                       "%s no longer holds its item: its lease passed or the item was claimed "
+                       "again, or the claim_token is not this job's",
+                       w);
+    case VD_ERR_JOB_FINALIZED:
+        return vd_fail(ctx, err, NULL, "%s is already finished", w);
+    case VD_ERR_IDEMPOTENCY_KEY_REUSED:
+        return vd_fail(ctx, err, "Idempotency-Key",
+                       "this Idempotency-Key was used with a different request body");
+    case VD_ERR_INVALID_FIELD:
+        return vd_fail(ctx, err, NULL, "a value is out of the range the database accepts");
+    default:
+        return vd_fail(ctx, err, NULL, "the request could not be completed (%s)",
+                       vd_error_code(err));
+    }
+}

@@ -1,0 +1,276 @@
+/* items.c - the store's item, claim, heartbeat and flow-step operations, plus the
+ * Idempotency-Key mechanism shared by POST /v1/items and POST /v1/claims. Every answer is
+ * JSON text rendered by PostgreSQL. */
+#include "store_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict/store_ops.h"
+
+typedef struct i64s {
+    char s[24];
+} i64s;
+
+static i64s i64_str(int64_t v)
+{
+    i64s out;
+    snprintf(out.s, sizeof(out.s), "%" PRId64, v);
+    return out;
+}
+
+/* The single text value of a one-row, one-column result (malloc'd into *out). */
+static vd_error first_text(vd_conn *c, vd_sql sql, int n, const char *const *p, char **out)
+{
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, sql, n, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
+        rc = VD_ERR_NOT_FOUND;
+    else if (!(*out = strdup(PQgetvalue(res, 0, 0))))
+        rc = VD_ERR_INTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+/* An operation run under an Idempotency-Key (or plainly when there is none). */
+typedef vd_error (*idem_op)(vd_conn *c, void *arg, char **body);
+
+typedef struct idem_tx {
+    const vd_idem *idem;
+    idem_op op;
+    void *arg;
+    vd_reply *out;
+} idem_tx;
+
+static vd_error idem_tx_run(vd_conn *c, void *arg)
+{
+    idem_tx *t = arg;
+    const char *p[] = {t->idem->route, t->idem->key_name, t->idem->key, t->idem->body};
+    PGresult *res = NULL;
+    vd_error rc;
+    free(t->out->body);
+    t->out->body = NULL;
+    t->out->replayed = false;
+    rc = vd_sql_exec(c, VD_SQL_IDEM_CLAIM, 4, p, &res);
+    if (rc)
+        return rc;
+    bool fresh = PQntuples(res) == 1;
+    PQclear(res);
+    if (!fresh) {
+        rc = vd_sql_exec(c, VD_SQL_IDEM_GET, 4, p, &res);
+        if (rc)
+            return rc;
+        if (PQntuples(res) == 0 || PQgetisnull(res, 0, 1))
+            rc = VD_ERR_DATABASE_UNAVAILABLE; /* expired record not purged yet: retry later */
+        else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+            rc = VD_ERR_IDEMPOTENCY_KEY_REUSED;
+        else if (!(t->out->body = strdup(PQgetvalue(res, 0, 1))))
+            rc = VD_ERR_INTERNAL;
+        t->out->replayed = rc == VD_OK;
+        PQclear(res);
+        return rc;
+    }
+    rc = t->op(c, t->arg, &t->out->body);
+    if (rc)
+        return rc;
+    const char *s[] = {t->idem->route, t->idem->key_name, t->idem->key, t->out->body};
+    rc = vd_sql_exec(c, VD_SQL_IDEM_SAVE, 4, s, &res);
+    PQclear(res);
+    return rc;
+}
+
+typedef struct plain_tx {
+    idem_op op;
+    void *arg;
+    char **body;
+} plain_tx;
+
+static vd_error plain_tx_run(vd_conn *c, void *arg)
+{
+    plain_tx *t = arg;
+    free(*t->body);
+    *t->body = NULL;
+    return t->op(c, t->arg, t->body);
+}
+
+static vd_error run_idempotent(vd_conn *c, const vd_idem *idem, bool needs_tx, idem_op op,
+                               void *arg, vd_reply *out)
+{
+    out->body = NULL;
+    out->replayed = false;
+    if (idem && idem->key) {
+        idem_tx t = {idem, op, arg, out};
+        return vd_sql_tx(c, idem_tx_run, &t);
+    }
+    if (!needs_tx)
+        return op(c, arg, &out->body);
+    plain_tx t = {op, arg, &out->body};
+    return vd_sql_tx(c, plain_tx_run, &t);
+}
+
+typedef struct register_args {
+    const char *batch;
+    const char *actor;
+} register_args;
+
+static vd_error register_op(vd_conn *c, void *arg, char **body)
+{
+    register_args *a = arg;
+    const char *p1[] = {a->batch};
+    const char *p2[] = {a->batch, a->actor};
+    PGresult *res = NULL;
+    char *created = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_FLOW_STEPS_ENSURE, 1, p1, &res);
+    PQclear(res);
+    if (rc)
+        return rc;
+    rc = first_text(c, VD_SQL_ITEMS_INSERT, 2, p2, &created);
+    if (rc)
+        return rc;
+    const char *p3[] = {a->batch, created};
+    rc = first_text(c, VD_SQL_ITEMS_REGISTERED, 2, p3, body);
+    free(created);
+    return rc;
+}
+
+vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
+                                 const vd_idem *idem, vd_reply *out)
+{
+    register_args a = {batch_json, actor};
+    return run_idempotent(c, idem, true, register_op, &a, out);
+}
+
+vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char *source_type,
+                               const char *identifiers_json, char **out)
+{
+    const char *p[] = {flow_step_id, source_type, identifiers_json};
+    return first_text(c, VD_SQL_ITEMS_LOOKUP, 3, p, out);
+}
+
+vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out)
+{
+    i64s ids = i64_str(id);
+    const char *p[] = {ids.s};
+    return first_text(c, VD_SQL_ITEM_GET, 1, p, out);
+}
+
+vd_error vd_store_items_list(vd_conn *c, const char *flow_step_id, const char *state,
+                             int64_t after, int64_t limit, char **out)
+{
+    i64s a = i64_str(after), l = i64_str(limit);
+    const char *p[] = {flow_step_id, state, a.s, l.s};
+    return first_text(c, VD_SQL_ITEMS_LIST, 4, p, out);
+}
+
+typedef struct claim_args {
+    const char *p[5];
+} claim_args;
+
+static vd_error claim_op(vd_conn *c, void *arg, char **body)
+{
+    claim_args *a = arg;
+    return first_text(c, VD_SQL_CLAIM, 5, a->p, body);
+}
+
+vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
+                        int64_t limit, int64_t lease_seconds, const char *actor,
+                        const vd_idem *idem, vd_reply *out)
+{
+    i64s l = i64_str(limit), s = i64_str(lease_seconds);
+    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor}};
+    /* without a key the claim is one autocommit statement: no BEGIN/COMMIT round trips */
+    return run_idempotent(c, idem, false, claim_op, &a, out);
+}
+
+vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
+                            int64_t lease_seconds, char **out)
+{
+    i64s j = i64_str(job_id), s = i64_str(lease_seconds);
+    const char *p[] = {j.s, token, s.s};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 3, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = VD_ERR_NOT_FOUND;
+    else if (!PQgetisnull(res, 0, 2))
+        rc = (*out = strdup(PQgetvalue(res, 0, 2))) ? VD_OK : VD_ERR_INTERNAL;
+    else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0 &&
+             strcmp(PQgetvalue(res, 0, 0), "processing") != 0 &&
+             strcmp(PQgetvalue(res, 0, 0), "expired") != 0)
+        rc = VD_ERR_JOB_FINALIZED;
+    else
+        rc = VD_ERR_CLAIM_LOST;
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
+                                       char **out)
+{
+    const char *p[] = {flow_step_id, paused ? "true" : "false"};
+    return first_text(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, out);
+}
+
+vd_error vd_store_flow_steps_list(vd_conn *c, char **out)
+{
+    return first_text(c, VD_SQL_FLOW_STEPS_LIST, 0, NULL, out);
+}
+
+vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out)
+{
+    i64s ids = i64_str(id);
+    const char *p[] = {ids.s};
+    return first_text(c, VD_SQL_JOB_GET, 1, p, out);
+}
+
+vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *status,
+                            const char *since, int64_t after, int64_t limit, char **out)
+{
+    i64s a = i64_str(after), l = i64_str(limit);
+    const char *p[] = {flow_step_id, status, since, a.s, l.s};
+    return first_text(c, VD_SQL_JOBS_LIST, 5, p, out);
+}
+
+vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
+                              const char *actor, char **out)
+{
+    i64s ids = i64_str(id);
+    const char *p[] = {ids.s, reset_budgets ? "true" : "false", reason, actor};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_REQUEUE_ONE, 4, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = VD_ERR_NOT_FOUND;
+    else if (PQgetisnull(res, 0, 1))
+        rc = VD_ERR_INVALID_TRANSITION;
+    else if (!(*out = strdup(PQgetvalue(res, 0, 1))))
+        rc = VD_ERR_INTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
+                               const char *reason_code, int64_t limit, bool reset_budgets,
+                               const char *reason, const char *actor, long *count)
+{
+    i64s l = i64_str(limit);
+    const char *p[] = {flow_step_id, state, reason_code, l.s,
+                       reset_budgets ? "true" : "false", reason, actor};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_REQUEUE_BULK, 7, p, &res);
+    *count = 0;
+    if (rc)
+        return rc;
+    *count = atol(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return VD_OK;
+}

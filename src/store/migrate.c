@@ -1,0 +1,141 @@
+/* migrate.c - apply the embedded migrations of sql/ in order, each in its own transaction,
+ * under a session advisory lock so that replicas starting together never race, and record
+ * them in schema_migrations. Forward-only. */
+#include "store_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict/embedded.h"
+#include "verdict/util.h"
+
+/* Any fixed bigint: the key of the "verdict migrations" advisory lock. */
+#define MIGRATE_LOCK "SELECT pg_advisory_lock(7306153949216651921)"
+#define MIGRATE_UNLOCK "SELECT pg_advisory_unlock(7306153949216651921)"
+
+/* The leading number of "0007_name.sql"; 0 when there is none. */
+static int version_of(const char *name)
+{
+    int v = 0;
+    for (const char *p = name; *p >= '0' && *p <= '9' && v < 100000; p++)
+        v = v * 10 + (*p - '0');
+    return v;
+}
+
+int vd_store_latest_version(void)
+{
+    int latest = 0;
+    for (size_t i = 0; i < vd_migration_count; i++) {
+        int v = version_of(vd_migrations[i].name);
+        latest = v > latest ? v : latest;
+    }
+    return latest;
+}
+
+static vd_error fail(char *err, size_t errlen, PGconn *pg, const char *what, const char *name)
+{
+    snprintf(err, errlen, "%s%s%s: %s", what, name ? " " : "", name ? name : "",
+             pg ? PQerrorMessage(pg) : "out of memory");
+    return VD_ERR_DATABASE_UNAVAILABLE;
+}
+
+static bool exec_ok(PGconn *pg, const char *sql)
+{
+    PGresult *res = PQexec(pg, sql);
+    ExecStatusType st = PQresultStatus(res);
+    PQclear(res);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+static int current_version(PGconn *pg)
+{
+    PGresult *res = PQexec(pg, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+    int v = -1;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        v = version_of(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return v;
+}
+
+/* One migration in its own transaction, recorded with it. */
+static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version)
+{
+    char vbuf[16];
+    const char *params[2] = {vbuf, m->name};
+    PGresult *res = NULL;
+    bool ok = false;
+    snprintf(vbuf, sizeof(vbuf), "%d", version);
+    if (!exec_ok(pg, "BEGIN"))
+        return false;
+    if (!exec_ok(pg, m->data))
+        goto out;
+    res = PQexecParams(pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
+                       NULL, params, NULL, NULL, 0);
+    ok = PQresultStatus(res) == PGRES_COMMAND_OK && exec_ok(pg, "COMMIT");
+out:
+    PQclear(res);
+    if (!ok)
+        exec_ok(pg, "ROLLBACK");
+    return ok;
+}
+
+static vd_error migrate_locked(PGconn *pg, int *applied, char *err, size_t errlen)
+{
+    int have = 0;
+    if (!exec_ok(pg, "SET client_min_messages = warning") ||
+        !exec_ok(pg, "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                     " version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())"))
+        return fail(err, errlen, pg, "create schema_migrations", NULL);
+    have = current_version(pg);
+    if (have < 0)
+        return fail(err, errlen, pg, "read schema_migrations", NULL);
+    for (size_t i = 0; i < vd_migration_count; i++) {
+        const vd_embedded_file *m = &vd_migrations[i];
+        int v = version_of(m->name);
+        if (v <= have)
+            continue;
+        if (!apply_one(pg, m, v))
+            return fail(err, errlen, pg, "migration", m->name);
+        vd_logf(VD_LOG_INFO, "applied migration %s", m->name);
+        if (applied)
+            (*applied)++;
+    }
+    return VD_OK;
+}
+
+vd_error vd_store_migrate(const char *url, int *applied, char *err, size_t errlen)
+{
+    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
+    const char *vals[] = {url, "10", "verdictd-migrate", NULL};
+    PGconn *pg = PQconnectdbParams(keys, vals, 1);
+    vd_error rc = VD_OK;
+    if (applied)
+        *applied = 0;
+    if (!pg || PQstatus(pg) != CONNECTION_OK) {
+        rc = fail(err, errlen, pg, "connect", NULL);
+        goto out;
+    }
+    if (!exec_ok(pg, MIGRATE_LOCK)) {
+        rc = fail(err, errlen, pg, "advisory lock", NULL);
+        goto out;
+    }
+    rc = migrate_locked(pg, applied, err, errlen);
+    exec_ok(pg, MIGRATE_UNLOCK);
+out:
+    PQfinish(pg);
+    return rc;
+}
+
+vd_error vd_store_ready(vd_conn *conn, int *version)
+{
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(conn, VD_SQL_SCHEMA_VERSION, 0, NULL, &res);
+    if (rc)
+        return rc;
+    *version = version_of(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return *version >= vd_store_latest_version() ? VD_OK : VD_ERR_DATABASE_UNAVAILABLE;
+}

@@ -1,0 +1,54 @@
+/* store_internal.h - what the store's own files share: the connection struct, the table of
+ * prepared statements and the execution helpers. Only src/store/ includes this (and with it
+ * libpq-fe.h). */
+#ifndef VERDICT_STORE_INTERNAL_H
+#define VERDICT_STORE_INTERNAL_H
+
+#include <libpq-fe.h>
+
+#include "verdict/store.h"
+
+struct vd_conn {
+    PGconn *pg;
+    bool ready;  /* connected and every statement prepared */
+    bool in_tx;  /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool last_conflict; /* the last error was a serialization failure or deadlock */
+    int index;
+    const char *url; /* borrowed from the pool */
+};
+
+/* Every SQL statement of the service, prepared once per connection (statements.c). */
+typedef enum vd_sql {
+    VD_SQL_SCHEMA_VERSION = 0,
+#define VD_SQL_ENUM(name) VD_SQL_##name,
+#include "statements.def"
+#undef VD_SQL_ENUM
+    VD_SQL__MAX
+} vd_sql;
+
+typedef struct vd_sql_statement {
+    const char *name;
+    const char *text;
+} vd_sql_statement;
+
+extern const vd_sql_statement vd_sql_statements[VD_SQL__MAX];
+
+/* Run prepared statement `sql` with `n` text parameters (NULL = SQL NULL). On VD_OK *res is
+ * a PGRES_TUPLES_OK/COMMAND_OK result the caller PQclears; on error *res is NULL. A lost
+ * connection outside a transaction is re-opened and the statement retried once. */
+vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, PGresult **res);
+/* BEGIN / COMMIT / ROLLBACK. Rollback never fails visibly. */
+vd_error vd_sql_begin(vd_conn *c);
+vd_error vd_sql_commit(vd_conn *c);
+void vd_sql_rollback(vd_conn *c);
+/* Map a failed result (or NULL with a broken connection) to the one error table. */
+vd_error vd_sql_error(vd_conn *c, const PGresult *res);
+/* Whether the last error was a serialization failure or deadlock (worth retrying the tx). */
+bool vd_sql_is_retryable_conflict(const PGresult *res);
+
+/* Run fn(c, arg) inside a transaction, retried a few times with a jittered pause on
+ * serialization failures and deadlocks. fn must be safe to run again from scratch. */
+typedef vd_error (*vd_tx_fn)(vd_conn *c, void *arg);
+vd_error vd_sql_tx(vd_conn *c, vd_tx_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,406 @@
+/* test_claims.c - SPEC §3-§4 and §5.3 over HTTP against PostgreSQL: registration
+ * (idempotent, whole-batch validation), lookups and listing, claim order, Idempotency-Key
+ * replay and reuse, pause/resume, heartbeat, and lease expiry rescued by the sweeper. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vt.h"
+#include "vt_api.h"
+
+static vt_server srv;
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static void test_claims_register_idempotent(void **state)
+{
+    (void)state;
+    const char *body = "{\"items\": [{\"flow_step_id\": \"reg\", \"source_type\": \"rss\","
+                       " \"item_identifier\": \"https://ex.org/a\", \"payload\": {\"t\": 1}},"
+                       " {\"flow_step_id\": \"reg\", \"source_type\": \"rss\","
+                       " \"item_identifier\": \"https://ex.org/b\", \"priority\": 3},"
+                       " {\"flow_step_id\": \"reg\", \"source_type\": \"rss\","
+                       " \"item_identifier\": \"https://ex.org/a\"}]}";
+    vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(
+        cJSON_GetObjectItem(r.json, "items"), 0), "created")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(
+        cJSON_GetObjectItem(r.json, "items"), 2), "created")));
+    double a = vt_num(r.json, "items.0.id"), b = vt_num(r.json, "items.1.id");
+    assert_true(a == vt_num(r.json, "items.2.id"));
+    assert_string_equal(vt_str(r.json, "items.1.item_identifier"), "https://ex.org/b");
+    vt_resp_free(&r);
+    /* registering again creates nothing and shows current states */
+    r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    assert_true(vt_num(r.json, "items.0.id") == a && vt_num(r.json, "items.1.id") == b);
+    for (int i = 0; i < 3; i++)
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(
+            cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "items"), i), "created")));
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'reg'"), 2);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+                                 " i.id = t.item_id WHERE i.flow_step_id = 'reg'"),
+                     2);
+    /* a processed item is never revived by registration */
+    vt_claim c = vt_claim1(&srv, "reg");
+    assert_int_equal(c.item_id, (int64_t)b); /* priority 3 first */
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
+    assert_string_equal(vt_str(r.json, "items.1.state"), "processed");
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv, (int64_t)b), "processed");
+}
+
+static void test_claims_bad_batch_rejected_whole(void **state)
+{
+    (void)state;
+    char body[40000];
+    size_t n = (size_t)snprintf(body, sizeof(body), "{\"items\": [");
+    for (int i = 0; i < 20; i++) {
+        n += (size_t)snprintf(body + n, sizeof(body) - n,
+                              "%s{\"flow_step_id\": \"bad\", \"source_type\": \"rss\","
+                              " \"item_identifier\": \"",
+                              i ? "," : "");
+        int len = i == 17 ? 2001 : 10;
+        for (int k = 0; k < len; k++)
+            body[n++] = 'x';
+        n += (size_t)snprintf(body + n, sizeof(body) - n, "%d\"}", i);
+    }
+    snprintf(body + n, sizeof(body) - n, "]}");
+    vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    assert_string_equal(vt_str(r.json, "field"), "items[17].item_identifier");
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'bad'"), 0);
+
+    static const struct {
+        const char *body;
+        const char *code;
+        const char *field;
+    } cases[] = {
+        {"{}", "missing_field", "items"},
+        {"{\"items\": []}", "invalid_field", "items"},
+        {"{\"items\": {}}", "invalid_field", "items"},
+        {"{\"items\": [{\"source_type\": \"rss\", \"item_identifier\": \"x\"}]}",
+         "missing_field", "items[0].flow_step_id"},
+        {"{\"items\": [{\"flow_step_id\": 7, \"source_type\": \"rss\", \"item_identifier\": "
+         "\"x\"}]}",
+         "invalid_field", "items[0].flow_step_id"},
+        {"{\"items\": [{\"flow_step_id\": \"f\", \"source_type\": \"rss\", \"item_identifier\": "
+         "\"x\", \"priority\": 1.5}]}",
+         "invalid_field", "items[0].priority"},
+        {"{\"items\": [{\"flow_step_id\": \"f\", \"source_type\": \"rss\", \"item_identifier\": "
+         "\"x\", \"max_attempts\": 101}]}",
+         "invalid_field", "items[0].max_attempts"},
+        {"{\"items\": [{\"flow_step_id\": \"f\", \"source_type\": \"rss\", \"item_identifier\": "
+         "\"x\", \"delay_seconds\": -1}]}",
+         "invalid_field", "items[0].delay_seconds"},
+        {"{\"items\": [{\"flow_step_id\": \"f\", \"source_type\": \"rss\", \"item_identifier\": "
+         "\"x\", \"payload\": [1]}]}",
+         "invalid_field", "items[0].payload"},
+        {"{\"items\": [{\"flow_step_id\": \"\", \"source_type\": \"rss\", \"item_identifier\": "
+         "\"x\"}]}",
+         "invalid_field", "items[0].flow_step_id"},
+        {"{\"items\": [1]}", "invalid_field", "items[0]"},
+        {"[1, 2]", "invalid_json", NULL},
+        {"{\"items\": [}", "invalid_json", NULL},
+        {"{\"items\": [{\"flow_step_id\": \"a\\u0000b\"}]}", "invalid_json", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, cases[i].body, NULL);
+        if (r.status != 400 || strcmp(vt_str(r.json, "error"), cases[i].code) != 0 ||
+            (cases[i].field && strcmp(vt_str(r.json, "field") ? vt_str(r.json, "field") : "",
+                                      cases[i].field) != 0))
+            fail_msg("case %zu (%s): got %ld %s", i, cases[i].body, r.status, r.body);
+        vt_resp_free(&r);
+    }
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'f'"), 0);
+}
+
+static void test_claims_http_edges(void **state)
+{
+    (void)state;
+    const char *text[] = {"Content-Type: text/plain", NULL};
+    vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, "{}", text);
+    vt_assert_error(&r, 415, "unsupported_media_type");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/items", VT_READER, "{}", NULL);
+    vt_assert_error(&r, 403, "forbidden");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/flow-steps/x/pause", VT_WORKER, NULL, NULL);
+    vt_assert_error(&r, 403, "forbidden");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/items", NULL, "{}", NULL);
+    vt_assert_error(&r, 401, "unauthorized");
+    vt_resp_free(&r);
+    size_t big = 1100 * 1024;
+    char *body = malloc(big + 64);
+    memset(body, ' ', big);
+    memcpy(body, "{\"items\": \"", 11);
+    memcpy(body + big - 2, "\"}", 3);
+    r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
+    vt_assert_error(&r, 413, "payload_too_large");
+    vt_resp_free(&r);
+    free(body);
+    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, "{\"flow_step_id\": \"x\"", NULL);
+    vt_assert_error(&r, 400, "invalid_json");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "GET", "/v1/items/abc", VT_READER, NULL, NULL);
+    vt_assert_error(&r, 404, "not_found");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "GET", "/v1/items/999999", VT_READER, NULL, NULL);
+    vt_assert_error(&r, 404, "not_found");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "GET", "/v1/items?limit=501", VT_READER, NULL, NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
+                "{\"flow_step_id\": \"x\", \"worker_id\": \"w\", \"limit\": 101}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    assert_string_equal(vt_str(r.json, "field"), "limit");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
+                "{\"flow_step_id\": \"x\", \"worker_id\": \"w\", \"lease_seconds\": 4}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+}
+
+static void test_claims_lookup_get_list(void **state)
+{
+    (void)state;
+    char ident[32];
+    for (int i = 0; i < 7; i++) {
+        snprintf(ident, sizeof(ident), "L%d", i);
+        vt_register(&srv, "lst", ident, NULL);
+    }
+    vt_resp r = vt_http(&srv, "POST", "/v1/items/lookup", VT_READER,
+                        "{\"flow_step_id\": \"lst\", \"source_type\": \"rss\","
+                        " \"item_identifiers\": [\"L5\", \"nope\", \"L1\"]}",
+                        NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), 2);
+    assert_string_equal(vt_str(r.json, "items.0.item_identifier"), "L5");
+    assert_string_equal(vt_str(r.json, "items.1.state"), "available");
+    vt_resp_free(&r);
+    /* keyset pagination visits every item exactly once */
+    int seen = 0;
+    long after = 0;
+    for (int page = 0; page < 10; page++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/items?flow_step_id=lst&limit=3&after=%ld", after);
+        r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
+        assert_int_equal(r.status, 200);
+        int n = cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items"));
+        seen += n;
+        const cJSON *next = cJSON_GetObjectItem(r.json, "next_after");
+        bool more = cJSON_IsNumber(next);
+        if (more)
+            after = (long)next->valuedouble;
+        vt_resp_free(&r);
+        if (!more)
+            break;
+    }
+    assert_int_equal(seen, 7);
+    r = vt_http(&srv, "GET", "/v1/items?state=claimed&flow_step_id=lst", VT_READER, NULL, NULL);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), 0);
+    vt_resp_free(&r);
+    r = vt_http(&srv, "GET", "/v1/items?state=bogus", VT_READER, NULL, NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+}
+
+static void test_claims_idempotent_claim(void **state)
+{
+    (void)state;
+    vt_register(&srv, "idem", "a", NULL);
+    vt_register(&srv, "idem", "b", NULL);
+    const char *key[] = {"Idempotency-Key: claim-42", NULL};
+    const char *body = "{\"flow_step_id\": \"idem\", \"worker_id\": \"w\", \"limit\": 1}";
+    vt_resp r1 = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, key);
+    assert_int_equal(r1.status, 200);
+    assert_false(r1.replayed);
+    vt_resp r2 = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, key);
+    assert_int_equal(r2.status, 200);
+    assert_true(r2.replayed);
+    assert_string_equal(r1.body, r2.body); /* the SAME claims, token included */
+    vt_resp_free(&r1);
+    vt_resp_free(&r2);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'idem'"), 1);
+    r1 = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
+                 "{\"flow_step_id\": \"idem\", \"worker_id\": \"w\", \"limit\": 2}", key);
+    vt_assert_error(&r1, 422, "idempotency_key_reused");
+    vt_resp_free(&r1);
+    /* the same key under another route or another API key is another scope */
+    const char *ibody = "{\"items\": [{\"flow_step_id\": \"idem\", \"source_type\": \"rss\","
+                        " \"item_identifier\": \"c\"}]}";
+    r1 = vt_http(&srv, "POST", "/v1/items", VT_WORKER, ibody, key);
+    assert_int_equal(r1.status, 200);
+    assert_false(r1.replayed);
+    vt_resp_free(&r1);
+    r1 = vt_http(&srv, "POST", "/v1/items", VT_WORKER, ibody, key);
+    assert_true(r1.replayed);
+    vt_resp_free(&r1);
+    r1 = vt_http(&srv, "POST", "/v1/claims", VT_ADMIN, body, key);
+    assert_int_equal(r1.status, 200);
+    assert_false(r1.replayed);
+    vt_resp_free(&r1);
+    const char *badkey[] = {"Idempotency-Key: ", NULL};
+    r1 = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, badkey);
+    assert_true(r1.status == 200 || r1.status == 400); /* curl drops an empty header */
+    vt_resp_free(&r1);
+}
+
+static void test_claims_pause_resume(void **state)
+{
+    (void)state;
+    vt_claim c[4];
+    vt_register(&srv, "pz", "a", NULL);
+    vt_resp r = vt_http(&srv, "POST", "/v1/flow-steps/pz/pause", VT_ADMIN, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "flow_step"),
+                                                 "paused")));
+    vt_resp_free(&r);
+    assert_int_equal(vt_claim_n(&srv, "pz", 4, 60, c), 0);
+    r = vt_http(&srv, "GET", "/v1/flow-steps", VT_READER, NULL, NULL);
+    assert_non_null(strstr(r.body, "\"pz\""));
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/flow-steps/pz/resume", VT_ADMIN, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_int_equal(vt_claim_n(&srv, "pz", 4, 60, c), 1);
+}
+
+static void test_claims_order_and_delay(void **state)
+{
+    (void)state;
+    vt_claim c[5];
+    int64_t low = vt_register(&srv, "ord", "low", "\"priority\": -1");
+    int64_t hi = vt_register(&srv, "ord", "hi", "\"priority\": 9");
+    int64_t mid = vt_register(&srv, "ord", "mid", NULL);
+    vt_register(&srv, "ord", "later", "\"delay_seconds\": 3600");
+    assert_int_equal(vt_claim_n(&srv, "ord", 5, 60, c), 3);
+    assert_int_equal(c[0].item_id, hi);
+    assert_int_equal(c[1].item_id, mid);
+    assert_int_equal(c[2].item_id, low);
+    assert_int_equal(c[0].attempt, 1);
+    assert_string_not_equal(c[0].token, c[1].token);
+}
+
+static void test_claims_heartbeat_keeps_claim(void **state)
+{
+    (void)state;
+    vt_claim c;
+    char path[64], body[160];
+    vt_register(&srv, "hb", "a", NULL);
+    assert_int_equal(vt_claim_n(&srv, "hb", 1, 5, &c), 1);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/heartbeat", (long long)c.job_id);
+    snprintf(body, sizeof(body), "{\"claim_token\": \"%s\", \"lease_seconds\": 5}", c.token);
+    for (int i = 0; i < 4; i++) { /* 8 s in all: well past the first 5 s lease */
+        sleep_s(2);
+        vt_resp r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+        assert_int_equal(r.status, 200);
+        assert_non_null(vt_str(r.json, "lease_expires_at"));
+        vt_resp_free(&r);
+    }
+    assert_string_equal(vt_item_state(&srv, c.item_id), "claimed");
+    vt_resp r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    /* a heartbeat on a finished job says so */
+    r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    vt_assert_error(&r, 409, "job_finalized");
+    vt_resp_free(&r);
+    snprintf(body, sizeof(body),
+             "{\"claim_token\": \"00000000-0000-4000-8000-000000000000\"}");
+    r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    vt_assert_error(&r, 409, "claim_lost");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", path, VT_WORKER, "{\"claim_token\": \"nope\"}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+}
+
+static void test_claims_lease_expiry(void **state)
+{
+    (void)state;
+    vt_claim c, again;
+    char path[64], body[160];
+    int64_t id = vt_register(&srv, "exp", "a", NULL);
+    assert_int_equal(vt_claim_n(&srv, "exp", 1, 5, &c), 1);
+    assert_int_equal(c.attempt, 1);
+    int n = 0;
+    for (int i = 0; i < 40 && n == 0; i++) { /* the sweeper runs every second here */
+        sleep_s(0.5);
+        n = vt_claim_n(&srv, "exp", 1, 60, &again);
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(again.item_id, id);
+    assert_int_equal(again.attempt, 2);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld AND status ="
+                                 " 'expired'", (long long)c.job_id),
+                     1);
+    assert_int_equal(vt_sql_long("SELECT failures FROM items WHERE id = %lld", (long long)id), 1);
+    /* the old holder is fenced off */
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/heartbeat", (long long)c.job_id);
+    snprintf(body, sizeof(body), "{\"claim_token\": \"%s\"}", c.token);
+    vt_resp r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    vt_assert_error(&r, 409, "claim_lost");
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
+    vt_assert_error(&r, 409, "claim_lost");
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &again, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+                                 " AND cause = 'lease_expired'", (long long)id),
+                     1);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", NULL};
+    vt_db_setup();
+    vt_server_start(&srv, env);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    vt_server_stop(&srv);
+    vt_db_teardown();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_claims_register_idempotent),
+        cmocka_unit_test(test_claims_bad_batch_rejected_whole),
+        cmocka_unit_test(test_claims_http_edges),
+        cmocka_unit_test(test_claims_lookup_get_list),
+        cmocka_unit_test(test_claims_idempotent_claim),
+        cmocka_unit_test(test_claims_pause_resume),
+        cmocka_unit_test(test_claims_order_and_delay),
+        cmocka_unit_test(test_claims_heartbeat_keeps_claim),
+        cmocka_unit_test(test_claims_lease_expiry),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

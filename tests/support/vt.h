@@ -1,0 +1,63 @@
+/* vt.h - integration-test support: a fresh database per test program, the real verdictd
+ * started as a child process on a free loopback port, an HTTP client (libcurl, keep-alive
+ * per thread) and direct SQL for asserting what was stored. Test code only. */
+#ifndef VERDICT_TEST_VT_H
+#define VERDICT_TEST_VT_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define VT_ADMIN "admin-token-0123456789"
+#define VT_WORKER "worker-token-0123456789"
+#define VT_READER "reader-token-0123456789"
+#define VT_KEYS "ops:admin:" VT_ADMIN ",bot:worker:" VT_WORKER ",dash:reader:" VT_READER
+
+typedef struct vt_server {
+    pid_t pid;
+    int port;
+    char base[64];
+    char log_path[256];
+} vt_server;
+
+typedef struct vt_resp {
+    long status;
+    char *body;
+    cJSON *json;          /* NULL when the body is not JSON */
+    char request_id[128];
+    char retry_after[32];
+    char content_type[128];
+    bool replayed;        /* Idempotent-Replayed: true */
+} vt_resp;
+
+/* Skip the program (exit 77) unless VERDICT_TEST_DATABASE_URL is set; create a fresh
+ * database for it and return its libpq connection string (static storage). */
+const char *vt_db_setup(void);
+/* Drop the database of vt_db_setup. */
+void vt_db_teardown(void);
+/* Run SQL on the test database; returns the first column of the first row (malloc'd, or
+ * NULL for no row / SQL NULL). Fails the test on error. */
+char *vt_sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+long vt_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Start verdictd against the test database with extra environment entries ("K=V", NULL
+ * terminated; may be NULL). Waits until /healthz answers. */
+void vt_server_start(vt_server *s, const char *const *env);
+/* SIGTERM, wait, assert exit status 0 (also proves no leak under ASan). */
+void vt_server_stop(vt_server *s);
+
+/* One HTTP request. token may be NULL; body may be NULL; extra_headers NULL-terminated. */
+vt_resp vt_http(const vt_server *s, const char *method, const char *path, const char *token,
+                const char *body, const char *const *extra_headers);
+void vt_resp_free(vt_resp *r);
+/* Release the calling thread's HTTP connection (call at the end of every client thread). */
+void vt_http_thread_cleanup(void);
+/* Assert an error envelope with the given status and code. */
+void vt_assert_error(const vt_resp *r, long status, const char *code);
+
+/* Convenience accessors on r->json. */
+const char *vt_str(const cJSON *o, const char *path);
+double vt_num(const cJSON *o, const char *path);
+
+#endif

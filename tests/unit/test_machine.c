@@ -1,0 +1,180 @@
+/* test_machine.c - the pure state machine (SPEC §1.3), backoff and skip_item mapping (§5.1),
+ * table-driven, plus tool-failure classification and verdicts (§6). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "verdict/machine.h"
+#include "verdict/tool_failures.h"
+
+static const vd_backoff B = {10, 3600};
+
+static void test_machine_table_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        vd_event ev;
+        vd_budgets in;
+        const char *to, *job;
+        int failures, defers;
+        const char *code;
+    } rows[] = {
+        {{VD_EVENT_COMPLETE, false, true, -1}, {0, 0, 5, 3}, "processed", "completed", 0, 0, NULL},
+        {{VD_EVENT_REJECT_SOURCE, false, true, -1}, {2, 1, 5, 3}, "rejected", "rejected", 2, 1, NULL},
+        {{VD_EVENT_DEFER_ITEM, false, true, -1}, {0, 0, 5, 3}, "deferred", "deferred", 0, 1, NULL},
+        {{VD_EVENT_DEFER_ITEM, false, true, -1}, {0, 2, 5, 3}, "manual_review", "deferred", 0, 3, NULL},
+        {{VD_EVENT_DEFER_ITEM, true, true, -1}, {0, 0, 5, 3}, "manual_review", "deferred", 0, 1, NULL},
+        {{VD_EVENT_FAIL, false, true, -1}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
+        {{VD_EVENT_FAIL, false, true, -1}, {4, 0, 5, 3}, "failed", "failed", 5, 0, NULL},
+        {{VD_EVENT_FAIL, false, false, -1}, {0, 0, 5, 3}, "failed", "failed", 1, 0, NULL},
+        {{VD_EVENT_SESSION_SUCCEEDED, false, true, -1}, {1, 1, 5, 3}, "processed", "completed", 1, 1, NULL},
+        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
+        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1}, {4, 0, 5, 3}, "failed", "failed", 5, 0,
+         "retry_budget_exhausted"},
+        {{VD_EVENT_SESSION_FAILED, false, true, -1}, {0, 0, 5, 3}, "failed", "failed", 0, 0, NULL},
+        {{VD_EVENT_FAIL, false, true, -1}, {0, 0, 1, 3}, "failed", "failed", 1, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        vd_outcome o = vd_machine_apply(&rows[i].in, &rows[i].ev, &B, 0.5);
+        if (strcmp(o.to_state, rows[i].to) != 0 || strcmp(o.job_status, rows[i].job) != 0 ||
+            o.failures != rows[i].failures || o.defers != rows[i].defers)
+            fail_msg("row %zu: got %s/%s f=%d d=%d", i, o.to_state, o.job_status, o.failures,
+                     o.defers);
+        if (rows[i].code)
+            assert_string_equal(o.reason_code, rows[i].code);
+        else
+            assert_null(o.reason_code);
+    }
+}
+
+static void test_machine_delays(void **state)
+{
+    (void)state;
+    vd_budgets in = {0, 0, 10, 10};
+    vd_event defer = {VD_EVENT_DEFER_ITEM, false, true, -1};
+    vd_event defer_at = {VD_EVENT_DEFER_ITEM, false, true, 0};
+    vd_event fail_after = {VD_EVENT_FAIL, false, true, 900};
+    vd_event fail_short = {VD_EVENT_FAIL, false, true, 1};
+    assert_true(vd_machine_apply(&in, &defer, &B, 0.5).delay_seconds == 10.0);
+    assert_true(vd_machine_apply(&in, &defer_at, &B, 0.5).delay_seconds == 0.0);
+    assert_true(vd_machine_apply(&in, &fail_after, &B, 0.5).delay_seconds == 900.0);
+    assert_true(vd_machine_apply(&in, &fail_short, &B, 0.5).delay_seconds == 10.0);
+    in.failures = 3; /* 4th failure: base * 2^3 */
+    assert_true(vd_machine_apply(&in, &fail_short, &B, 0.5).delay_seconds == 80.0);
+}
+
+static void test_machine_backoff(void **state)
+{
+    (void)state;
+    assert_true(vd_backoff_seconds(&B, 1, 0.5) == 10.0);
+    assert_true(vd_backoff_seconds(&B, 2, 0.5) == 20.0);
+    assert_true(vd_backoff_seconds(&B, 30, 0.5) == 3600.0);
+    assert_true(vd_backoff_seconds(&B, 1000, 0.5) == 3600.0);
+    assert_true(vd_backoff_seconds(&B, 1, 0.0) == 8.0);   /* -20% */
+    assert_true(vd_backoff_seconds(&B, 1, 0.999) < 12.0); /* < +20% */
+    assert_true(vd_backoff_seconds(&B, 0, 0.5) == 10.0);
+}
+
+/* No sequence of failures and deferrals loops forever: every item ends within
+ * max_attempts + max_defers events. */
+static void test_machine_always_terminates(void **state)
+{
+    (void)state;
+    for (int ma = 1; ma <= 6; ma++) {
+        for (int md = 1; md <= 6; md++) {
+            for (unsigned pattern = 0; pattern < 64; pattern++) {
+                vd_budgets in = {0, 0, ma, md};
+                int steps = 0;
+                for (;; steps++) {
+                    vd_event ev = {(pattern >> (steps % 6)) & 1 ? VD_EVENT_FAIL
+                                                                : VD_EVENT_DEFER_ITEM,
+                                   false, true, -1};
+                    vd_outcome o = vd_machine_apply(&in, &ev, &B, 0.5);
+                    in.failures = o.failures;
+                    in.defers = o.defers;
+                    if (strcmp(o.to_state, "deferred") != 0)
+                        break;
+                    assert_true(steps < ma + md);
+                }
+                assert_true(steps + 1 <= ma + md);
+            }
+        }
+    }
+}
+
+static void test_machine_skip_item_mapping(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *reason;
+        bool reject;
+        const char *code;
+    } cases[] = {
+        {"irrelevant", true, "irrelevant"}, {"Not Relevant", true, "irrelevant"},
+        {"off-topic", true, "irrelevant"},   {"thin", true, "too_thin"},
+        {"too thin", true, "too_thin"},      {"DUPE", true, "duplicate"},
+        {"noise", true, "spam"},             {" spam ", true, "spam"},
+        {"low-quality", true, "low_quality"}, {"tool-error", false, "tool_error"},
+        {"gate failed", false, "tool_error"}, {"Timeout", false, "tool_error"},
+        {"", false, "other"},                {NULL, false, "other"},
+        {"spam and tool error", false, "tool_error"}, {"unclear", false, "other"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool reject = !cases[i].reject;
+        const char *code = NULL;
+        vd_skip_item_map(cases[i].reason, &reject, &code);
+        if (reject != cases[i].reject || strcmp(code, cases[i].code) != 0)
+            fail_msg("'%s': %d %s", cases[i].reason ? cases[i].reason : "(null)", reject, code);
+    }
+}
+
+static void test_machine_tool_classification(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *error;
+        vd_tool_kind kind;
+    } cases[] = {
+        {"iteration_cap", VD_TOOL_KIND_DETERMINISTIC},
+        {"HTTP 503 Service Unavailable", VD_TOOL_KIND_TRANSIENT},
+        {"status=429", VD_TOOL_KIND_TRANSIENT},
+        {"upstream 502", VD_TOOL_KIND_TRANSIENT},
+        {"gateway 504", VD_TOOL_KIND_TRANSIENT},
+        {"Rate limit exceeded", VD_TOOL_KIND_TRANSIENT},
+        {"request timed out", VD_TOOL_KIND_TRANSIENT},
+        {"read ECONNRESET", VD_TOOL_KIND_TRANSIENT},
+        {"Connection refused", VD_TOOL_KIND_TRANSIENT},
+        {"id 15030 not found", VD_TOOL_KIND_DETERMINISTIC},
+        {"schema validation failed", VD_TOOL_KIND_DETERMINISTIC},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (vd_tool_kind_classify(cases[i].error) != cases[i].kind)
+            fail_msg("'%s' misclassified", cases[i].error);
+    }
+    vd_tool_verdict v;
+    vd_tool_verdict_decide(VD_TOOL_KIND_DETERMINISTIC, "skills__tldr", 1, 3, &v);
+    assert_false(v.retryable);
+    assert_non_null(strstr(v.hint, "'skills__tldr'"));
+    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", 2, 3, &v);
+    assert_true(v.retryable);
+    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", 3, 3, &v);
+    assert_false(v.retryable);
+    assert_non_null(strstr(v.hint, "defer_item"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_machine_table_rows),
+        cmocka_unit_test(test_machine_delays),
+        cmocka_unit_test(test_machine_backoff),
+        cmocka_unit_test(test_machine_always_terminates),
+        cmocka_unit_test(test_machine_skip_item_mapping),
+        cmocka_unit_test(test_machine_tool_classification),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
