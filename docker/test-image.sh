@@ -141,27 +141,43 @@ case "$VERDICT_TEST_DATABASE_URL" in
     DB_URL="$base/$DB$query" ;;
   *) DB_URL="$VERDICT_TEST_DATABASE_URL dbname=$DB" ;; # a later keyword wins in libpq
 esac
-PORT=$(vd_free_port)
-URL="http://127.0.0.1:$PORT"
 # --no-healthcheck: podman runs HEALTHCHECKs from systemd timers, and there is no systemd here
 # (it would log errors even with --health-interval=disable); the image's own HEALTHCHECK
 # command is run once by hand below.
-CID=$(podman run -d --network host --no-healthcheck \
-  -e VERDICT_DATABASE_URL="$DB_URL" \
-  -e VERDICT_LISTEN="127.0.0.1:$PORT" \
-  -e VERDICT_API_KEYS="ops:admin:$TOKEN" \
-  "$IMAGE")
-log "run: container ${CID:0:12} on $URL, database $DB"
+start_container() {
+  PORT=$(vd_free_port)
+  URL="http://127.0.0.1:$PORT"
+  CID=$(podman run -d --network host --no-healthcheck \
+    -e VERDICT_DATABASE_URL="$DB_URL" \
+    -e VERDICT_LISTEN="127.0.0.1:$PORT" \
+    -e VERDICT_API_KEYS="ops:admin:$TOKEN" \
+    "$IMAGE")
+  log "run: container ${CID:0:12} on $URL, database $DB"
+}
+code() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 10 "$@" || true; }
+wait_healthy() { # 0 once /healthz answers 200; 1 if the container exited first
+  for _ in $(seq 1 120); do
+    [ "$(code "$URL/healthz")" = 200 ] && return 0
+    [ "$(podman inspect --format '{{.State.Running}}' "$CID")" = true ] || return 1
+    sleep 0.5
+  done
+  return 0 # still running but not healthy: the check below reports it
+}
+start_container
 
 # --- (f) HTTP checks ------------------------------------------------------------------------------
 phase http
-code() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 10 "$@" || true; }
-for _ in $(seq 1 120); do
-  [ "$(code "$URL/healthz")" = 200 ] && break
-  [ "$(podman inspect --format '{{.State.Running}}' "$CID")" = true ] \
-    || die "the container exited (code $(podman inspect --format '{{.State.ExitCode}}' "$CID"))"
-  sleep 0.5
-done
+# A port picked free can still be taken by someone else before the container binds it; that
+# (and only that: the log says "cannot listen") earns one more try on another port.
+if ! wait_healthy && podman logs "$CID" 2>&1 | grep -q "cannot listen"; then
+  log "http: the container could not bind port $PORT; its log:"
+  podman logs "$CID" 2>&1 | tail -n 5 | sed 's/^/[image]   /' >&2
+  podman rm -f -t 0 "$CID" >/dev/null 2>&1
+  start_container
+  wait_healthy || true
+fi
+[ "$(podman inspect --format '{{.State.Running}}' "$CID")" = true ] \
+  || die "the container exited (code $(podman inspect --format '{{.State.ExitCode}}' "$CID"))"
 c=$(code "$URL/healthz"); [ "$c" = 200 ] || die "GET /healthz: $c, want 200"
 log "http: GET /healthz 200 $(cat "$TMP/body")"
 c=$(code "$URL/readyz"); [ "$c" = 200 ] || die "GET /readyz: $c, want 200 ($(cat "$TMP/body"))"
