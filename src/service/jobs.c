@@ -137,5 +137,11 @@ vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w
 {
     apply_ctx a = {cfg, w, out, vd_random_unit()};
     memset(out, 0, sizeof(*out));
-    return vd_store_tx(conn, apply_tx, &a);
+    vd_error rc = vd_store_tx(conn, apply_tx, &a);
+    if (rc) { /* e.g. the COMMIT failed after the answer was built: no answer */
+        free(out->body);
+        out->body = NULL;
+        out->replayed = false;
+    }
+    return rc;
 }

@@ -21,6 +21,8 @@ struct vd_db {
     pthread_cond_t cv;
 };
 
+static void conn_close(vd_conn *c);
+
 vd_db *vd_db_create(const char *url, int size)
 {
     vd_db *db = calloc(1, sizeof(*db));
@@ -37,6 +39,7 @@ vd_db *vd_db_create(const char *url, int size)
     for (int i = 0; i < size; i++) {
         db->conns[i].index = i;
         db->conns[i].url = db->url;
+        db->conns[i].deferred = -1;
         db->free_stack[db->free_count++] = size - 1 - i;
     }
     pthread_mutex_init(&db->mu, NULL);
@@ -48,10 +51,8 @@ void vd_db_destroy(vd_db *db)
 {
     if (!db)
         return;
-    for (int i = 0; db->conns && i < db->size; i++) {
-        if (db->conns[i].pg)
-            PQfinish(db->conns[i].pg);
-    }
+    for (int i = 0; db->conns && i < db->size; i++)
+        conn_close(&db->conns[i]);
     if (db->conns) {
         pthread_mutex_destroy(&db->mu);
         pthread_cond_destroy(&db->cv);
@@ -62,6 +63,16 @@ void vd_db_destroy(vd_db *db)
     free(db);
 }
 
+static void drop_deferred(vd_conn *c)
+{
+    for (int i = 0; i < c->deferred_n; i++) {
+        free(c->deferred_params[i]);
+        c->deferred_params[i] = NULL;
+    }
+    c->deferred = -1;
+    c->deferred_n = 0;
+}
+
 static void conn_close(vd_conn *c)
 {
     if (c->pg)
@@ -69,6 +80,8 @@ static void conn_close(vd_conn *c)
     c->pg = NULL;
     c->ready = false;
     c->in_tx = false;
+    c->begin_pending = false;
+    drop_deferred(c);
 }
 
 /* Open the connection and prepare every statement; false leaves it closed. */
@@ -193,54 +206,182 @@ static bool result_ok(const PGresult *res)
     return st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
 }
 
+/* One statement of a pipeline: a prepared statement with parameters, or a bare command. */
+typedef struct step {
+    const char *prepared;
+    const char *command;
+    int n;
+    const char *const *params;
+} step;
+
+/* Send steps[0..count) in one pipeline (one round trip) and read every result. On VD_OK
+ * *last (if not NULL) holds the last step's result; the first failure decides the error (the
+ * steps after it are skipped by the server). */
+static vd_error run_pipeline(vd_conn *c, const step *steps, int count, PGresult **last)
+{
+    vd_error err = VD_OK;
+    bool sent = PQenterPipelineMode(c->pg) == 1;
+    for (int i = 0; sent && i < count; i++)
+        sent = steps[i].prepared
+                   ? PQsendQueryPrepared(c->pg, steps[i].prepared, steps[i].n, steps[i].params,
+                                         NULL, NULL, 0) == 1
+                   : PQsendQueryParams(c->pg, steps[i].command, 0, NULL, NULL, NULL, NULL, 0) == 1;
+    if (!sent || PQpipelineSync(c->pg) != 1)
+        goto broken;
+    for (int i = 0; i < count; i++) {
+        PGresult *res = PQgetResult(c->pg), *more;
+        if (!res)
+            goto broken;
+        while ((more = PQgetResult(c->pg)))
+            PQclear(more);
+        if (err == VD_OK && !result_ok(res)) {
+            /* an aborted step only echoes the failure before it */
+            err = PQresultStatus(res) == PGRES_PIPELINE_ABORTED ? VD_ERR_INTERNAL
+                                                                 : vd_sql_error(c, res);
+        }
+        if (i == count - 1 && err == VD_OK && last)
+            *last = res;
+        else
+            PQclear(res);
+    }
+    PGresult *sync = PQgetResult(c->pg);
+    bool synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    if (!synced || PQexitPipelineMode(c->pg) != 1)
+        goto broken;
+    return err;
+broken:
+    if (last && *last) {
+        PQclear(*last);
+        *last = NULL;
+    }
+    vd_logf(VD_LOG_WARN, "database pipeline failed: %s", c->pg ? PQerrorMessage(c->pg) : "");
+    conn_close(c);
+    return VD_ERR_DATABASE_UNAVAILABLE;
+}
+
+/* The steps that are waiting to be sent (a lazy BEGIN, a deferred statement), then `tail`. */
+static int pending_steps(vd_conn *c, step *out, step tail)
+{
+    int k = 0;
+    if (c->begin_pending)
+        out[k++] = (step){NULL, "BEGIN", 0, NULL};
+    if (c->deferred >= 0)
+        out[k++] = (step){vd_sql_statements[c->deferred].name, NULL, c->deferred_n,
+                          (const char *const *)c->deferred_params};
+    out[k++] = tail;
+    return k;
+}
+
+/* Run the pending steps and `tail`; on return nothing is pending any more. */
+static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
+{
+    step steps[3];
+    int k = pending_steps(c, steps, tail);
+    vd_error err;
+    PGresult *res = NULL;
+    if (k == 1) {
+        res = tail.prepared
+                  ? PQexecPrepared(c->pg, tail.prepared, tail.n, tail.params, NULL, NULL, 0)
+                  : PQexec(c->pg, tail.command);
+        err = result_ok(res) ? VD_OK : vd_sql_error(c, res);
+        if (err == VD_OK && out)
+            *out = res;
+        else
+            PQclear(res);
+        return err;
+    }
+    err = run_pipeline(c, steps, k, out);
+    if (c->pg && c->begin_pending)
+        c->begin_pending = false; /* sent: the server holds the transaction now */
+    drop_deferred(c);
+    return err;
+}
+
 vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, PGresult **out)
 {
-    PGresult *res = NULL;
     vd_error err = VD_OK;
+    step tail = {vd_sql_statements[sql].name, NULL, n, params};
+    bool in_tx = c->in_tx;
+    /* nothing has reached the server in this transaction yet: a new connection will do */
+    bool fresh = !in_tx || (c->begin_pending && c->deferred < 0);
     *out = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (!c->ready && (c->in_tx || !conn_open(c)))
-            return VD_ERR_DATABASE_UNAVAILABLE;
-        res = PQexecPrepared(c->pg, vd_sql_statements[sql].name, n, params, NULL, NULL, 0);
-        if (result_ok(res)) {
-            *out = res;
-            return VD_OK;
+        if (!c->ready) {
+            if (!fresh || !conn_open(c))
+                return VD_ERR_DATABASE_UNAVAILABLE;
+            c->in_tx = c->begin_pending = in_tx; /* the BEGIN still has to go */
         }
-        err = vd_sql_error(c, res);
-        PQclear(res);
-        /* a connection lost between requests costs nothing to retry outside a transaction */
-        if (err != VD_ERR_DATABASE_UNAVAILABLE || c->in_tx || c->ready)
+        err = run_with_pending(c, tail, out);
+        /* a connection lost between requests costs nothing to retry */
+        if (err != VD_ERR_DATABASE_UNAVAILABLE || !fresh || c->ready)
             break;
     }
     return err;
 }
 
-static vd_error simple(vd_conn *c, const char *cmd)
+vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params)
 {
-    PGresult *res = PQexec(c->pg, cmd);
-    vd_error err = result_ok(res) ? VD_OK : vd_sql_error(c, res);
-    PQclear(res);
-    return err;
+    vd_error err = VD_OK;
+    if (!c->in_tx || n > VD_SQL_MAX_PARAMS)
+        return VD_ERR_INTERNAL;
+    if (c->deferred >= 0) { /* one at a time: send the earlier one now */
+        step steps[2];
+        int k = pending_steps(c, steps, (step){NULL, "SELECT 1", 0, NULL});
+        err = run_pipeline(c, steps, k, NULL);
+        c->begin_pending = false;
+        drop_deferred(c);
+        if (err)
+            return err;
+    }
+    for (int i = 0; i < n; i++) {
+        if (params[i] && !(c->deferred_params[i] = strdup(params[i]))) {
+            c->deferred_n = i;
+            drop_deferred(c);
+            return VD_ERR_INTERNAL;
+        }
+    }
+    c->deferred = (int)sql;
+    c->deferred_n = n;
+    return VD_OK;
 }
 
 vd_error vd_sql_begin(vd_conn *c)
 {
-    vd_error err = simple(c, "BEGIN");
-    c->in_tx = err == VD_OK;
-    return err;
+    if (!c->ready && !conn_open(c))
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    c->in_tx = true;
+    c->begin_pending = true;
+    return VD_OK;
 }
 
 vd_error vd_sql_commit(vd_conn *c)
 {
-    vd_error err = simple(c, "COMMIT");
+    vd_error err = VD_OK;
+    if (c->begin_pending && c->deferred < 0) { /* nothing was sent: nothing to commit */
+        c->begin_pending = false;
+        c->in_tx = false;
+        return VD_OK;
+    }
+    if (!c->ready) {
+        conn_close(c);
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    }
+    err = run_with_pending(c, (step){NULL, "COMMIT", 0, NULL}, NULL);
+    if (err)
+        vd_sql_rollback(c); /* a failed deferred statement leaves the transaction aborted */
     c->in_tx = false;
     return err;
 }
 
 void vd_sql_rollback(vd_conn *c)
 {
-    if (c->pg && PQstatus(c->pg) == CONNECTION_OK)
-        (void)simple(c, "ROLLBACK");
+    drop_deferred(c);
+    if (!c->begin_pending && c->pg && PQstatus(c->pg) == CONNECTION_OK) {
+        PGresult *res = PQexec(c->pg, "ROLLBACK");
+        PQclear(res);
+    }
+    c->begin_pending = false;
     c->in_tx = false;
 }
 

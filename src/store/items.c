@@ -79,9 +79,7 @@ static vd_error idem_tx_run(vd_conn *c, void *arg)
     if (rc)
         return rc;
     const char *s[] = {t->idem->route, t->idem->key_name, t->idem->key, t->out->body};
-    rc = vd_sql_exec(c, VD_SQL_IDEM_SAVE, 4, s, &res);
-    PQclear(res);
-    return rc;
+    return vd_sql_exec_deferred(c, VD_SQL_IDEM_SAVE, 4, s); /* goes with the COMMIT */
 }
 
 typedef struct plain_tx {
@@ -103,14 +101,22 @@ static vd_error run_idempotent(vd_conn *c, const vd_idem *idem, bool needs_tx, i
 {
     out->body = NULL;
     out->replayed = false;
+    vd_error rc;
     if (idem && idem->key) {
         idem_tx t = {idem, op, arg, out};
-        return vd_sql_tx(c, idem_tx_run, &t);
+        rc = vd_sql_tx(c, idem_tx_run, &t);
+    } else if (!needs_tx) {
+        rc = op(c, arg, &out->body);
+    } else {
+        plain_tx t = {op, arg, &out->body};
+        rc = vd_sql_tx(c, plain_tx_run, &t);
     }
-    if (!needs_tx)
-        return op(c, arg, &out->body);
-    plain_tx t = {op, arg, &out->body};
-    return vd_sql_tx(c, plain_tx_run, &t);
+    if (rc) { /* e.g. the COMMIT failed after the answer was built: no answer */
+        free(out->body);
+        out->body = NULL;
+        out->replayed = false;
+    }
+    return rc;
 }
 
 typedef struct register_args {
@@ -123,10 +129,8 @@ static vd_error register_op(vd_conn *c, void *arg, char **body)
     register_args *a = arg;
     const char *p1[] = {a->batch};
     const char *p2[] = {a->batch, a->actor};
-    PGresult *res = NULL;
     char *created = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_FLOW_STEPS_ENSURE, 1, p1, &res);
-    PQclear(res);
+    vd_error rc = vd_sql_exec_deferred(c, VD_SQL_FLOW_STEPS_ENSURE, 1, p1); /* with INSERT */
     if (rc)
         return rc;
     rc = first_text(c, VD_SQL_ITEMS_INSERT, 2, p2, &created);

@@ -99,11 +99,8 @@ vd_error vd_store_job_save_response(vd_conn *c, int64_t job_id, const char *resp
 {
     char job[24];
     const char *p[] = {job, response};
-    PGresult *res = NULL;
     snprintf(job, sizeof(job), "%" PRId64, job_id);
-    vd_error rc = vd_sql_exec(c, VD_SQL_JOB_SAVE_RESPONSE, 2, p, &res);
-    PQclear(res);
-    return rc;
+    return vd_sql_exec_deferred(c, VD_SQL_JOB_SAVE_RESPONSE, 2, p); /* goes with the COMMIT */
 }
 
 vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,

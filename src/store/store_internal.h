@@ -8,13 +8,22 @@
 
 #include "verdict/store.h"
 
+/* Most parameters any statement takes (statements.def). */
+#define VD_SQL_MAX_PARAMS 16
+
 struct vd_conn {
     PGconn *pg;
     bool ready;  /* connected and every statement prepared */
     bool in_tx;  /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool begin_pending; /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
     bool last_conflict; /* the last error was a serialization failure or deadlock */
     int index;
     const char *url; /* borrowed from the pool */
+    /* A statement whose rows nobody reads (vd_sql_exec_deferred), sent in one pipeline with
+     * the next statement or the COMMIT; its parameters are owned copies. */
+    int deferred; /* a vd_sql, or -1 */
+    int deferred_n;
+    char *deferred_params[VD_SQL_MAX_PARAMS];
 };
 
 /* Every SQL statement of the service, prepared once per connection (statements.c). */
@@ -37,7 +46,13 @@ extern const vd_sql_statement vd_sql_statements[VD_SQL__MAX];
  * a PGRES_TUPLES_OK/COMMAND_OK result the caller PQclears; on error *res is NULL. A lost
  * connection outside a transaction is re-opened and the statement retried once. */
 vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, PGresult **res);
-/* BEGIN / COMMIT / ROLLBACK. Rollback never fails visibly. */
+/* Run `sql` later, in the same pipeline as the next statement or the COMMIT (inside a
+ * transaction only): for a write whose result nobody reads, it saves a round trip. Its error,
+ * if any, is the error of that next call. Parameters are copied. */
+vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params);
+/* BEGIN / COMMIT / ROLLBACK. BEGIN is sent lazily, in one pipeline with the transaction's
+ * first statement; COMMIT carries a deferred statement with it. Rollback never fails
+ * visibly. */
 vd_error vd_sql_begin(vd_conn *c);
 vd_error vd_sql_commit(vd_conn *c);
 void vd_sql_rollback(vd_conn *c);
