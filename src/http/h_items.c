@@ -204,7 +204,10 @@ static vd_error set_paused(vd_ctx *ctx, bool paused)
     const char *fs = ctx->match.params[0];
     char *out = NULL;
     vd_conn *c = NULL;
-    vd_error rc = VD_OK;
+    const cJSON *body = NULL;
+    vd_error rc = vd_body_object(ctx, &body); /* no body, or {} like every other POST */
+    if (rc)
+        return rc;
     if (strlen(fs) < 1 || strlen(fs) > 200)
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
                        "the flow step id must be 1 to 200 bytes");

@@ -50,11 +50,20 @@ vd_match_result vd_route_match(const vd_route *table, size_t n, const char *meth
 {
     bool path_seen = false;
     size_t used = 0;
+    int fewest = VD_MAX_PARAMS + 1;
     memset(out, 0, sizeof(*out));
+    /* As in OpenAPI, a concrete path wins over a templated one: /v1/items/lookup is never
+     * item "lookup". Only the patterns with the fewest parameters that match take part. */
     for (size_t i = 0; i < n; i++) {
         vd_match m;
         memset(&m, 0, sizeof(m));
-        if (!pattern_matches(table[i].pattern, path, &m))
+        if (pattern_matches(table[i].pattern, path, &m) && m.nparams < fewest)
+            fewest = m.nparams;
+    }
+    for (size_t i = 0; i < n; i++) {
+        vd_match m;
+        memset(&m, 0, sizeof(m));
+        if (!pattern_matches(table[i].pattern, path, &m) || m.nparams != fewest)
             continue;
         if (strcmp(table[i].method, method) == 0 ||
             (strcmp(method, "HEAD") == 0 && strcmp(table[i].method, "GET") == 0)) {

@@ -42,6 +42,32 @@ static void test_http_route_matching(void **state)
     assert_int_equal(vd_route_match(table, 4, "GET", "", &m), VD_MATCH_NOT_FOUND);
 }
 
+/* A concrete path wins over a templated one: /v1/items/lookup is not item "lookup". */
+static void test_http_route_concrete_before_template(void **state)
+{
+    (void)state;
+    static const vd_route table[] = {
+        {"GET", "/v1/items/{item_id}", VD_ROLE_READER, NULL, "get"},
+        {"POST", "/v1/items/lookup", VD_ROLE_WORKER, NULL, "lookup"},
+        {"POST", "/v1/items/{item_id}/requeue", VD_ROLE_ADMIN, NULL, "requeue1"},
+        {"POST", "/v1/items/requeue", VD_ROLE_ADMIN, NULL, "requeue"},
+    };
+    vd_match m;
+    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/lookup", &m),
+                     VD_MATCH_BAD_METHOD);
+    assert_string_equal(m.allow, "POST");
+    assert_int_equal(vd_route_match(table, 4, "POST", "/v1/items/lookup", &m), VD_MATCH_FOUND);
+    assert_int_equal(m.route_index, 1);
+    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/requeue", &m),
+                     VD_MATCH_BAD_METHOD);
+    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/17", &m), VD_MATCH_FOUND);
+    assert_int_equal(m.route_index, 0);
+    assert_string_equal(m.params[0], "17");
+    assert_int_equal(vd_route_match(table, 4, "POST", "/v1/items/17/requeue", &m),
+                     VD_MATCH_FOUND);
+    assert_int_equal(m.route_index, 2);
+}
+
 /* Every route is in openapi/verdict.yaml and every path there is a route. */
 static void test_http_routes_match_openapi(void **state)
 {
@@ -184,6 +210,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_http_route_matching),
+        cmocka_unit_test(test_http_route_concrete_before_template),
         cmocka_unit_test(test_http_routes_match_openapi),
         cmocka_unit_test(test_http_error_table_complete),
         cmocka_unit_test(test_http_json_limits),
