@@ -30,6 +30,8 @@ vd_error vd_db_acquire(vd_db *db, vd_conn **out);
 void vd_db_release(vd_db *db, vd_conn *conn);
 /* How many connections are borrowed right now. */
 int vd_db_in_use(vd_db *db);
+/* How many connections the pool may hold. */
+int vd_db_size(const vd_db *db);
 
 /* Apply every pending embedded migration under an advisory lock, each in its own
  * transaction. *applied (may be NULL) receives how many were applied. On failure writes a

@@ -1,6 +1,7 @@
 /* h_system.c - the operational endpoints: liveness, readiness, the OpenAPI documents and
  * the Prometheus scrape. */
 #include "http_internal.h"
+#include "verdict/sweeper.h"
 #include "metrics.h"
 
 #include <stdio.h>
@@ -57,9 +58,38 @@ vd_error vd_h_metrics(vd_ctx *ctx)
                         "verdict_up 1\n");
     vd_buf_printf(&out,
                   "# HELP verdict_db_pool_in_use Database connections borrowed right now.\n"
-                  "# TYPE verdict_db_pool_in_use gauge\nverdict_db_pool_in_use %d\n",
-                  vd_db_in_use(ctx->db));
+                  "# TYPE verdict_db_pool_in_use gauge\nverdict_db_pool_in_use %d\n"
+                  "# HELP verdict_db_pool_size Database connections this process may open.\n"
+                  "# TYPE verdict_db_pool_size gauge\nverdict_db_pool_size %d\n",
+                  vd_db_in_use(ctx->db), vd_db_size(ctx->db));
     vd_metrics_render_http(&out);
+    {
+        vd_sweeper_counts sw;
+        vd_sweeper_totals(&sw);
+        vd_buf_printf(
+            &out,
+            "# HELP verdict_sweeper_runs_total Sweeper passes of this process, by result.\n"
+            "# TYPE verdict_sweeper_runs_total counter\n"
+            "verdict_sweeper_runs_total{result=\"ok\"} %llu\n"
+            "verdict_sweeper_runs_total{result=\"error\"} %llu\n"
+            "# HELP verdict_sweeper_leases_closed_total Passed leases the sweeper closed.\n"
+            "# TYPE verdict_sweeper_leases_closed_total counter\n"
+            "verdict_sweeper_leases_closed_total %llu\n"
+            "# HELP verdict_sweeper_idempotency_purged_total Idempotency records older than 24 h "
+            "purged.\n"
+            "# TYPE verdict_sweeper_idempotency_purged_total counter\n"
+            "verdict_sweeper_idempotency_purged_total %llu\n"
+            "# HELP verdict_sweeper_retention_deleted_total Jobs and transitions deleted by "
+            "retention.\n"
+            "# TYPE verdict_sweeper_retention_deleted_total counter\n"
+            "verdict_sweeper_retention_deleted_total %llu\n"
+            "# HELP verdict_sweeper_last_run_timestamp_seconds When the last sweeper pass ended "
+            "(0: none yet).\n"
+            "# TYPE verdict_sweeper_last_run_timestamp_seconds gauge\n"
+            "verdict_sweeper_last_run_timestamp_seconds %.3f\n",
+            sw.runs - sw.failed_runs, sw.failed_runs, sw.leases_closed, sw.idempotency_purged,
+            sw.retention_deleted, sw.last_run_unix);
+    }
     {
         vd_conn *c = NULL;
         char *db = NULL;

@@ -13,6 +13,31 @@
 
 #define SWEEP_BATCH 500
 
+/* Process-wide pass counters; written only at the end of a pass, read by /metrics. */
+static pthread_mutex_t totals_mu = PTHREAD_MUTEX_INITIALIZER;
+static vd_sweeper_counts totals;
+
+void vd_sweeper_totals(vd_sweeper_counts *out)
+{
+    pthread_mutex_lock(&totals_mu);
+    *out = totals;
+    pthread_mutex_unlock(&totals_mu);
+}
+
+static void count_pass(vd_error rc, long expired, long purged, long deleted)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    pthread_mutex_lock(&totals_mu);
+    totals.runs++;
+    totals.failed_runs += rc != VD_OK;
+    totals.leases_closed += (unsigned long long)expired;
+    totals.idempotency_purged += (unsigned long long)purged;
+    totals.retention_deleted += (unsigned long long)deleted;
+    totals.last_run_unix = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    pthread_mutex_unlock(&totals_mu);
+}
+
 struct vd_sweeper {
     const vd_config *cfg;
     vd_db *db;
@@ -26,10 +51,12 @@ vd_error vd_sweeper_run_once(const vd_config *cfg, vd_db *db, long *expired, lon
 {
     vd_conn *conn = NULL;
     vd_error rc = vd_db_acquire(db, &conn);
-    long n = 0;
+    long n = 0, deleted_total = 0;
     *expired = *purged = 0;
-    if (rc)
+    if (rc) {
+        count_pass(rc, 0, 0, 0);
         return rc;
+    }
     do {
         rc = vd_store_sweep_leases(conn, SWEEP_BATCH, &n);
         *expired += n;
@@ -42,10 +69,12 @@ vd_error vd_sweeper_run_once(const vd_config *cfg, vd_db *db, long *expired, lon
     for (int i = 0; rc == VD_OK && i < 10; i++) {
         long deleted = 0;
         rc = vd_store_retention(conn, cfg->retention_days, SWEEP_BATCH, &deleted);
+        deleted_total += deleted;
         if (deleted == 0)
             break;
     }
     vd_db_release(db, conn);
+    count_pass(rc, *expired, *purged, deleted_total);
     return rc;
 }
 

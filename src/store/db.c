@@ -167,6 +167,11 @@ int vd_db_in_use(vd_db *db)
     return n;
 }
 
+int vd_db_size(const vd_db *db)
+{
+    return db->size;
+}
+
 bool vd_sql_is_retryable_conflict(const PGresult *res)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;

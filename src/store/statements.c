@@ -336,14 +336,32 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         " SELECT '# HELP verdict_items Items by flow step and state.' || E'\\n'"
         "  || '# TYPE verdict_items gauge' || E'\\n'"
         "  || coalesce((SELECT string_agg(format('verdict_items{flow_step_id=\"%s\",state=\"%s\"} %s',"
-        "       replace(replace(replace(f.flow_step_id, '\\', '\\\\'), '\"', '\\\"'), E'\\n', '\\n'),"
+        "       verdict_prom_label(f.flow_step_id),"
         "       st.s, coalesce((SELECT n FROM ic WHERE ic.flow_step_id = f.flow_step_id"
         "       AND ic.state = st.s), 0)), E'\\n' ORDER BY f.flow_step_id, st.s) || E'\\n'"
         "     FROM flow_steps f CROSS JOIN states st), '')"
         "  || '# HELP verdict_transitions_total State transitions recorded, by cause and new state.'"
         "  || E'\\n' || '# TYPE verdict_transitions_total counter' || E'\\n'"
         "  || coalesce((SELECT string_agg(format('verdict_transitions_total{cause=\"%s\",to_state=\"%s\"} %s',"
-        "       cause, to_state, n), E'\\n' ORDER BY cause, to_state) || E'\\n' FROM tc), '')"},
+        "       cause, to_state, n), E'\\n' ORDER BY cause, to_state) || E'\\n' FROM tc), '')"
+        /* both per flow step from partial indexes: items_leases, items_claimable_age */
+        "  || '# HELP verdict_stuck_claims Claims whose lease passed and the sweeper has not closed"
+        " yet.' || E'\\n' || '# TYPE verdict_stuck_claims gauge' || E'\\n'"
+        "  || coalesce((SELECT string_agg(format('verdict_stuck_claims{flow_step_id=\"%s\"} %s',"
+        "       verdict_prom_label(f.flow_step_id),"
+        "       coalesce(sc.n, 0)), E'\\n' ORDER BY f.flow_step_id) || E'\\n'"
+        "     FROM flow_steps f LEFT JOIN (SELECT flow_step_id, count(*) AS n FROM items"
+        "       WHERE state = 'claimed' AND lease_expires_at < now() GROUP BY 1) sc"
+        "       ON sc.flow_step_id = f.flow_step_id), '')"
+        "  || '# HELP verdict_oldest_claimable_age_seconds Age of the oldest item that may be"
+        " claimed now (0: none).' || E'\\n'"
+        "  || '# TYPE verdict_oldest_claimable_age_seconds gauge' || E'\\n'"
+        "  || coalesce((SELECT string_agg(format('verdict_oldest_claimable_age_seconds{flow_step_id=\"%s\"} %s',"
+        "       verdict_prom_label(f.flow_step_id),"
+        "       coalesce((SELECT floor(extract(epoch FROM now() - min(i.available_at)))::bigint"
+        "         FROM items i WHERE i.flow_step_id = f.flow_step_id"
+        "         AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)),"
+        "       E'\\n' ORDER BY f.flow_step_id) || E'\\n' FROM flow_steps f), '')"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts", "SELECT verdict_compact_counts()"},
 

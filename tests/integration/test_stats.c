@@ -185,6 +185,14 @@ static void test_stats_promtool(void **state)
     assert_non_null(strstr(r.body, "verdict_transitions_total{cause=\"claim\",to_state=\"claimed\"}"));
     assert_non_null(strstr(r.body, "verdict_http_request_duration_seconds_bucket{route=\"claims\""));
     assert_non_null(strstr(r.content_type, "text/plain"));
+    assert_non_null(strstr(r.body, "verdict_stuck_claims{flow_step_id=\"prom\\\"quote\"} 0\n"));
+    assert_non_null(strstr(r.body, "verdict_oldest_claimable_age_seconds{flow_step_id=\"prom"));
+    assert_non_null(strstr(r.body, "verdict_db_pool_size "));
+    /* the sweeper (every second here) has run at least once since the server started */
+    const char *runs = strstr(r.body, "verdict_sweeper_runs_total{result=\"ok\"} ");
+    assert_non_null(runs);
+    assert_true(atol(runs + strlen("verdict_sweeper_runs_total{result=\"ok\"} ")) >= 1);
+    assert_non_null(strstr(r.body, "verdict_sweeper_last_run_timestamp_seconds 1"));
     char path[] = "/tmp/verdict-scrape-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
