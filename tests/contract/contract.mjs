@@ -999,6 +999,72 @@ async function outage() {
   }
 }
 
+// The served tool schemas (SPEC §5.2) against the endpoint they stand for: every argument
+// object generated from a tool's schema — each property at its bounds and just past them,
+// wrong types, each enum value and a wrong one, a required property left out — is validated
+// with ajv AND sent as {claim_token, disposition: dispositions[tool], ...args}; the server
+// must accept (200) exactly what the schema accepts and refuse (400) what it rejects. Unknown
+// properties are the one deliberate difference: the schemas say additionalProperties: false
+// (what strict function calling wants) while the endpoint ignores unknown fields.
+async function toolSchemas() {
+  const defs = {};
+  for (const format of ['openai', 'anthropic', 'mcp'])
+    defs[format] = (await call('getToolDefinitions', { expect: 200, query: { format } })).body;
+  const schemaOf = (format, t) => (format === 'openai' ? t.function.parameters : format === 'mcp' ? t.inputSchema : t.input_schema);
+  const nameOf = (format, t) => (format === 'openai' ? t.function.name : t.name);
+  const tools = defs.anthropic.tools.map((t) => ({ name: t.name, schema: t.input_schema, disposition: defs.anthropic.dispositions[t.name] }));
+  for (const format of ['openai', 'mcp'])
+    defs[format].tools.forEach((t, i) => check(isDeepStrictEqual(schemaOf(format, t), tools[i].schema) && nameOf(format, t) === tools[i].name,
+      'getToolDefinitions', `${format} tool ${i} differs from the anthropic one`));
+  const FS_TOOLS = `${FS}_tools`;
+  await call('registerItems', { expect: 200, json: { items: Array.from({ length: 60 }, (_, i) => ({ flow_step_id: FS_TOOLS, source_type: 'rss', item_identifier: `tool-${i}` })) } });
+  let claim = null;
+  const nextClaim = async () => {
+    const r = await call('claimItems', { expect: 200, json: { flow_step_id: FS_TOOLS, worker_id: 'contract@tools', limit: 1 } });
+    if (r.body.claims.length !== 1) throw new Error('tool schema test ran out of items');
+    claim = r.body.claims[0];
+  };
+  const variants = (prop) => { // [value, note] pairs: valid and invalid by construction
+    const out = [];
+    if (prop.enum) { prop.enum.forEach((v) => out.push([v, `'${v}'`])); out.push(['not_a_code', 'unknown code'], [7, 'number']); return out; }
+    if (prop.type === 'string') {
+      const lo = prop.minLength || 0, hi = prop.maxLength;
+      out.push(['x'.repeat(Math.max(lo, 1)), 'short'], ['y'.repeat(hi), 'at maxLength'], ['z'.repeat(hi + 1), 'past maxLength'], [12, 'number']);
+      if (lo > 0) out.push(['', 'empty']);
+      return out;
+    }
+    if (prop.type === 'integer') return [[prop.minimum, 'minimum'], [prop.maximum, 'maximum'], [prop.minimum - 1, 'below minimum'], [prop.maximum + 1, 'above maximum'], [1.5, 'fraction'], ['5', 'string']];
+    if (prop.type === 'boolean') return [[true, 'true'], [false, 'false'], ['true', 'string'], [1, 'number']];
+    throw new Error(`no variants for ${JSON.stringify(prop)}`);
+  };
+  let agreed = 0;
+  for (const t of tools) {
+    const validate = ajv.compile(t.schema);
+    const props = t.schema.properties || {};
+    const base = {};
+    for (const k of t.schema.required || []) base[k] = variants(props[k]).find(([v]) => validate({ ...base, [k]: v }) || true)[0];
+    check(validate(base), t.name, `the base arguments ${snip(base)} are not valid under the schema`);
+    const cases = [[base, 'required only']];
+    for (const k of t.schema.required || []) { const b = { ...base }; delete b[k]; cases.push([b, `without ${k}`]); }
+    for (const [k, prop] of Object.entries(props))
+      for (const [v, note] of variants(prop)) cases.push([{ ...base, [k]: v }, `${k} ${note}`]);
+    for (const [args, note] of cases) {
+      if (!claim) await nextClaim();
+      const want = validate(args) ? 200 : 400;
+      const r = await call('reportDisposition', {
+        params: { job_id: claim.job_id }, json: { claim_token: claim.claim_token, disposition: t.disposition, ...args },
+        label: `tool ${t.name}: ${note}`,
+      });
+      check(r.status === want, `tool ${t.name}`, `${note}: the schema says ${want === 200 ? 'valid' : 'invalid'} but the endpoint answered ${r.status} ${snip(r.body)}`);
+      if (r.status === want) agreed++;
+      if (r.status === 200) claim = null; // that call finished the job
+    }
+    check(!validate({ ...base, surprise: 1 }), t.name, 'the schema accepts an unknown property');
+  }
+  check(agreed > 40, 'toolSchemas', `only ${agreed} argument objects compared`);
+  console.log(`tools: ${tools.length} tools, ${agreed} argument objects where schema and endpoint agree`);
+}
+
 // ------------------------------------------------------------------------------------------
 
 let fatal = null;
@@ -1011,6 +1077,7 @@ try {
   await group('outcomes', outcomes);
   await group('reads', reads);
   await group('admin', admin);
+  await group('tools', toolSchemas);
   await group('auth', authMatrix);
   await group('bodies', bodyMatrix);
   await group('unrouted', unrouted);
