@@ -70,6 +70,15 @@ READER_TOKEN="dash-reader-$RANDOM$RANDOM$RANDOM-token"
 
 # ---- verdictd on a fresh database ---------------------------------------------------------------
 psql_admin "CREATE DATABASE $DB" >/dev/null || die "cannot create database $DB"
+# wait_up URL PID: 0 once URL answers 2xx; 1 when PID exits first or 15 s pass.
+wait_up() {
+  for _ in $(seq 1 150); do
+    curl -fs "$1" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
 start_verdictd() {
   for _ in 1 2 3; do
     PORT=$(vd_free_port)
@@ -79,11 +88,7 @@ start_verdictd() {
     VERDICT_SWEEP_INTERVAL_SECONDS=1 VERDICT_LOG_LEVEL=warn VERDICT_THREADS=4 \
       "$VERDICTD" serve >"$TMP/verdictd.log" 2>&1 &
     VPID=$!
-    for _ in $(seq 1 150); do
-      curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && return 0
-      kill -0 "$VPID" 2>/dev/null || break
-      sleep 0.1
-    done
+    wait_up "http://127.0.0.1:$PORT/readyz" "$VPID" && return 0
     kill "$VPID" 2>/dev/null; wait "$VPID" 2>/dev/null || true; VPID=""
   done
   return 1
@@ -149,11 +154,7 @@ start_prometheus() {
     prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
       --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$TMP/prometheus.log" 2>&1 &
     PPID_PROM=$!
-    for _ in $(seq 1 100); do
-      curl -fs "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null 2>&1 && return 0
-      kill -0 "$PPID_PROM" 2>/dev/null || break
-      sleep 0.1
-    done
+    wait_up "http://127.0.0.1:$PROM_PORT/-/ready" "$PPID_PROM" && return 0
     kill "$PPID_PROM" 2>/dev/null; wait "$PPID_PROM" 2>/dev/null || true; PPID_PROM=""
   done
   return 1
