@@ -298,7 +298,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "     - interval '1 hour')), 0) AS hour, sum(n) AS day FROM ("
         "   SELECT flow_step_id, status, minute, n FROM job_counts"
         "   UNION ALL SELECT flow_step_id, status, minute, delta FROM job_count_deltas) x"
-        "   WHERE minute >= date_trunc('minute', now() - interval '1 day')"
+        "   WHERE minute >= date_trunc('hour', now() - interval '1 day')"
         "     AND flow_step_id IN (SELECT flow_step_id FROM fs) GROUP BY 1, 2),"
         " states AS (SELECT unnest(ARRAY['available', 'claimed', 'deferred', 'processed',"
         "   'rejected', 'manual_review', 'failed']) AS s),"

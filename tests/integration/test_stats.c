@@ -206,6 +206,37 @@ static void test_stats_promtool(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* Minute buckets older than two hours fold into hour buckets; the counts read the same. */
+static void test_stats_hour_rollup(void **state)
+{
+    (void)state;
+    free(vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('roll')"));
+    free(vt_sql("INSERT INTO job_counts (flow_step_id, status, minute, n) VALUES"
+           " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 7 minutes', 3),"
+           " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 42 minutes', 4),"
+           " ('roll', 'failed', date_trunc('hour', now()) - interval '30 hours', 6),"
+           " ('roll', 'completed', date_trunc('minute', now()) - interval '5 minutes', 2)"));
+    free(vt_sql("SELECT verdict_compact_counts()"));
+    /* 5 h 7 min and 5 h 42 min before this hour (hh:53 and hh:18) fold into one hh:00 */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM job_counts WHERE flow_step_id = 'roll'"
+                                 " AND minute <> date_trunc('hour', minute)"
+                                 " AND minute < now() - interval '2 hours'"),
+                     0);
+    assert_int_equal(vt_sql_long("SELECT n FROM job_counts WHERE flow_step_id = 'roll'"
+                                 " AND status = 'completed'"
+                                 " AND minute = date_trunc('hour', now()) - interval '6 hours'"),
+                     7);
+    assert_int_equal(vt_sql_long("SELECT sum(n) FROM job_counts WHERE flow_step_id = 'roll'"
+                                 " AND status = 'completed'"),
+                     9);
+    vt_resp r = vt_http(&srv, "GET", "/v1/stats?flow_step_id=roll", VT_READER, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal((long)vt_num(r.json, "flow_steps.0.jobs_last_hour.completed"), 2);
+    assert_int_equal((long)vt_num(r.json, "flow_steps.0.jobs_last_day.completed"), 9);
+    assert_int_equal((long)vt_num(r.json, "flow_steps.0.jobs_last_day.failed"), 0);
+    vt_resp_free(&r);
+}
+
 static void test_stats_retention(void **state)
 {
     (void)state;
@@ -269,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_stats_equal_truth),
         cmocka_unit_test(test_stats_pagination_under_inserts),
         cmocka_unit_test(test_stats_promtool),
+        cmocka_unit_test(test_stats_hour_rollup),
         cmocka_unit_test(test_stats_retention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
