@@ -1,0 +1,391 @@
+/* main.c - verdict-bench: options, then the run: a fresh database, a child verdictd, the
+ * seed, the claim → disposition matrix (verdict over HTTP and the same transactions over
+ * libpq, interleaved cell by cell), the optional adjudicator and dashboard-read modes, the
+ * report, and clean-up (verdictd stopped, database dropped) on every path, ^C included.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "verdict/util.h"
+
+#ifndef VERDICTD_PATH
+#define VERDICTD_PATH "verdictd"
+#endif
+
+volatile int vb_interrupted = 0;
+
+static const char usage[] =
+    "usage: verdict-bench --database-url URL [--verdictd PATH] [options]\n"
+    "\n"
+    "Creates database verdict_bench_<pid> through URL (a superuser libpq string or URI),\n"
+    "starts verdictd on a free loopback port against it, seeds items over POST /v1/items and\n"
+    "runs claim -> disposition cycles for every scenario x client count twice, interleaved:\n"
+    "'verdict' over HTTP/1.1 keep-alive, and 'sql', the same transactions through verdict's\n"
+    "store over libpq (one connection per worker). Drops the database at the end.\n"
+    "\n"
+    "  --verdictd PATH        verdictd binary (default: the one built beside this program)\n"
+    "  --items N              claimable items kept in stock before each cell (100000)\n"
+    "  --flow-steps K         flow steps the items are spread over; worker i uses i % K (4)\n"
+    "  --clients LIST         concurrent workers per cell, e.g. 1,8,32,64 (default)\n"
+    "  --duration S           measured seconds per cell (10)\n"
+    "  --warmup S             unmeasured seconds before each cell (1)\n"
+    "  --cycles N             measure N cycles per cell instead of a duration\n"
+    "  --scenarios LIST       single,batch,mix (default all)\n"
+    "  --threads N            VERDICT_THREADS of the child (default 4 x CPUs)\n"
+    "  --seed N               random seed of the mix (same sequence on both sides)\n"
+    "  --json                 one JSON document on stdout instead of the tables\n"
+    "  --quick                smoke run: 2000 items, clients 1,8, 2 s cells, 0.5 s warm-up\n"
+    "  --keep-db              do not drop the database at the end\n"
+    "  --no-vacuum            skip VACUUM (ANALYZE) of items, jobs, transitions before cells\n"
+    "  --verdictd-log FILE    verdictd's stderr (default /dev/null)\n"
+    "  --adjudicator          also time vd_adjudicate alone (no database needed)\n"
+    "  --adjudicator-runs N   runs of about 1 s each; the median is reported (5)\n"
+    "  --stats-items N        also seed N items by SQL and time GET /v1/stats and /metrics\n"
+    "  --stats-flow-steps K   flow steps of those items (50)\n"
+    "  --stats-repeats N      timed calls of each (50)\n"
+    "\n"
+    "With --adjudicator or --stats-items and no --scenarios, only those modes run.\n"
+    "Exit status: 0 done; 1 setup failed or interrupted; 2 bad option; 3 some call failed\n"
+    "(a non-2xx answer or an error on either side: the numbers are printed anyway).\n";
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    vb_interrupted = 1;
+}
+
+static bool parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    long v;
+    errno = 0;
+    v = s ? strtol(s, &end, 10) : 0;
+    if (!s || errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "verdict-bench: %s wants an integer in %ld..%ld\n", opt, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *opt, const char *s, double lo, double *out)
+{
+    char *end = NULL;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || !(v >= lo)) {
+        fprintf(stderr, "verdict-bench: %s wants a number >= %g\n", opt, lo);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Split s at commas into out[] (each element at most cap-1 bytes); returns the count or -1. */
+static int split_list(const char *s, char out[][32], int max)
+{
+    int n = 0;
+    while (s && *s) {
+        size_t len = strcspn(s, ",");
+        if (n >= max || len == 0 || len >= 32)
+            return -1;
+        memcpy(out[n], s, len);
+        out[n++][len] = '\0';
+        s += len + (s[len] == ',');
+    }
+    return n;
+}
+
+static bool parse_clients(const char *s, vb_options *o)
+{
+    char parts[VB_MAX_CLIENT_COUNTS][32];
+    int n = split_list(s, parts, VB_MAX_CLIENT_COUNTS);
+    o->n_clients = 0;
+    for (int i = 0; i < n; i++) {
+        long v = 0;
+        if (!parse_long("--clients", parts[i], 1, 1024, &v))
+            return false;
+        o->clients[o->n_clients++] = (int)v;
+    }
+    return o->n_clients > 0;
+}
+
+static bool parse_scenarios(const char *s, vb_options *o)
+{
+    char parts[VB_SCENARIO__MAX * 2][32];
+    int n = split_list(s, parts, VB_SCENARIO__MAX * 2);
+    memset(o->scenarios, 0, sizeof(o->scenarios));
+    if (n < 0) {
+        fprintf(stderr, "verdict-bench: --scenarios wants e.g. single,batch,mix\n");
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < VB_SCENARIO__MAX && strcmp(parts[i], vb_scenario_name((vb_scenario)k)) != 0)
+            k++;
+        if (k == VB_SCENARIO__MAX) {
+            fprintf(stderr, "verdict-bench: unknown scenario '%s' (single, batch, mix)\n",
+                    parts[i]);
+            return false;
+        }
+        o->scenarios[k] = true;
+    }
+    return true;
+}
+
+static void defaults(vb_options *o, bool quick)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(o, 0, sizeof(*o));
+    o->verdictd = VERDICTD_PATH;
+    o->verdictd_log = "/dev/null";
+    o->items = quick ? 2000 : 100000;
+    o->flow_steps = 4;
+    parse_clients(quick ? "1,8" : "1,8,32,64", o);
+    o->duration = quick ? 2 : 10;
+    o->warmup = quick ? 0.5 : 1;
+    for (int k = 0; k < VB_SCENARIO__MAX; k++)
+        o->scenarios[k] = true;
+    o->quick = quick;
+    /* handlers block on PostgreSQL round trips, so a thread per CPU leaves CPUs idle */
+    o->threads = (int)(ncpu > 0 ? 4 * ncpu : 8);
+    o->seed = 42;
+    o->vacuum = true;
+    o->adjudicator_runs = quick ? 3 : 5;
+    o->stats_flow_steps = 50;
+    o->stats_repeats = 50;
+}
+
+/* Returns 0 to run, 1 for --help, 2 on a bad option. */
+static int parse_args(int argc, char **argv, vb_options *o)
+{
+    bool quick = false, scen_given = false;
+    long v = 0;
+    for (int i = 1; i < argc; i++)
+        quick |= strcmp(argv[i], "--quick") == 0;
+    defaults(o, quick);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = true;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            return 1;
+        } else if (strcmp(a, "--quick") == 0 || strcmp(a, "--json") == 0 ||
+                   strcmp(a, "--keep-db") == 0 || strcmp(a, "--adjudicator") == 0 ||
+                   strcmp(a, "--no-vacuum") == 0) {
+            takes = false;
+            o->json |= strcmp(a, "--json") == 0;
+            o->keep_db |= strcmp(a, "--keep-db") == 0;
+            o->adjudicator |= strcmp(a, "--adjudicator") == 0;
+            o->vacuum &= strcmp(a, "--no-vacuum") != 0;
+        } else if (!val) {
+            fprintf(stderr, "verdict-bench: %s needs a value (see --help)\n", a);
+            return 2;
+        } else if (strcmp(a, "--database-url") == 0) {
+            o->database_url = val;
+        } else if (strcmp(a, "--verdictd") == 0) {
+            o->verdictd = val;
+        } else if (strcmp(a, "--verdictd-log") == 0) {
+            o->verdictd_log = val;
+        } else if (strcmp(a, "--items") == 0) {
+            if (!parse_long(a, val, 1, 100000000, &o->items))
+                return 2;
+        } else if (strcmp(a, "--flow-steps") == 0) {
+            if (!parse_long(a, val, 1, 1000, &v))
+                return 2;
+            o->flow_steps = (int)v;
+        } else if (strcmp(a, "--clients") == 0) {
+            if (!parse_clients(val, o)) {
+                fprintf(stderr, "verdict-bench: --clients wants e.g. 1,8,32,64 (at most %d)\n",
+                        VB_MAX_CLIENT_COUNTS);
+                return 2;
+            }
+        } else if (strcmp(a, "--duration") == 0) {
+            if (!parse_double(a, val, 0.1, &o->duration))
+                return 2;
+        } else if (strcmp(a, "--warmup") == 0) {
+            if (!parse_double(a, val, 0, &o->warmup))
+                return 2;
+        } else if (strcmp(a, "--cycles") == 0) {
+            if (!parse_long(a, val, 1, LONG_MAX / 16, &o->cycles))
+                return 2;
+        } else if (strcmp(a, "--scenarios") == 0) {
+            if (!parse_scenarios(val, o))
+                return 2;
+            scen_given = true;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!parse_long(a, val, 1, 256, &v))
+                return 2;
+            o->threads = (int)v;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!parse_long(a, val, 0, 0x7fffffff, &v))
+                return 2;
+            o->seed = (unsigned)v;
+        } else if (strcmp(a, "--adjudicator-runs") == 0) {
+            if (!parse_long(a, val, 1, 64, &v))
+                return 2;
+            o->adjudicator_runs = (int)v;
+        } else if (strcmp(a, "--stats-items") == 0) {
+            if (!parse_long(a, val, 1, 100000000, &o->stats_items))
+                return 2;
+        } else if (strcmp(a, "--stats-flow-steps") == 0) {
+            if (!parse_long(a, val, 1, 10000, &v))
+                return 2;
+            o->stats_flow_steps = (int)v;
+        } else if (strcmp(a, "--stats-repeats") == 0) {
+            if (!parse_long(a, val, 1, 100000, &v))
+                return 2;
+            o->stats_repeats = (int)v;
+        } else {
+            fprintf(stderr, "verdict-bench: unknown option %s (see --help)\n", a);
+            return 2;
+        }
+        i += takes;
+    }
+    o->matrix = scen_given || !(o->adjudicator || o->stats_items > 0);
+    if (o->matrix) {
+        bool any = false;
+        for (int k = 0; k < VB_SCENARIO__MAX; k++)
+            any |= o->scenarios[k];
+        o->matrix = any;
+    }
+    if ((o->matrix || o->stats_items > 0) && !o->database_url) {
+        fprintf(stderr, "verdict-bench: --database-url is required (see --help)\n");
+        return 2;
+    }
+    return 0;
+}
+
+static void describe_host(char *out, size_t cap)
+{
+    struct utsname u;
+    char line[256], model[128] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(model, sizeof(model), "%s", colon + 2);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    if (uname(&u) != 0)
+        memset(&u, 0, sizeof(u));
+    snprintf(out, cap, "%s %s %s, %ld CPUs (%s)", u.sysname, u.release, u.machine,
+             sysconf(_SC_NPROCESSORS_ONLN), model);
+}
+
+/* Every scenario x client count, verdict and sql side by side. The order within a pair
+ * alternates (ABBA...) so that a drift over the run (table growth, autovacuum) does not
+ * always favour the same side. */
+static bool run_matrix(vb_env *e, const vb_options *o, vb_run *r)
+{
+    size_t cap = (size_t)VB_SCENARIO__MAX * (size_t)o->n_clients * 2;
+    int pair = 0;
+    r->cells = calloc(cap, sizeof(*r->cells));
+    if (!r->cells)
+        return false;
+    vb_log("seeding %ld items over POST /v1/items (batches of 1000)", o->items);
+    if (!vb_seed_http(e, o, &r->seed_seconds))
+        return false;
+    r->seeded = e->seq;
+    /* what autovacuum would do soon after a bulk load; the claim plan depends on it. Not
+     * jobs: analysed while empty, a pool connection's cached foreign-key check on jobs
+     * plans a sequential scan and keeps it while the table grows (bench/README.md). */
+    if (!vb_env_sql(e, "ANALYZE items"))
+        return false;
+    for (int s = 0; s < VB_SCENARIO__MAX; s++) {
+        if (!o->scenarios[s])
+            continue;
+        for (int i = 0; i < o->n_clients && !vb_interrupted; i++, pair++) {
+            for (int j = 0; j < 2 && !vb_interrupted; j++) {
+                vb_mode m = (vb_mode)((j + pair) % 2);
+                vb_cell *c = &r->cells[r->n_cells];
+                bool ok = vb_cell_run(e, o, (vb_scenario)s, m, o->clients[i], c);
+                if (!ok)
+                    return false; /* an interrupted cell is not reported half-measured */
+                r->n_cells++;
+                vb_log("%-6s %-7s %3d clients: %8.0f cycles/s %8.0f items/s  claim p99 %6.2f "
+                       "ms  disp p99 %6.2f ms  errors %ld (5xx %ld)  empty %ld",
+                       vb_scenario_name(c->scenario), vb_mode_name(c->mode), c->clients,
+                       c->seconds > 0 ? c->cycles / c->seconds : 0,
+                       c->seconds > 0 ? c->items / c->seconds : 0, c->claim_ms[2], c->disp_ms[2],
+                       c->errors, c->errors_5xx, c->empty_claims);
+            }
+        }
+    }
+    return !vb_interrupted;
+}
+
+int main(int argc, char **argv)
+{
+    vb_options o;
+    vb_env e;
+    vb_run r;
+    struct sigaction sa;
+    int rc = parse_args(argc, argv, &o);
+    bool ok = true;
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    memset(&e, 0, sizeof(e));
+    memset(&r, 0, sizeof(r));
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    vd_log_set_level(VD_LOG_ERROR); /* the store's own log lines, in this process */
+    vb_quiet = false;
+    r.o = &o;
+    r.e = &e;
+    describe_host(r.host, sizeof(r.host));
+    if (o.matrix || o.stats_items > 0) {
+        ok = vb_env_db_create(&e, &o);
+        if (ok) {
+            vb_log("database %s; starting %s (VERDICT_THREADS=%d)", e.db_name, o.verdictd,
+                   o.threads);
+            ok = vb_env_server_start(&e, &o);
+        }
+        if (ok) {
+            e.postmaster = vb_postmaster_pid(&e);
+            vb_log("verdictd pid %d on 127.0.0.1:%d, idle RSS %.1f MB; postmaster pid %d",
+                   (int)e.pid, e.port, e.rss_idle_kb / 1024.0, (int)e.postmaster);
+        }
+    }
+    if (ok && o.matrix)
+        ok = run_matrix(&e, &o, &r);
+    if (ok && o.adjudicator && !vb_interrupted)
+        ok = r.have_adj = vb_adjudicator_run(&o, r.adj);
+    if (ok && o.stats_items > 0 && !vb_interrupted)
+        ok = r.have_stats = vb_stats_run(&e, &o, &r.stats);
+    vb_env_server_stop(&e);
+    if (!o.keep_db)
+        vb_env_db_drop(&e);
+    else if (e.db_created)
+        vb_log("kept database %s", e.db_name);
+    if (vb_interrupted)
+        vb_log("interrupted: reporting what was measured");
+    if (r.n_cells || r.have_adj || r.have_stats) {
+        if (o.json)
+            vb_report_json(&r);
+        else
+            vb_report_text(&r);
+    }
+    /* a failed call is a result too: exit 3 so that scripts (and the smoke test) see it */
+    bool failed_calls = r.have_stats && r.stats.errors > 0;
+    for (size_t i = 0; i < r.n_cells; i++)
+        failed_calls |= r.cells[i].errors > 0 || r.cells[i].errors_5xx > 0;
+    free(r.cells);
+    if (!ok || vb_interrupted)
+        return 1;
+    return failed_calls ? 3 : 0;
+}
