@@ -59,8 +59,10 @@ static int current_version(PGconn *pg)
     return v;
 }
 
-/* One migration in its own transaction, recorded with it. */
-static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version)
+/* One migration in its own transaction, recorded with it. On failure err gets PostgreSQL's
+ * message (read before the ROLLBACK, which clears it). */
+static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *err,
+                      size_t errlen)
 {
     char vbuf[16];
     const char *params[2] = {vbuf, m->name};
@@ -76,8 +78,10 @@ static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version)
     ok = PQresultStatus(res) == PGRES_COMMAND_OK && exec_ok(pg, "COMMIT");
 out:
     PQclear(res);
-    if (!ok)
+    if (!ok) {
+        snprintf(err, errlen, "migration %s: %s", m->name, PQerrorMessage(pg));
         exec_ok(pg, "ROLLBACK");
+    }
     return ok;
 }
 
@@ -97,8 +101,8 @@ static vd_error migrate_locked(PGconn *pg, int *applied, char *err, size_t errle
         int v = version_of(m->name);
         if (v <= have)
             continue;
-        if (!apply_one(pg, m, v))
-            return fail(err, errlen, pg, "migration", m->name);
+        if (!apply_one(pg, m, v, err, errlen))
+            return VD_ERR_DATABASE_UNAVAILABLE;
         vd_logf(VD_LOG_INFO, "applied migration %s", m->name);
         if (applied)
             (*applied)++;
