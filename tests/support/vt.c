@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,6 +147,9 @@ void vt_server_start(vt_server *s, const char *const *env)
     if (s->pid == 0) {
         FILE *log = freopen(s->log_path, "w", stderr);
         (void)log;
+        /* a test that dies (fatal, abort, ctest's timeout) takes its server with it: a
+         * leftover verdictd would hold ctest's output pipe open and hang the run */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         setenv("VERDICT_DATABASE_URL", dburl, 1);
         setenv("VERDICT_LISTEN", listen, 1);
         setenv("VERDICT_API_KEYS", VT_KEYS, 1);
