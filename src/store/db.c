@@ -222,9 +222,10 @@ typedef struct step {
 } step;
 
 /* Send steps[0..count) in one pipeline (one round trip) and read every result. On VD_OK
- * *last (if not NULL) holds the last step's result; the first failure decides the error (the
- * steps after it are skipped by the server). */
-static vd_error run_pipeline(vd_conn *c, const step *steps, int count, PGresult **last)
+ * *kept (if not NULL) holds the result of steps[keep]; the first failure decides the error
+ * (the steps after it are skipped by the server) and keeps nothing. */
+static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
+                             PGresult **kept)
 {
     vd_error err = VD_OK;
     bool sent = PQenterPipelineMode(c->pg) == 1;
@@ -246,8 +247,8 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, PGresult 
             err = PQresultStatus(res) == PGRES_PIPELINE_ABORTED ? VD_ERR_INTERNAL
                                                                  : vd_sql_error(c, res);
         }
-        if (i == count - 1 && err == VD_OK && last)
-            *last = res;
+        if (i == keep && err == VD_OK && kept)
+            *kept = res;
         else
             PQclear(res);
     }
@@ -256,11 +257,15 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, PGresult 
     PQclear(sync);
     if (!synced || PQexitPipelineMode(c->pg) != 1)
         goto broken;
+    if (err && kept && *kept) { /* a later step failed: the kept result means nothing */
+        PQclear(*kept);
+        *kept = NULL;
+    }
     return err;
 broken:
-    if (last && *last) {
-        PQclear(*last);
-        *last = NULL;
+    if (kept && *kept) {
+        PQclear(*kept);
+        *kept = NULL;
     }
     vd_logf(VD_LOG_WARN, "database pipeline failed: %s", c->pg ? PQerrorMessage(c->pg) : "");
     conn_close(c);
@@ -298,7 +303,7 @@ static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
             PQclear(res);
         return err;
     }
-    err = run_pipeline(c, steps, k, out);
+    err = run_pipeline(c, steps, k, k - 1, out);
     if (c->pg && c->begin_pending)
         c->begin_pending = false; /* sent: the server holds the transaction now */
     drop_deferred(c);
@@ -327,6 +332,37 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     return err;
 }
 
+vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                             PGresult **out)
+{
+    const step steps[] = {
+        {NULL, "BEGIN", 0, NULL},
+        {NULL, "SET LOCAL plan_cache_mode = force_generic_plan", 0, NULL},
+        {vd_sql_statements[sql].name, NULL, n, params},
+        {NULL, "COMMIT", 0, NULL},
+    };
+    vd_error err = VD_OK;
+    *out = NULL;
+    if (c->in_tx)
+        return VD_ERR_INTERNAL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!c->ready && !conn_open(c))
+            return VD_ERR_DATABASE_UNAVAILABLE;
+        err = run_pipeline(c, steps, 4, 2, out);
+        if (err == VD_OK)
+            return VD_OK;
+        if (c->ready) { /* the statement failed: its transaction is open and aborted */
+            PGresult *res = PQexec(c->pg, "ROLLBACK");
+            PQclear(res);
+            break;
+        }
+        /* a connection lost between requests costs nothing to retry */
+        if (err != VD_ERR_DATABASE_UNAVAILABLE)
+            break;
+    }
+    return err;
+}
+
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params)
 {
     vd_error err = VD_OK;
@@ -335,7 +371,7 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
     if (c->deferred >= 0) { /* one at a time: send the earlier one now */
         step steps[2];
         int k = pending_steps(c, steps, (step){NULL, "SELECT 1", 0, NULL});
-        err = run_pipeline(c, steps, k, NULL);
+        err = run_pipeline(c, steps, k, -1, NULL);
         c->begin_pending = false;
         drop_deferred(c);
         if (err)

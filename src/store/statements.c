@@ -135,7 +135,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
         "    claim_token = j.claim_token, current_job_id = j.id,"
         "    lease_expires_at = j.lease_expires_at, updated_at = now()"
-        "  FROM j WHERE i.id = j.item_id"
+        /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
+        "  FROM j WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i) AS item),"
         " t AS ("
         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"

@@ -46,6 +46,12 @@ extern const vd_sql_statement vd_sql_statements[VD_SQL__MAX];
  * a PGRES_TUPLES_OK/COMMAND_OK result the caller PQclears; on error *res is NULL. A lost
  * connection outside a transaction is re-opened and the statement retried once. */
 vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, PGresult **res);
+/* Run `sql` alone as its own transaction with a generic plan, in one round trip (BEGIN;
+ * SET LOCAL plan_cache_mode = force_generic_plan; sql; COMMIT pipelined). For a hot
+ * statement whose custom plan costs more to make than to run (the claim); outside a
+ * transaction only. Same result contract and reconnect-once rule as vd_sql_exec. */
+vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                             PGresult **res);
 /* Run `sql` later, in the same pipeline as the next statement or the COMMIT (inside a
  * transaction only): for a write whose result nobody reads, it saves a round trip. Its error,
  * if any, is the error of that next call. Parameters are copied. */

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "store_internal.h"
 #include "vt.h"
 #include "vt_api.h"
 
@@ -372,6 +373,33 @@ static void test_claims_lease_expiry(void **state)
                      1);
 }
 
+/* The claim runs with a generic plan (vd_sql_exec_generic): that plan must reach items only
+ * through indexes, whatever the limit, or every claim would scan the table. */
+static void test_claims_generic_plan_uses_indexes(void **state)
+{
+    (void)state;
+    free(vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('plan');"
+                " INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
+                " max_defers) SELECT 'plan', 'rss', 'https://plan.example/' || g, 5, 3"
+                " FROM generate_series(1, 5000) g; ANALYZE items, jobs, transitions"));
+    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
+                        " PREPARE claim_plan (text, text, bigint, bigint, text) AS %s;"
+                        " EXPLAIN (FORMAT JSON) EXECUTE claim_plan ('plan', 'w', 1, 300, 'a')",
+                        vd_sql_statements[VD_SQL_CLAIM].text);
+    assert_non_null(plan);
+    assert_non_null(strstr(plan, "\"Relation Name\": \"items\""));
+    /* no sequential scan of a big table anywhere in the plan */
+    for (const char *p = strstr(plan, "\"Seq Scan\""); p; p = strstr(p + 1, "\"Seq Scan\"")) {
+        const char *rel = strstr(p, "\"Relation Name\": \"");
+        assert_non_null(rel);
+        rel += strlen("\"Relation Name\": \"");
+        if (strncmp(rel, "items\"", 6) == 0 || strncmp(rel, "jobs\"", 5) == 0 ||
+            strncmp(rel, "transitions\"", 12) == 0)
+            fail_msg("the generic claim plan scans %.12s: %s", rel, plan);
+    }
+    free(plan);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -393,6 +421,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claims_register_idempotent),
+        cmocka_unit_test(test_claims_generic_plan_uses_indexes),
         cmocka_unit_test(test_claims_bad_batch_rejected_whole),
         cmocka_unit_test(test_claims_http_edges),
         cmocka_unit_test(test_claims_lookup_get_list),
