@@ -21,11 +21,9 @@ static i64s i64_str(int64_t v)
     return out;
 }
 
-/* The single text value of a one-row, one-column result (malloc'd into *out). */
-static vd_error first_text(vd_conn *c, vd_sql sql, int n, const char *const *p, char **out)
+/* The single text value of res (malloc'd into *out) when rc is VD_OK; frees res. */
+static vd_error text_of(vd_error rc, PGresult *res, char **out)
 {
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, sql, n, p, &res);
     *out = NULL;
     if (rc)
         return rc;
@@ -35,6 +33,14 @@ static vd_error first_text(vd_conn *c, vd_sql sql, int n, const char *const *p, 
         rc = VD_ERR_INTERNAL;
     PQclear(res);
     return rc;
+}
+
+/* The single text value of a one-row, one-column statement (malloc'd into *out). */
+static vd_error first_text(vd_conn *c, vd_sql sql, int n, const char *const *p, char **out)
+{
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, sql, n, p, &res);
+    return text_of(rc, res, out);
 }
 
 /* An operation run under an Idempotency-Key (or plainly when there is none). */
@@ -179,21 +185,12 @@ static vd_error claim_op(vd_conn *c, void *arg, char **body)
 {
     claim_args *a = arg;
     PGresult *res = NULL;
-    vd_error rc;
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
         return first_text(c, VD_SQL_CLAIM, 5, a->p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
-    rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 5, a->p, &res);
-    *body = NULL;
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
-        rc = VD_ERR_INTERNAL;
-    else if (!(*body = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
-    PQclear(res);
-    return rc;
+    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 5, a->p, &res);
+    return text_of(rc, res, body);
 }
 
 vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
