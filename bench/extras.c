@@ -245,7 +245,7 @@ bool vb_stats_run(vb_env *e, const vb_options *o, vb_stats_result *out)
                        " CASE state WHEN 'processed' THEN 'complete' ELSE 'reject_source' END"
                        " FROM items WHERE flow_step_id LIKE 'stats\\_%'"
                        " AND state IN ('processed', 'rejected')") ||
-        !vb_env_sql(e, "SELECT verdict_compact_counts()") ||
+        !vb_env_sql(e, "SELECT verdict_compact_counts(), verdict_rollup_job_counts()") ||
         /* what autovacuum does after a bulk load anyway; done here so that it does not
          * run inside the timed calls (steady state is what is measured) */
         !vb_env_sql(e, "VACUUM (ANALYZE) items, jobs"))

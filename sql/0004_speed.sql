@@ -12,20 +12,13 @@ CREATE OR REPLACE FUNCTION verdict_ts(t timestamptz) RETURNS text
 -- folded into per-hour buckets (a bucket at hh:00 holds the whole hour). "Jobs in the last
 -- day" then sums at most 50 + 24 buckets per flow step and status instead of 1,440, which
 -- keeps /v1/stats flat with many flow steps. A status change of an old job still lands in
--- its minute's delta, which the next pass folds into the hour like any other.
-CREATE OR REPLACE FUNCTION verdict_compact_counts() RETURNS void LANGUAGE plpgsql AS $$
+-- its minute's delta, which the next pass folds into the hour like any other. The sweeper
+-- runs it right after verdict_compact_counts, under the same advisory lock.
+CREATE FUNCTION verdict_rollup_job_counts() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF NOT pg_try_advisory_xact_lock(7306153949216651922) THEN
         RETURN;
     END IF;
-    WITH d AS (DELETE FROM item_count_deltas RETURNING *)
-    INSERT INTO item_counts AS c
-        SELECT flow_step_id, state, sum(delta) FROM d GROUP BY 1, 2
-    ON CONFLICT (flow_step_id, state) DO UPDATE SET n = c.n + EXCLUDED.n;
-    WITH d AS (DELETE FROM job_count_deltas RETURNING *)
-    INSERT INTO job_counts AS c
-        SELECT flow_step_id, status, minute, sum(delta) FROM d GROUP BY 1, 2, 3
-    ON CONFLICT (flow_step_id, minute, status) DO UPDATE SET n = c.n + EXCLUDED.n;
     WITH d AS (DELETE FROM job_counts
                WHERE minute < date_trunc('hour', now()) - interval '1 hour'
                  AND minute <> date_trunc('hour', minute)
@@ -33,9 +26,4 @@ BEGIN
     INSERT INTO job_counts AS c
         SELECT flow_step_id, status, date_trunc('hour', minute), sum(n) FROM d GROUP BY 1, 2, 3
     ON CONFLICT (flow_step_id, minute, status) DO UPDATE SET n = c.n + EXCLUDED.n;
-    WITH d AS (DELETE FROM transition_count_deltas RETURNING *)
-    INSERT INTO transition_counts AS c
-        SELECT cause, to_state, sum(delta) FROM d GROUP BY 1, 2
-    ON CONFLICT (cause, to_state) DO UPDATE SET n = c.n + EXCLUDED.n;
-    DELETE FROM job_counts WHERE minute < now() - interval '2 days';
 END $$;

@@ -365,18 +365,9 @@ vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *p
 
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params)
 {
-    vd_error err = VD_OK;
-    if (!c->in_tx || n > VD_SQL_MAX_PARAMS)
+    /* one deferred write at a time: every caller defers at most one between statements */
+    if (!c->in_tx || n > VD_SQL_MAX_PARAMS || c->deferred >= 0)
         return VD_ERR_INTERNAL;
-    if (c->deferred >= 0) { /* one at a time: send the earlier one now */
-        step steps[2];
-        int k = pending_steps(c, steps, (step){NULL, "SELECT 1", 0, NULL});
-        err = run_pipeline(c, steps, k, -1, NULL);
-        c->begin_pending = false;
-        drop_deferred(c);
-        if (err)
-            return err;
-    }
     for (int i = 0; i < n; i++) {
         if (params[i] && !(c->deferred_params[i] = strdup(params[i]))) {
             c->deferred_n = i;

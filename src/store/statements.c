@@ -364,7 +364,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "         AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)),"
         "       E'\\n' ORDER BY f.flow_step_id) || E'\\n' FROM flow_steps f), '')"},
 
-    [VD_SQL_COMPACT_COUNTS] = {"compact_counts", "SELECT verdict_compact_counts()"},
+    [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
+        "SELECT verdict_compact_counts(), verdict_rollup_job_counts()"},
 
     /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. */
     [VD_SQL_RETENTION_TRANSITIONS] = {"retention_transitions",

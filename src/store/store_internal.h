@@ -54,7 +54,8 @@ vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *p
                              PGresult **res);
 /* Run `sql` later, in the same pipeline as the next statement or the COMMIT (inside a
  * transaction only): for a write whose result nobody reads, it saves a round trip. Its error,
- * if any, is the error of that next call. Parameters are copied. */
+ * if any, is the error of that next call. Parameters are copied. One at a time: a second
+ * deferral before the next statement is VD_ERR_INTERNAL. */
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params);
 /* BEGIN / COMMIT / ROLLBACK. BEGIN is sent lazily, in one pipeline with the transaction's
  * first statement; COMMIT carries a deferred statement with it. Rollback never fails

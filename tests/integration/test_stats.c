@@ -216,7 +216,7 @@ static void test_stats_hour_rollup(void **state)
            " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 42 minutes', 4),"
            " ('roll', 'failed', date_trunc('hour', now()) - interval '30 hours', 6),"
            " ('roll', 'completed', date_trunc('minute', now()) - interval '5 minutes', 2)"));
-    free(vt_sql("SELECT verdict_compact_counts()"));
+    free(vt_sql("SELECT verdict_compact_counts(), verdict_rollup_job_counts()"));
     /* 5 h 7 min and 5 h 42 min before this hour (hh:53 and hh:18) fold into one hh:00 */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM job_counts WHERE flow_step_id = 'roll'"
                                  " AND minute <> date_trunc('hour', minute)"
