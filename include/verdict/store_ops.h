@@ -110,8 +110,9 @@ vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
                            const char *request_json, vd_job_snapshot *out);
 void vd_job_snapshot_cleanup(vd_job_snapshot *s);
 
-/* Finish a job that holds its item: item state and counters, job status and disposition,
- * one transition row. Strings may be NULL where the SQL column allows it. */
+/* Finish a job that holds its item and end the transaction: item state and counters, job
+ * status and disposition, one transition row and the answer kept for replays, committed in
+ * the same round trip. Strings may be NULL where the SQL column allows it. */
 typedef struct vd_job_finish {
     int64_t job_id, item_id;
     const char *to_state, *job_status, *cause, *disposition;
@@ -123,11 +124,14 @@ typedef struct vd_job_finish {
     const char *engine_data;  /* JSON object merged into the job, or NULL */
     const char *adjudication; /* JSON object, or NULL */
     const char *request_json; /* the finishing request, for replay */
+    /* The kept answer is {answer_head,"job":<job>,"item":<item>[,answer_tail] (no closing
+     * brace: the caller adds "replayed"); answer_tail may be NULL. */
+    const char *answer_head, *answer_tail;
 } vd_job_finish;
 
-/* Apply w; *item_json and *job_json receive the new resources (malloc'd). */
-vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **item_json,
-                             char **job_json);
+/* Apply w and commit; *answer receives the kept answer (malloc'd) once committed. The
+ * vd_store_tx callback must return right after it: the transaction is over. */
+vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **answer);
 /* Store an adjudication on a job without finishing it; answers the job and its item. */
 vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
                                        char **item_json, char **job_json);
@@ -142,7 +146,5 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
                                       const char *args, const char *kind, bool retryable,
                                       bool required, const char *error);
 
-/* Store the answer replayed for an identical repeat. */
-vd_error vd_store_job_save_response(vd_conn *c, int64_t job_id, const char *response);
 
 #endif

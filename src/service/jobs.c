@@ -72,7 +72,7 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     vd_job_write wcopy = *a->w;
     vd_job_write *w = &wcopy;
     vd_job_snapshot snap;
-    char *item = NULL, *job = NULL, *stored = NULL, *reason = NULL;
+    char *stored = NULL, *reason = NULL;
     vd_error rc = vd_store_job_lock(c, w->job_id, w->token, w->request_json, &snap);
     free(a->out->body);
     a->out->body = NULL;
@@ -109,15 +109,10 @@ static vd_error apply_tx(vd_conn *c, void *arg)
                        w->cause,     w->disposition, o.reason_code ? o.reason_code : w->reason_code,
                        reason,       o.failures,   o.defers,   o.delay_seconds,
                        w->force && w->is_reject && snap.required_tool_failed,
-                       w->actor,     w->engine_data, w->adjudication, w->request_json};
-    rc = vd_store_job_finish(c, &f, &item, &job);
-    if (rc)
-        goto out;
-    if (!(stored = compose(w, job, item))) {
-        rc = VD_ERR_INTERNAL;
-        goto out;
-    }
-    rc = vd_store_job_save_response(c, w->job_id, stored);
+                       w->actor,     w->engine_data, w->adjudication, w->request_json,
+                       w->head,      w->tail};
+    /* the last statement: it commits, and its answer is the one replays get */
+    rc = vd_store_job_finish(c, &f, &stored);
     if (rc == VD_OK && !(a->out->body = finish_answer(stored, false)))
         rc = VD_ERR_INTERNAL;
 out:
@@ -125,8 +120,6 @@ out:
     if (rc == VD_ERR_INVALID_TRANSITION)
         snprintf(a->out->item_state, sizeof(a->out->item_state), "%s", snap.item_state);
     vd_job_snapshot_cleanup(&snap);
-    free(item);
-    free(job);
     free(stored);
     free(reason);
     return rc;

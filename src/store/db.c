@@ -380,6 +380,30 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
     return VD_OK;
 }
 
+vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                            PGresult **out)
+{
+    step steps[4];
+    int k;
+    vd_error err;
+    *out = NULL;
+    if (!c->in_tx)
+        return VD_ERR_INTERNAL;
+    if (!c->ready) { /* lost mid-transaction: whatever was sent is gone with it */
+        vd_sql_rollback(c);
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    }
+    k = pending_steps(c, steps, (step){vd_sql_statements[sql].name, NULL, n, params});
+    steps[k++] = (step){NULL, "COMMIT", 0, NULL};
+    err = run_pipeline(c, steps, k, k - 2, out);
+    c->begin_pending = false;
+    if (err)
+        vd_sql_rollback(c); /* the statement failed: its transaction is open and aborted */
+    drop_deferred(c);
+    c->in_tx = false;
+    return err;
+}
+
 vd_error vd_sql_begin(vd_conn *c)
 {
     if (!c->ready && !conn_open(c))
@@ -392,6 +416,8 @@ vd_error vd_sql_begin(vd_conn *c)
 vd_error vd_sql_commit(vd_conn *c)
 {
     vd_error err = VD_OK;
+    if (!c->in_tx) /* vd_sql_exec_commit ended it */
+        return VD_OK;
     if (c->begin_pending && c->deferred < 0) { /* nothing was sent: nothing to commit */
         c->begin_pending = false;
         c->in_tx = false;
@@ -411,6 +437,8 @@ vd_error vd_sql_commit(vd_conn *c)
 void vd_sql_rollback(vd_conn *c)
 {
     drop_deferred(c);
+    if (!c->in_tx) /* nothing open (vd_sql_exec_commit ended it) */
+        return;
     if (!c->begin_pending && c->pg && PQstatus(c->pg) == CONNECTION_OK) {
         PGresult *res = PQexec(c->pg, "ROLLBACK");
         PQclear(res);

@@ -1,5 +1,6 @@
 /* jobs.c - the store's side of every write on a job: lock the job and its item, finish the
- * job (item, job and transition in one statement), store the answer for replays. The
+ * job (item, job, transition and the answer kept for replays in one statement, committed in
+ * the same round trip). The
  * decisions are the service layer's (service/jobs.c). */
 #include "store_internal.h"
 
@@ -64,14 +65,14 @@ vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
     return rc;
 }
 
-vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **item_json,
-                             char **job_json)
+vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **answer)
 {
     char job[24], item[24], fail[16], defer[16], delay[32];
-    const char *p[16] = {job,           item,         w->to_state,  w->job_status,
+    const char *p[18] = {job,           item,         w->to_state,  w->job_status,
                          w->cause,      w->disposition, w->reason_code, w->reason,
                          fail,          defer,        delay,        w->forced ? "true" : "false",
-                         w->actor,      w->engine_data, w->adjudication, w->request_json};
+                         w->actor,      w->engine_data, w->adjudication, w->request_json,
+                         w->answer_head, w->answer_tail};
     PGresult *res = NULL;
     vd_error rc;
     snprintf(job, sizeof(job), "%" PRId64, w->job_id);
@@ -79,28 +80,16 @@ vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **item_jso
     snprintf(fail, sizeof(fail), "%d", w->failures);
     snprintf(defer, sizeof(defer), "%d", w->defers);
     snprintf(delay, sizeof(delay), "%.3f", w->delay_seconds);
-    *item_json = *job_json = NULL;
-    rc = vd_sql_exec(c, VD_SQL_JOB_FINISH, 16, p, &res);
+    *answer = NULL;
+    rc = vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, 18, p, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) != 1) {
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+        rc = VD_ERR_INTERNAL; /* committed without its answer: cannot happen under the lock */
+    else if (!(*answer = strdup(PQgetvalue(res, 0, 0))))
         rc = VD_ERR_INTERNAL;
-    } else {
-        *item_json = strdup(PQgetvalue(res, 0, 0));
-        *job_json = strdup(PQgetvalue(res, 0, 1));
-        if (!*item_json || !*job_json)
-            rc = VD_ERR_INTERNAL;
-    }
     PQclear(res);
     return rc;
-}
-
-vd_error vd_store_job_save_response(vd_conn *c, int64_t job_id, const char *response)
-{
-    char job[24];
-    const char *p[] = {job, response};
-    snprintf(job, sizeof(job), "%" PRId64, job_id);
-    return vd_sql_exec_deferred(c, VD_SQL_JOB_SAVE_RESPONSE, 2, p); /* goes with the COMMIT */
 }
 
 vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,

@@ -183,14 +183,17 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* The job and its item, locked, for a write on the job (SPEC §1.3 fencing). */
     [VD_SQL_JOB_LOCK] = {"job_lock",
         "SELECT j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
-        "  j.required_tool_failed, coalesce(j.final_request = $3::jsonb, false),"
-        "  j.final_response, i.id, i.state,"
+        "  j.required_tool_failed, coalesce(a.request = $3::jsonb, false),"
+        "  a.response, i.id, i.state,"
         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
         "  i.failures, i.defers, i.max_attempts, i.max_defers"
-        " FROM jobs j JOIN items i ON i.id = j.item_id WHERE j.id = $1"
+        " FROM jobs j JOIN items i ON i.id = j.item_id"
+        " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
         " FOR UPDATE OF j, i"},
 
-    /* Item, job and the transition row in one statement (inside the caller's transaction). */
+    /* Item, job, the transition row and the answer kept for replays, in one statement (the
+     * caller's transaction's last, sent with its COMMIT). The answer is
+     * {$17,"job":…,"item":…[,$18] — the caller closes it with "replayed". */
     [VD_SQL_JOB_FINISH] = {"job_finish",
         "WITH ui AS ("
         "  UPDATE items i SET state = $3, failures = $9, defers = $10,"
@@ -204,16 +207,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
         "    reason_code = $7, reason = $8,"
         "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
-        "    adjudication = coalesce($15::jsonb, j.adjudication), final_request = $16::jsonb"
+        "    adjudication = coalesce($15::jsonb, j.adjudication)"
         "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
         " t AS ("
         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
         "                           reason_code, reason, forced, actor)"
-        "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13))"
-        " SELECT ui.item::text, uj.job::text FROM ui, uj"},
-
-    [VD_SQL_JOB_SAVE_RESPONSE] = {"job_save_response",
-        "UPDATE jobs SET final_response = $2 WHERE id = $1"},
+        "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13)),"
+        " a AS ("
+        "  SELECT '{' || $17::text || ',\"job\":' || uj.job::text || ',\"item\":' || ui.item::text"
+        "         || coalesce(',' || $18::text, '') AS answer FROM ui, uj),"
+        " s AS (INSERT INTO job_answers (job_id, request, response)"
+        "       SELECT $1, $16::jsonb, a.answer FROM a)"
+        " SELECT answer FROM a"},
 
     [VD_SQL_JOB_GET] = {"job_get",
         "SELECT json_build_object('job', verdict_job_json(j))::text FROM jobs j WHERE j.id = $1"},

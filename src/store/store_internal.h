@@ -9,7 +9,7 @@
 #include "verdict/store.h"
 
 /* Most parameters any statement takes (statements.def). */
-#define VD_SQL_MAX_PARAMS 16
+#define VD_SQL_MAX_PARAMS 18
 
 struct vd_conn {
     PGconn *pg;
@@ -57,6 +57,12 @@ vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *p
  * if any, is the error of that next call. Parameters are copied. One at a time: a second
  * deferral before the next statement is VD_ERR_INTERNAL. */
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params);
+/* Run `sql` as the transaction's last statement, in one pipeline with what is pending and
+ * the COMMIT: one round trip for the final write and its commit. *res holds the statement's
+ * result only when both succeeded; on any failure the transaction is rolled back. Either way
+ * the transaction is over, and the vd_sql_commit that follows is a no-op. */
+vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                            PGresult **res);
 /* BEGIN / COMMIT / ROLLBACK. BEGIN is sent lazily, in one pipeline with the transaction's
  * first statement; COMMIT carries a deferred statement with it. Rollback never fails
  * visibly. */

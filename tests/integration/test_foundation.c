@@ -1,6 +1,7 @@
 /* test_foundation.c - the real verdictd over HTTP against a real PostgreSQL: health and
- * readiness, the error envelope for 404/405/401, request ids, migrations run twice, and
- * recovery from a database restart without restarting verdictd. */
+ * readiness, the error envelope for 404/405/401, request ids, migrations run twice, an
+ * upgrade of a database holding data, and recovery from a database restart without
+ * restarting verdictd. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 
 #include "vt.h"
 
@@ -108,6 +110,114 @@ static void test_foundation_migrate_twice(void **state)
                      vt_sql_long("SELECT max(version) FROM schema_migrations"));
 }
 
+static void pq_ok(PGconn *pg, const char *sql)
+{
+    PGresult *res = PQexec(pg, sql);
+    ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%.80s: %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *data = NULL;
+    long n;
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    rewind(f);
+    data = calloc((size_t)n + 1, 1);
+    assert_non_null(data);
+    assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return data;
+}
+
+/* A database at schema 4 (before job_answers) that holds a finished job and its kept answer
+ * is migrated by `serve`; the identical request still replays that answer byte for byte, a
+ * different one is still refused, and the old columns are gone. */
+static void test_foundation_upgrade_keeps_replays(void **state)
+{
+    static const char *const before[] = {"0001_init.sql", "0002_stats.sql", "0003_metrics.sql",
+                                         "0004_speed.sql"};
+    static const char token[] = "6f1c2a9e-8d3b-4c57-9e1a-0b2c3d4e5f60";
+    char name[64], up_url[512], env_url[600], sql[1024], path[512], body[256];
+    const char *env[] = {env_url, NULL};
+    vt_server up;
+    PGconn *pg;
+    long job_id;
+    (void)state;
+    snprintf(name, sizeof(name), "vt_up_%d", (int)getpid());
+    vt_sql("DROP DATABASE IF EXISTS %s", name);
+    vt_sql("CREATE DATABASE %s", name);
+    snprintf(up_url, sizeof(up_url), "%s dbname=%s", getenv("VERDICT_TEST_DATABASE_URL"), name);
+    pg = PQconnectdb(up_url);
+    assert_int_equal(PQstatus(pg), CONNECTION_OK);
+    pq_ok(pg, "SET client_min_messages = warning");
+    pq_ok(pg, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+              " applied_at timestamptz NOT NULL DEFAULT now())");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof(path), "%s/../sql/%s", VERDICT_TEST_DATA_DIR, before[i]);
+        char *text = read_file(path);
+        pq_ok(pg, "BEGIN");
+        pq_ok(pg, text);
+        snprintf(sql, sizeof(sql), "INSERT INTO schema_migrations VALUES (%d, '%s')", i + 1,
+                 before[i]);
+        pq_ok(pg, sql);
+        pq_ok(pg, "COMMIT");
+        free(text);
+    }
+    pq_ok(pg, "INSERT INTO flow_steps (flow_step_id) VALUES ('up')");
+    pq_ok(pg, "INSERT INTO items (flow_step_id, source_type, item_identifier, state,"
+              " max_attempts, max_defers) VALUES ('up', 'rss', 'a', 'processed', 3, 3)");
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status, claim_token,"
+             " lease_expires_at, finished_at, disposition, final_request, final_response)"
+             " SELECT id, 'up', 'w', 1, 'completed', '%s', now(), now(), 'complete',"
+             " '{\"claim_token\": \"%s\", \"disposition\": \"complete\"}',"
+             " '{\"disposition\":\"complete\",\"job\":{\"kept\":\"by 0004\"},"
+             "\"item\":{}' FROM items",
+             token, token);
+    pq_ok(pg, sql);
+    PQfinish(pg);
+
+    snprintf(env_url, sizeof(env_url), "VERDICT_DATABASE_URL=%s", up_url);
+    vt_server_start(&up, env); /* applies 0005 and later */
+    pg = PQconnectdb(up_url);
+    assert_int_equal(PQstatus(pg), CONNECTION_OK);
+    PGresult *res = PQexec(pg, "SELECT (SELECT count(*) FROM job_answers),"
+                               " (SELECT count(*) FROM information_schema.columns"
+                               "  WHERE table_name = 'jobs' AND column_name LIKE 'final_%'),"
+                               " (SELECT id FROM jobs)");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "1");
+    assert_string_equal(PQgetvalue(res, 0, 1), "0");
+    job_id = atol(PQgetvalue(res, 0, 2));
+    PQclear(res);
+    PQfinish(pg);
+
+    snprintf(path, sizeof(path), "/v1/jobs/%ld/disposition", job_id);
+    /* same request, other key order and spacing: jsonb equality */
+    snprintf(body, sizeof(body), "{\"disposition\":\"complete\",\"claim_token\":\"%s\"}",
+             token);
+    vt_resp r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    assert_non_null(r.json);
+    assert_string_equal(vt_str(r.json, "job.kept"), "by 0004");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
+    vt_resp_free(&r);
+    snprintf(body, sizeof(body),
+             "{\"claim_token\":\"%s\",\"disposition\":\"reject_source\","
+             "\"reason_code\":\"spam\"}", token);
+    r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
+    vt_assert_error(&r, 409, "job_finalized");
+    vt_resp_free(&r);
+    vt_server_stop(&up);
+    vt_sql("DROP DATABASE %s WITH (FORCE)", name);
+}
+
 static int sh(const char *env)
 {
     const char *cmd = getenv(env);
@@ -171,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_foundation_auth),
         cmocka_unit_test(test_foundation_openapi_served),
         cmocka_unit_test(test_foundation_migrate_twice),
+        cmocka_unit_test(test_foundation_upgrade_keeps_replays),
         cmocka_unit_test(test_foundation_database_restart),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
