@@ -373,31 +373,57 @@ static void test_claims_lease_expiry(void **state)
                      1);
 }
 
-/* The claim runs with a generic plan (vd_sql_exec_generic): that plan must reach items only
- * through indexes, whatever the limit, or every claim would scan the table. */
-static void test_claims_generic_plan_uses_indexes(void **state)
+/* The plan `name` gets with plan_cache_mode = force_generic_plan (what a prepared statement
+ * settles on) must reach items, jobs and transitions only through indexes, or every call
+ * would scan a table that only grows. */
+static void assert_generic_plan_indexed(const char *name, const char *types, const char *args,
+                                        vd_sql sql)
 {
-    (void)state;
-    free(vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('plan');"
-                " INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-                " max_defers) SELECT 'plan', 'rss', 'https://plan.example/' || g, 5, 3"
-                " FROM generate_series(1, 5000) g; ANALYZE items, jobs, transitions"));
     char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
-                        " PREPARE claim_plan (text, text, bigint, bigint, text) AS %s;"
-                        " EXPLAIN (FORMAT JSON) EXECUTE claim_plan ('plan', 'w', 1, 300, 'a')",
-                        vd_sql_statements[VD_SQL_CLAIM].text);
+                        " PREPARE %s (%s) AS %s;"
+                        " EXPLAIN (FORMAT JSON) EXECUTE %s (%s)",
+                        name, types, vd_sql_statements[sql].text, name, args);
     assert_non_null(plan);
     assert_non_null(strstr(plan, "\"Relation Name\": \"items\""));
-    /* no sequential scan of a big table anywhere in the plan */
     for (const char *p = strstr(plan, "\"Seq Scan\""); p; p = strstr(p + 1, "\"Seq Scan\"")) {
         const char *rel = strstr(p, "\"Relation Name\": \"");
         assert_non_null(rel);
         rel += strlen("\"Relation Name\": \"");
         if (strncmp(rel, "items\"", 6) == 0 || strncmp(rel, "jobs\"", 5) == 0 ||
-            strncmp(rel, "transitions\"", 12) == 0)
-            fail_msg("the generic claim plan scans %.12s: %s", rel, plan);
+            strncmp(rel, "transitions\"", 12) == 0 || strncmp(rel, "job_answers\"", 12) == 0)
+            fail_msg("the generic plan of %s scans %.12s: %s", name, rel, plan);
     }
     free(plan);
+}
+
+/* The claim runs with a generic plan (vd_sql_exec_generic), and so do the disposition's
+ * statements once PostgreSQL has seen them five times: whatever the limit or the number of
+ * jobs, they must use indexes. */
+static void test_claims_generic_plans_use_indexes(void **state)
+{
+    (void)state;
+    free(vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('plan');"
+                " INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
+                " max_defers) SELECT 'plan', 'rss', 'https://plan.example/' || g, 5, 3"
+                " FROM generate_series(1, 5000) g;"
+                " INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status,"
+                " claim_token, lease_expires_at, finished_at)"
+                " SELECT id, 'plan', 'w', 1, 'completed', gen_random_uuid(), now(), now()"
+                " FROM items WHERE flow_step_id = 'plan';"
+                " INSERT INTO job_answers (job_id, response)"
+                " SELECT id, '{' FROM jobs WHERE flow_step_id = 'plan';"
+                " ANALYZE items, jobs, transitions, job_answers"));
+    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text",
+                                "'plan', 'w', 1, 300, 'a'", VD_SQL_CLAIM);
+    assert_generic_plan_indexed("lock_plan", "bigint, text, text", "1, NULL, NULL",
+                                VD_SQL_JOB_LOCK);
+    assert_generic_plan_indexed(
+        "finish_plan",
+        "bigint, bigint, text, text, text, text, text, text, integer, integer, float8, boolean,"
+        " text, text, text, text, text, text",
+        "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false,"
+        " 'w', NULL, NULL, '{}', '\"disposition\":\"complete\"', NULL",
+        VD_SQL_JOB_FINISH);
 }
 
 static int setup(void **state)
@@ -421,7 +447,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claims_register_idempotent),
-        cmocka_unit_test(test_claims_generic_plan_uses_indexes),
+        cmocka_unit_test(test_claims_generic_plans_use_indexes),
         cmocka_unit_test(test_claims_bad_batch_rejected_whole),
         cmocka_unit_test(test_claims_http_edges),
         cmocka_unit_test(test_claims_lookup_get_list),
