@@ -332,6 +332,19 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     return err;
 }
 
+/* Run steps[0..count), the last a COMMIT, as one pipeline keeping the result of steps[keep];
+ * on failure roll back what is still open (a ROLLBACK after a failed COMMIT is harmless). */
+static vd_error run_committing(vd_conn *c, const step *steps, int count, int keep,
+                               PGresult **out)
+{
+    vd_error err = run_pipeline(c, steps, count, keep, out);
+    if (err && c->ready) {
+        PGresult *res = PQexec(c->pg, "ROLLBACK");
+        PQclear(res);
+    }
+    return err;
+}
+
 vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
                              PGresult **out)
 {
@@ -348,14 +361,9 @@ vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *p
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!c->ready && !conn_open(c))
             return VD_ERR_DATABASE_UNAVAILABLE;
-        err = run_pipeline(c, steps, 4, 2, out);
-        if (err == VD_OK)
-            return VD_OK;
-        if (c->ready) { /* the statement failed: its transaction is open and aborted */
-            PGresult *res = PQexec(c->pg, "ROLLBACK");
-            PQclear(res);
+        err = run_committing(c, steps, 4, 2, out);
+        if (err == VD_OK || c->ready) /* the statement failed: rolled back, nothing to retry */
             break;
-        }
         /* a connection lost between requests costs nothing to retry */
         if (err != VD_ERR_DATABASE_UNAVAILABLE)
             break;
@@ -395,10 +403,8 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
     }
     k = pending_steps(c, steps, (step){vd_sql_statements[sql].name, NULL, n, params});
     steps[k++] = (step){NULL, "COMMIT", 0, NULL};
-    err = run_pipeline(c, steps, k, k - 2, out);
+    err = run_committing(c, steps, k, k - 2, out);
     c->begin_pending = false;
-    if (err)
-        vd_sql_rollback(c); /* the statement failed: its transaction is open and aborted */
     drop_deferred(c);
     c->in_tx = false;
     return err;

@@ -79,19 +79,29 @@ wait_up() {
   done
   return 1
 }
-start_verdictd() {
+# start_on_free_port PIDVAR PORTVAR READY_PATH LOG CMD...: start CMD, every "@PORT@" in its words
+# replaced by a free loopback port, until http://127.0.0.1:PORT/READY_PATH answers; three ports
+# at most (one taken between choosing and binding costs a try). Sets PIDVAR and PORTVAR.
+start_on_free_port() {
+  local pidvar=$1 portvar=$2 ready=$3 log=$4 port pid
+  shift 4
   for _ in 1 2 3; do
-    PORT=$(vd_free_port)
-    VERDICT_DATABASE_URL="$VERDICT_TEST_DATABASE_URL dbname=$DB" \
-    VERDICT_LISTEN="127.0.0.1:$PORT" \
-    VERDICT_API_KEYS="ops:admin:$ADMIN_TOKEN,dashboard:reader:$READER_TOKEN" \
-    VERDICT_SWEEP_INTERVAL_SECONDS=1 VERDICT_LOG_LEVEL=warn VERDICT_THREADS=4 \
-      "$VERDICTD" serve >"$TMP/verdictd.log" 2>&1 &
-    VPID=$!
-    wait_up "http://127.0.0.1:$PORT/readyz" "$VPID" && return 0
-    kill "$VPID" 2>/dev/null; wait "$VPID" 2>/dev/null || true; VPID=""
+    port=$(vd_free_port)
+    "${@//@PORT@/$port}" >"$log" 2>&1 &
+    pid=$!
+    printf -v "$pidvar" '%s' "$pid"; printf -v "$portvar" '%s' "$port"
+    wait_up "http://127.0.0.1:$port/$ready" "$pid" && return 0
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; printf -v "$pidvar" '%s' ""
   done
   return 1
+}
+start_verdictd() {
+  start_on_free_port VPID PORT readyz "$TMP/verdictd.log" env \
+    VERDICT_DATABASE_URL="$VERDICT_TEST_DATABASE_URL dbname=$DB" \
+    VERDICT_LISTEN="127.0.0.1:@PORT@" \
+    VERDICT_API_KEYS="ops:admin:$ADMIN_TOKEN,dashboard:reader:$READER_TOKEN" \
+    VERDICT_SWEEP_INTERVAL_SECONDS=1 VERDICT_LOG_LEVEL=warn VERDICT_THREADS=4 \
+    "$VERDICTD" serve
 }
 start_verdictd || die "verdictd did not become ready"
 BASE="http://127.0.0.1:$PORT"
@@ -149,15 +159,9 @@ mkdir -p "$TMP/prom" "$TMP/tsdb"
 node "$HERE/check.mjs" promcfg "$ROOT" "$TMP/prom" "127.0.0.1:$PORT" "$READER_TOKEN" \
   || die "cannot derive a Prometheus config from docker/prometheus/prometheus.yml"
 start_prometheus() {
-  for _ in 1 2 3; do
-    PROM_PORT=$(vd_free_port)
+  start_on_free_port PPID_PROM PROM_PORT -/ready "$TMP/prometheus.log" \
     prometheus --config.file="$TMP/prom/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-      --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$TMP/prometheus.log" 2>&1 &
-    PPID_PROM=$!
-    wait_up "http://127.0.0.1:$PROM_PORT/-/ready" "$PPID_PROM" && return 0
-    kill "$PPID_PROM" 2>/dev/null; wait "$PPID_PROM" 2>/dev/null || true; PPID_PROM=""
-  done
-  return 1
+    --web.listen-address="127.0.0.1:@PORT@" --log.level=warn
 }
 start_prometheus || die "Prometheus did not start"
 PROM="http://127.0.0.1:$PROM_PORT"
