@@ -39,6 +39,7 @@ typedef struct vd_job_write {
 } vd_job_write;
 
 typedef struct vd_job_answer {
+    vd_error rc;          /* this write's own result (vd_job_apply_many) */
     char *body;           /* the answer (malloc'd), on VD_OK */
     bool replayed;
     char standing[24];    /* on VD_ERR_JOB_FINALIZED: the disposition that stands */
@@ -50,5 +51,14 @@ typedef struct vd_job_answer {
  * frees out->body. */
 vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
                       vd_job_answer *out);
+
+/* Apply n writes to n distinct jobs in one transaction: one statement locks every job and
+ * item (in job id order), one statement finishes all that may finish, sent with the COMMIT.
+ * Each write is judged on its own: out[i].rc is its result (the errors of vd_job_apply but
+ * DATABASE_UNAVAILABLE), a refused write does not stop the others. The return value is the
+ * transaction's: on any error no write took effect and no out[i] holds an answer. The caller
+ * frees every out[i].body. */
+vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
+                           vd_job_answer *out);
 
 #endif

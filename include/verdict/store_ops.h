@@ -108,6 +108,15 @@ typedef struct vd_job_snapshot {
  * finishing request. Free with vd_job_snapshot_cleanup. */
 vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
                            const char *request_json, vd_job_snapshot *out);
+/* The same for n distinct jobs in one statement, locked in job id order (so that two callers
+ * never wait on each other in a cycle); out[i] answers keys[i]. token must be a UUID in text
+ * form; request_json valid JSON or NULL. */
+typedef struct vd_job_key {
+    int64_t job_id;
+    const char *token;
+    const char *request_json;
+} vd_job_key;
+vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out);
 void vd_job_snapshot_cleanup(vd_job_snapshot *s);
 
 /* Finish a job that holds its item and end the transaction: item state and counters, job
@@ -129,9 +138,11 @@ typedef struct vd_job_finish {
     const char *answer_head, *answer_tail;
 } vd_job_finish;
 
-/* Apply w and commit; *answer receives the kept answer (malloc'd) once committed. The
- * vd_store_tx callback must return right after it: the transaction is over. */
-vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **answer);
+/* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept
+ * answer of w[k] (malloc'd) once committed. The vd_store_tx callback must return right after
+ * it: the transaction is over. engine_data, adjudication and request_json must be valid JSON
+ * (or NULL). */
+vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers);
 /* Store an adjudication on a job without finishing it; answers the job and its item. */
 vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
                                        char **item_json, char **job_json);

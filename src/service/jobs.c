@@ -13,8 +13,16 @@
 typedef struct apply_ctx {
     const vd_config *cfg;
     const vd_job_write *w;
+    size_t n;
     vd_job_answer *out;
-    double jitter;
+    /* scratch, per write, reset on every run of the transaction */
+    vd_job_write *wcopy;
+    vd_job_key *key;
+    vd_job_snapshot *snap;
+    vd_job_finish *fin;
+    size_t *fin_of;   /* fin[k] finishes write fin_of[k] */
+    char **reason;    /* redacted reasons */
+    char **answer;    /* answers of fin[k] */
 } apply_ctx;
 
 /* {head,"job":job,"item":item,tail — without the closing "replayed" member. */
@@ -66,75 +74,134 @@ static vd_error record_only(vd_conn *c, const vd_job_write *w, vd_job_answer *ou
     return rc;
 }
 
+/* Whether write w may go on to the state machine; if not, out says why (or replays). */
+static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job_answer *out)
+{
+    if (!snap->found)
+        return VD_ERR_NOT_FOUND;
+    if (!snap->token_ok)
+        return VD_ERR_CLAIM_LOST;
+    if (strcmp(snap->status, "processing") != 0)
+        return finished_job(snap, out);
+    if (!snap->holds)
+        return VD_ERR_CLAIM_LOST;
+    if (w->is_reject && snap->required_tool_failed && !w->force)
+        return VD_ERR_TOOL_FAILURE_PENDING;
+    return VD_OK;
+}
+
+static void reset_run(apply_ctx *a)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        free(a->out[i].body);
+        memset(&a->out[i], 0, sizeof(a->out[i]));
+        vd_job_snapshot_cleanup(&a->snap[i]);
+        free(a->reason[i]);
+        free(a->answer[i]);
+        a->reason[i] = a->answer[i] = NULL;
+        a->wcopy[i] = a->w[i];
+    }
+}
+
+/* Judge write i and, when it may finish, queue its finishing record. A refusal is the
+ * write's answer (out->rc); only a failure of the transaction itself is returned. */
+static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
+{
+    vd_job_write *w = &a->wcopy[i];
+    const vd_job_snapshot *snap = &a->snap[i];
+    vd_job_answer *out = &a->out[i];
+    vd_error rc;
+    if ((out->rc = judge(snap, w, out)) || out->replayed)
+        return out->rc == VD_ERR_INTERNAL ? VD_ERR_INTERNAL : VD_OK;
+    if (w->decide && (rc = w->decide(c, snap, w, w->decide_arg)))
+        return rc;
+    if (w->record_only)
+        return out->rc = record_only(c, w, out);
+    vd_budgets budgets = {snap->failures, snap->defers, snap->max_attempts, snap->max_defers};
+    vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
+    vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, vd_random_unit());
+    if (w->reason && !(a->reason[i] = vd_redact(w->reason)))
+        return VD_ERR_INTERNAL;
+    a->fin[*nfin] = (vd_job_finish){
+        w->job_id,    snap->item_id, o.to_state, o.job_status,
+        w->cause,     w->disposition, o.reason_code ? o.reason_code : w->reason_code,
+        a->reason[i], o.failures,    o.defers,   o.delay_seconds,
+        w->force && w->is_reject && snap->required_tool_failed,
+        w->actor,     w->engine_data, w->adjudication, w->request_json,
+        w->head,      w->tail};
+    a->fin_of[(*nfin)++] = i;
+    return VD_OK;
+}
+
 static vd_error apply_tx(vd_conn *c, void *arg)
 {
     apply_ctx *a = arg;
-    vd_job_write wcopy = *a->w;
-    vd_job_write *w = &wcopy;
-    vd_job_snapshot snap;
-    char *stored = NULL, *reason = NULL;
-    vd_error rc = vd_store_job_lock(c, w->job_id, w->token, w->request_json, &snap);
-    free(a->out->body);
-    a->out->body = NULL;
-    a->out->replayed = false;
-    if (rc)
-        goto out;
-    if (!snap.found) {
-        rc = VD_ERR_NOT_FOUND;
-    } else if (!snap.token_ok) {
-        rc = VD_ERR_CLAIM_LOST;
-    } else if (strcmp(snap.status, "processing") != 0) {
-        rc = finished_job(&snap, a->out);
-    } else if (!snap.holds) {
-        rc = VD_ERR_CLAIM_LOST;
-    } else if (w->is_reject && snap.required_tool_failed && !w->force) {
-        rc = VD_ERR_TOOL_FAILURE_PENDING;
+    size_t nfin = 0;
+    vd_error rc;
+    reset_run(a);
+    if ((rc = vd_store_jobs_lock(c, a->key, a->n, a->snap)))
+        return rc;
+    for (size_t i = 0; i < a->n; i++) {
+        if ((rc = plan_one(c, a, i, &nfin)))
+            return rc;
     }
-    if (rc || a->out->replayed)
-        goto out;
-    if (w->decide && (rc = w->decide(c, &snap, w, w->decide_arg)))
-        goto out;
-    if (w->record_only) {
-        rc = record_only(c, w, a->out);
-        goto out;
+    if (nfin == 0)
+        return VD_OK;
+    /* the last statement: it commits, and its answers are the ones replays get */
+    if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
+        return rc;
+    for (size_t k = 0; k < nfin; k++) {
+        vd_job_answer *out = &a->out[a->fin_of[k]];
+        if (!(out->body = finish_answer(a->answer[k], false)))
+            return VD_ERR_INTERNAL;
     }
-    vd_budgets budgets = {snap.failures, snap.defers, snap.max_attempts, snap.max_defers};
-    vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
-    vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, a->jitter);
-    if (w->reason && !(reason = vd_redact(w->reason))) {
-        rc = VD_ERR_INTERNAL;
-        goto out;
+    return VD_OK;
+}
+
+vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
+                           vd_job_answer *out)
+{
+    apply_ctx a = {cfg, w, n, out, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    vd_error rc = VD_ERR_INTERNAL;
+    memset(out, 0, n * sizeof(*out));
+    a.wcopy = calloc(n, sizeof(*a.wcopy));
+    a.key = calloc(n, sizeof(*a.key));
+    for (size_t i = 0; a.key && i < n; i++)
+        a.key[i] = (vd_job_key){w[i].job_id, w[i].token, w[i].request_json};
+    a.snap = calloc(n, sizeof(*a.snap));
+    a.fin = calloc(n, sizeof(*a.fin));
+    a.fin_of = calloc(n, sizeof(*a.fin_of));
+    a.reason = calloc(n, sizeof(*a.reason));
+    a.answer = calloc(n, sizeof(*a.answer));
+    if (n > 0 && a.wcopy && a.key && a.snap && a.fin && a.fin_of && a.reason && a.answer)
+        rc = vd_store_tx(conn, apply_tx, &a);
+    for (size_t i = 0; i < n; i++) {
+        if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
+            free(out[i].body);
+            memset(&out[i], 0, sizeof(out[i]));
+        } else if (out[i].rc == VD_ERR_INVALID_TRANSITION) {
+            snprintf(out[i].item_state, sizeof(out[i].item_state), "%s", a.snap[i].item_state);
+        }
+        if (a.snap)
+            vd_job_snapshot_cleanup(&a.snap[i]);
+        if (a.reason)
+            free(a.reason[i]);
+        if (a.answer)
+            free(a.answer[i]);
     }
-    vd_job_finish f = {w->job_id,    snap.item_id, o.to_state, o.job_status,
-                       w->cause,     w->disposition, o.reason_code ? o.reason_code : w->reason_code,
-                       reason,       o.failures,   o.defers,   o.delay_seconds,
-                       w->force && w->is_reject && snap.required_tool_failed,
-                       w->actor,     w->engine_data, w->adjudication, w->request_json,
-                       w->head,      w->tail};
-    /* the last statement: it commits, and its answer is the one replays get */
-    rc = vd_store_job_finish(c, &f, &stored);
-    if (rc == VD_OK && !(a->out->body = finish_answer(stored, false)))
-        rc = VD_ERR_INTERNAL;
-out:
-    /* a refusal is an answer, not a failure of the transaction: keep it, commit nothing */
-    if (rc == VD_ERR_INVALID_TRANSITION)
-        snprintf(a->out->item_state, sizeof(a->out->item_state), "%s", snap.item_state);
-    vd_job_snapshot_cleanup(&snap);
-    free(stored);
-    free(reason);
+    free(a.wcopy);
+    free(a.key);
+    free(a.snap);
+    free(a.fin);
+    free(a.fin_of);
+    free(a.reason);
+    free(a.answer);
     return rc;
 }
 
 vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
                       vd_job_answer *out)
 {
-    apply_ctx a = {cfg, w, out, vd_random_unit()};
-    memset(out, 0, sizeof(*out));
-    vd_error rc = vd_store_tx(conn, apply_tx, &a);
-    if (rc) { /* e.g. the COMMIT failed after the answer was built: no answer */
-        free(out->body);
-        out->body = NULL;
-        out->replayed = false;
-    }
-    return rc;
+    vd_error rc = vd_job_apply_many(conn, cfg, w, 1, out);
+    return rc ? rc : out->rc;
 }

@@ -1,13 +1,15 @@
-/* jobs.c - the store's side of every write on a job: lock the job and its item, finish the
- * job (item, job, transition and the answer kept for replays in one statement, committed in
- * the same round trip). The
- * decisions are the service layer's (service/jobs.c). */
+/* jobs.c - the store's side of every write on a job: lock jobs and their items, finish the
+ * jobs (items, jobs, transitions and the answers kept for replays in one statement, committed
+ * in the same round trip). One job goes through positional statements, several through
+ * statements taking one JSON array. The decisions are the service layer's (service/jobs.c). */
 #include "store_internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "verdict/store_ops.h"
 
@@ -22,50 +24,181 @@ void vd_job_snapshot_cleanup(vd_job_snapshot *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void copy_field(char *dst, size_t cap, const PGresult *res, int col)
+static void copy_field(char *dst, size_t cap, const PGresult *res, int row, int col)
 {
-    snprintf(dst, cap, "%s", PQgetvalue(res, 0, col));
+    snprintf(dst, cap, "%s", PQgetvalue(res, row, col));
 }
 
-static bool flag(const PGresult *res, int col)
+static bool flag(const PGresult *res, int row, int col)
 {
-    return strcmp(PQgetvalue(res, 0, col), "t") == 0;
+    return strcmp(PQgetvalue(res, row, col), "t") == 0;
+}
+
+static cJSON *raw_i64(int64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%" PRId64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+/* A JSON value given as text (already valid JSON), or null. */
+static cJSON *raw_json(const char *text)
+{
+    return text ? cJSON_CreateRaw(text) : cJSON_CreateNull();
+}
+
+static cJSON *str_or_null(const char *s)
+{
+    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* Adds every member, then checks once: cJSON_AddItemToObject ignores a NULL item, so a
+ * failed allocation shows as a missing member. */
+static bool add_all(cJSON *o, const char *const *names, cJSON **values, int n)
+{
+    bool ok = o != NULL;
+    for (int i = 0; i < n; i++) {
+        if (!values[i] || !o) {
+            cJSON_Delete(values[i]);
+            ok = false;
+            continue;
+        }
+        cJSON_AddItemToObject(o, names[i], values[i]);
+    }
+    return ok;
+}
+
+/* Renders the one parameter of a many-row statement: a JSON array of one object per row. */
+static char *print_rows(cJSON *rows, bool ok)
+{
+    char *text = ok ? cJSON_PrintUnformatted(rows) : NULL;
+    cJSON_Delete(rows);
+    return text;
+}
+
+/* Rows of job_lock / jobs_lock: column 0 is the index into out. */
+static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *out)
+{
+    for (int r = 0; r < PQntuples(res); r++) {
+        long i = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (i < 0 || (size_t)i >= n)
+            continue;
+        vd_job_snapshot *s = &out[i];
+        s->found = true;
+        copy_field(s->status, sizeof(s->status), res, r, 1);
+        s->token_ok = flag(res, r, 2);
+        copy_field(s->disposition, sizeof(s->disposition), res, r, 3);
+        s->required_tool_failed = flag(res, r, 4);
+        s->same_request = flag(res, r, 5);
+        if (!PQgetisnull(res, r, 6) && !(s->final_response = strdup(PQgetvalue(res, r, 6))))
+            return VD_ERR_INTERNAL;
+        s->item_id = strtoll(PQgetvalue(res, r, 7), NULL, 10);
+        copy_field(s->item_state, sizeof(s->item_state), res, r, 8);
+        s->holds = flag(res, r, 9);
+        s->failures = atoi(PQgetvalue(res, r, 10));
+        s->defers = atoi(PQgetvalue(res, r, 11));
+        s->max_attempts = atoi(PQgetvalue(res, r, 12));
+        s->max_defers = atoi(PQgetvalue(res, r, 13));
+    }
+    return VD_OK;
+}
+
+/* The one parameter of jobs_lock: [{"ord","job_id","token","request"}...]. */
+static char *lock_rows(const vd_job_key *keys, size_t n)
+{
+    static const char *const names[] = {"ord", "job_id", "token", "request"};
+    cJSON *rows = cJSON_CreateArray();
+    bool ok = rows != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *row = cJSON_CreateObject();
+        cJSON *values[] = {cJSON_CreateNumber((double)i), raw_i64(keys[i].job_id),
+                           cJSON_CreateString(keys[i].token), raw_json(keys[i].request_json)};
+        ok = add_all(row, names, values, 4);
+        if (row)
+            cJSON_AddItemToArray(rows, row);
+    }
+    return print_rows(rows, ok);
+}
+
+vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out)
+{
+    PGresult *res = NULL;
+    vd_error rc;
+    memset(out, 0, n * sizeof(*out));
+    if (n == 1) { /* the positional statement: measured faster than the JSON one */
+        char id[24];
+        const char *p[] = {id, keys[0].token, keys[0].request_json};
+        snprintf(id, sizeof(id), "%" PRId64, keys[0].job_id);
+        rc = vd_sql_exec(c, VD_SQL_JOB_LOCK, 3, p, &res);
+    } else {
+        char *param = lock_rows(keys, n);
+        const char *p[] = {param};
+        if (!param)
+            return VD_ERR_INTERNAL;
+        rc = vd_sql_exec(c, VD_SQL_JOBS_LOCK, 1, p, &res);
+        free(param);
+    }
+    if (rc)
+        return rc;
+    rc = read_snapshots(res, n, out);
+    PQclear(res);
+    return rc;
 }
 
 vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
                            const char *request_json, vd_job_snapshot *out)
 {
-    char id[24];
-    const char *p[] = {id, token, request_json};
-    PGresult *res = NULL;
-    vd_error rc;
-    memset(out, 0, sizeof(*out));
-    snprintf(id, sizeof(id), "%" PRId64, job_id);
-    rc = vd_sql_exec(c, VD_SQL_JOB_LOCK, 3, p, &res);
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 1) {
-        out->found = true;
-        copy_field(out->status, sizeof(out->status), res, 0);
-        out->token_ok = flag(res, 1);
-        copy_field(out->disposition, sizeof(out->disposition), res, 2);
-        out->required_tool_failed = flag(res, 3);
-        out->same_request = flag(res, 4);
-        if (!PQgetisnull(res, 0, 5) && !(out->final_response = strdup(PQgetvalue(res, 0, 5))))
-            rc = VD_ERR_INTERNAL;
-        out->item_id = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
-        copy_field(out->item_state, sizeof(out->item_state), res, 7);
-        out->holds = flag(res, 8);
-        out->failures = atoi(PQgetvalue(res, 0, 9));
-        out->defers = atoi(PQgetvalue(res, 0, 10));
-        out->max_attempts = atoi(PQgetvalue(res, 0, 11));
-        out->max_defers = atoi(PQgetvalue(res, 0, 12));
-    }
-    PQclear(res);
-    return rc;
+    vd_job_key key = {job_id, token, request_json};
+    return vd_store_jobs_lock(c, &key, 1, out);
 }
 
-vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **answer)
+static cJSON *finish_row(const vd_job_finish *w)
+{
+    static const char *const names[] = {
+        "job_id",   "item_id", "to_state", "job_status", "cause",       "disposition",
+        "reason_code", "reason", "failures", "defers",   "delay",       "forced",
+        "actor",    "engine_data", "adjudication", "request",       "head",        "tail"};
+    cJSON *row = cJSON_CreateObject();
+    cJSON *values[] = {raw_i64(w->job_id),
+                       raw_i64(w->item_id),
+                       cJSON_CreateString(w->to_state),
+                       cJSON_CreateString(w->job_status),
+                       cJSON_CreateString(w->cause),
+                       cJSON_CreateString(w->disposition),
+                       str_or_null(w->reason_code),
+                       str_or_null(w->reason),
+                       cJSON_CreateNumber(w->failures),
+                       cJSON_CreateNumber(w->defers),
+                       cJSON_CreateNumber(w->delay_seconds),
+                       cJSON_CreateBool(w->forced),
+                       str_or_null(w->actor),
+                       raw_json(w->engine_data),
+                       raw_json(w->adjudication),
+                       raw_json(w->request_json),
+                       cJSON_CreateString(w->answer_head),
+                       str_or_null(w->answer_tail)};
+    if (!add_all(row, names, values, 18)) {
+        cJSON_Delete(row);
+        return NULL;
+    }
+    return row;
+}
+
+/* The one parameter of jobs_finish: one object per job. */
+static char *finish_rows(const vd_job_finish *w, size_t n)
+{
+    cJSON *rows = cJSON_CreateArray();
+    bool ok = rows != NULL;
+    for (size_t k = 0; ok && k < n; k++) {
+        cJSON *row = finish_row(&w[k]);
+        ok = row != NULL;
+        if (row)
+            cJSON_AddItemToArray(rows, row);
+    }
+    return print_rows(rows, ok);
+}
+
+static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
 {
     char job[24], item[24], fail[16], defer[16], delay[32];
     const char *p[18] = {job,           item,         w->to_state,  w->job_status,
@@ -73,21 +206,45 @@ vd_error vd_store_job_finish(vd_conn *c, const vd_job_finish *w, char **answer)
                          fail,          defer,        delay,        w->forced ? "true" : "false",
                          w->actor,      w->engine_data, w->adjudication, w->request_json,
                          w->answer_head, w->answer_tail};
-    PGresult *res = NULL;
-    vd_error rc;
     snprintf(job, sizeof(job), "%" PRId64, w->job_id);
     snprintf(item, sizeof(item), "%" PRId64, w->item_id);
     snprintf(fail, sizeof(fail), "%d", w->failures);
     snprintf(defer, sizeof(defer), "%d", w->defers);
     snprintf(delay, sizeof(delay), "%.3f", w->delay_seconds);
-    *answer = NULL;
-    rc = vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, 18, p, &res);
+    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, 18, p, res);
+}
+
+vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
+{
+    PGresult *res = NULL;
+    vd_error rc;
+    for (size_t k = 0; k < n; k++)
+        answers[k] = NULL;
+    if (n == 1) { /* the positional statement: measured faster than the JSON one */
+        rc = finish_one(c, w, &res);
+    } else {
+        char *param = finish_rows(w, n);
+        const char *p[] = {param};
+        if (!param)
+            return VD_ERR_INTERNAL;
+        rc = vd_sql_exec_commit(c, VD_SQL_JOBS_FINISH, 1, p, &res);
+        free(param);
+    }
     if (rc)
         return rc;
-    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
-        rc = VD_ERR_INTERNAL; /* committed without its answer: cannot happen under the lock */
-    else if (!(*answer = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    for (int r = 0; r < PQntuples(res) && rc == VD_OK; r++) {
+        int64_t job = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+        for (size_t k = 0; k < n; k++) {
+            if (w[k].job_id == job && !answers[k] &&
+                !(answers[k] = strdup(PQgetvalue(res, r, 1))))
+                rc = VD_ERR_INTERNAL;
+        }
+    }
+    /* every job was locked by this transaction, so each has its row; committed either way */
+    for (size_t k = 0; k < n && rc == VD_OK; k++) {
+        if (!answers[k])
+            rc = VD_ERR_INTERNAL;
+    }
     PQclear(res);
     return rc;
 }

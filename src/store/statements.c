@@ -180,9 +180,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  'created_at', verdict_ts(f.created_at), 'updated_at', verdict_ts(f.updated_at))"
         "  ORDER BY f.flow_step_id), '[]'::json))::text FROM flow_steps f"},
 
-    /* The job and its item, locked, for a write on the job (SPEC §1.3 fencing). */
+    /* The job and its item, locked, for a write on the job (SPEC §1.3 fencing); the same
+     * columns as jobs_lock, for one job (its positional form plans and runs faster). */
     [VD_SQL_JOB_LOCK] = {"job_lock",
-        "SELECT j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
+        "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
         "  j.required_tool_failed, coalesce(a.request = $3::jsonb, false),"
         "  a.response, i.id, i.state,"
         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
@@ -193,7 +194,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The answer is
-     * {$17,"job":…,"item":…[,$18] — the caller closes it with "replayed". */
+     * {$17,"job":…,"item":…[,$18] — the caller closes it with "replayed". The same columns as
+     * jobs_finish, for one job. */
     [VD_SQL_JOB_FINISH] = {"job_finish",
         "WITH ui AS ("
         "  UPDATE items i SET state = $3, failures = $9, defers = $10,"
@@ -218,7 +220,65 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "         || coalesce(',' || $18::text, '') AS answer FROM ui, uj),"
         " s AS (INSERT INTO job_answers (job_id, request, response)"
         "       SELECT $1, $16::jsonb, a.answer FROM a)"
-        " SELECT answer FROM a"},
+        " SELECT $1, answer FROM a"},
+
+    /* Jobs and their items under row locks, in job id order, with the answer kept for a
+     * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
+    [VD_SQL_JOBS_LOCK] = {"jobs_lock",
+        "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
+        "  j.required_tool_failed, coalesce(a.request = x.request, false), a.response,"
+        "  i.id, i.state,"
+        "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
+        "  i.failures, i.defers, i.max_attempts, i.max_defers"
+        " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
+        "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
+        " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
+        " LEFT JOIN job_answers a ON a.job_id = j.id"
+        /* the ANY keeps the generic plan on jobs_pkey: a set-returning function is guessed at
+         * 100 rows, for which a hash join over a scan of jobs looks cheaper */
+        " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
+        "                         FROM jsonb_array_elements($1::jsonb) e))"
+        " ORDER BY j.id FOR UPDATE OF j, i"},
+
+    /* Items, jobs, one transition each and the answers kept for replays, in one statement
+     * (the transaction's last, sent with its COMMIT); $1 is one object per job
+     * (vd_store_jobs_finish). An answer is {head,"job":…,"item":…[,tail] — the caller closes
+     * it with "replayed". The ANYs keep the generic plan on the primary keys (see jobs_lock). */
+    [VD_SQL_JOBS_FINISH] = {"jobs_finish",
+        "WITH r AS MATERIALIZED ("
+        "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(job_id bigint, item_id bigint,"
+        "    to_state text, job_status text, cause text, disposition text, reason_code text,"
+        "    reason text, failures integer, defers integer, delay float8, forced boolean,"
+        "    actor text, engine_data jsonb, adjudication jsonb, request jsonb, head text,"
+        "    tail text)),"
+        " ui AS ("
+        "  UPDATE items i SET state = r.to_state, failures = r.failures, defers = r.defers,"
+        "    available_at = CASE WHEN r.to_state = 'deferred'"
+        "                        THEN now() + r.delay * interval '1 second'"
+        "                        ELSE i.available_at END,"
+        "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = r.reason_code,"
+        "    last_reason = r.reason, updated_at = now()"
+        "  FROM r WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM r))"
+        "  RETURNING i.id, verdict_item_json(i) AS item),"
+        " uj AS ("
+        "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
+        "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
+        "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
+        "    adjudication = coalesce(r.adjudication, j.adjudication)"
+        "  FROM r WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT job_id FROM r))"
+        "  RETURNING j.id, verdict_job_json(j) AS job),"
+        " t AS ("
+        "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+        "                           reason_code, reason, forced, actor)"
+        "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, r.job_status, r.cause,"
+        "         r.reason_code, r.reason, r.forced, r.actor FROM r ORDER BY r.job_id),"
+        " a AS ("
+        "  SELECT r.job_id, r.request, '{' || r.head || ',\"job\":' || uj.job::text"
+        "         || ',\"item\":' || ui.item::text || coalesce(',' || r.tail, '') AS answer"
+        "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id),"
+        " s AS (INSERT INTO job_answers (job_id, request, response)"
+        "       SELECT job_id, request, answer FROM a)"
+        " SELECT job_id, answer FROM a"},
 
     [VD_SQL_JOB_GET] = {"job_get",
         "SELECT json_build_object('job', verdict_job_json(j))::text FROM jobs j WHERE j.id = $1"},

@@ -424,6 +424,10 @@ static void test_claims_generic_plans_use_indexes(void **state)
         "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false,"
         " 'w', NULL, NULL, '{}', '\"disposition\":\"complete\"', NULL",
         VD_SQL_JOB_FINISH);
+    assert_generic_plan_indexed("locks_plan", "jsonb", "'[{\"ord\": 0, \"job_id\": 1}]'",
+                                VD_SQL_JOBS_LOCK);
+    assert_generic_plan_indexed("finishes_plan", "jsonb", "'[{\"job_id\": 1, \"item_id\": 1}]'",
+                                VD_SQL_JOBS_FINISH);
 }
 
 static int setup(void **state)
