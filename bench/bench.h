@@ -21,7 +21,8 @@
 
 typedef enum vb_scenario {
     VB_SCENARIO_SINGLE = 0,
-    VB_SCENARIO_BATCH,
+    VB_SCENARIO_BATCH,      /* limit 10 + 10 single dispositions */
+    VB_SCENARIO_BATCH_CALL, /* limit 10 + one POST /v1/dispositions */
     VB_SCENARIO_MIX,
     VB_SCENARIO__MAX
 } vb_scenario;

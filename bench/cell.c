@@ -231,12 +231,60 @@ static int do_disposition(worker *w, const claim *c, disp_kind k)
     return status;
 }
 
+/* All n claims finished as "complete" in one batch call; returns 200 when every entry was. */
+static int do_dispositions(worker *w, const claim *c, int n)
+{
+    int status;
+    if (w->sh->mode == VB_MODE_HTTP) {
+        char body[VB_MAX_BATCH * 120 + 32];
+        size_t len = (size_t)snprintf(body, sizeof(body), "{\"dispositions\":[");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(body + len, sizeof(body) - len,
+                                    "%s{\"job_id\":%" PRId64 ",\"claim_token\":\"%s\","
+                                    "\"disposition\":\"complete\"}",
+                                    i ? "," : "", c[i].job_id, c[i].token);
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "]}");
+        status = vb_http_request(&w->http, "POST", "/v1/dispositions", body, len);
+        /* every entry's answer starts {"job_id":N,"status":S, (h_jobs.c) */
+        int ok = 0;
+        for (const char *p = status == 200 ? w->http.body : NULL; p && (p = strstr(p, ",\"status\":200,"));
+             p++)
+            ok++;
+        if (status == 200 && ok != n)
+            status = 409;
+        if (status != 200)
+            note_error(w, status, "dispositions", status > 0 ? w->http.body : NULL);
+        return status;
+    }
+    /* what h_jobs.c does after validation: each entry's request without its job_id */
+    vd_job_write jw[VB_MAX_BATCH] = {{0}};
+    vd_job_answer ans[VB_MAX_BATCH];
+    char bodies[VB_MAX_BATCH][128], heads[VB_MAX_BATCH][64];
+    vd_error rc;
+    for (int i = 0; i < n; i++) {
+        disp_body(bodies[i], sizeof(bodies[i]), DISP_COMPLETE, c[i].token);
+        fill_write(&jw[i], DISP_COMPLETE, &c[i], bodies[i], heads[i], sizeof(heads[i]));
+    }
+    rc = vd_job_apply_many(w->conn, &w->sh->cfg, jw, (size_t)n, ans);
+    for (int i = 0; i < n; i++) {
+        if (rc == VD_OK && ans[i].rc != VD_OK)
+            rc = ans[i].rc;
+        free(ans[i].body);
+    }
+    status = vd_error_status(rc);
+    if (rc != VD_OK)
+        note_error(w, status, "dispositions", vd_error_code(rc));
+    return status;
+}
+
 /* ---- the worker ------------------------------------------------------------------------- */
 
 static void cycle(worker *w)
 {
     claim claims[VB_MAX_BATCH];
-    int limit = w->sh->scenario == VB_SCENARIO_BATCH ? VB_MAX_BATCH : 1, n = 0, done = 0;
+    vb_scenario sc = w->sh->scenario;
+    int limit = sc == VB_SCENARIO_BATCH || sc == VB_SCENARIO_BATCH_CALL ? VB_MAX_BATCH : 1;
+    int n = 0, done = 0;
     int phase = atomic_load(&w->sh->phase);
     double t0 = vb_now(), t1;
     int status = do_claim(w, limit, claims, &n);
@@ -255,7 +303,18 @@ static void cycle(worker *w)
         vb_sleep(0.001);
         return;
     }
-    for (int i = 0; i < n; i++) {
+    if (sc == VB_SCENARIO_BATCH_CALL) {
+        phase = atomic_load(&w->sh->phase);
+        t0 = vb_now();
+        status = do_dispositions(w, claims, n);
+        t1 = vb_now();
+        if (phase == PHASE_MEASURE) {
+            vb_samples_add(&w->disp_lat, t1 - t0);
+            w->disp_calls++;
+        }
+        done = status == 200 ? n : 0;
+    }
+    for (int i = 0; sc != VB_SCENARIO_BATCH_CALL && i < n; i++) {
         disp_kind k = pick(w);
         phase = atomic_load(&w->sh->phase);
         t0 = vb_now();
@@ -405,7 +464,7 @@ static void snapshot(const vb_env *e, double v[5])
 static long stock_needed(const vb_env *e, const vb_options *o, vb_scenario s, int clients)
 {
     int active = clients < o->flow_steps ? clients : o->flow_steps;
-    double per_cycle = s == VB_SCENARIO_BATCH ? VB_MAX_BATCH : 1;
+    double per_cycle = s == VB_SCENARIO_BATCH || s == VB_SCENARIO_BATCH_CALL ? VB_MAX_BATCH : 1;
     /* three times what the fastest cell so far would use (the next one may be faster);
      * before any cell, assume 1,000 items/s */
     double peak = e->peak_items_per_s > 1000 ? e->peak_items_per_s : 1000;

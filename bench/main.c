@@ -38,7 +38,7 @@ static const char usage[] =
     "  --duration S           measured seconds per cell (10)\n"
     "  --warmup S             unmeasured seconds before each cell (1)\n"
     "  --cycles N             measure N cycles per cell instead of a duration\n"
-    "  --scenarios LIST       single,batch,mix (default all)\n"
+    "  --scenarios LIST       single,batch,batchcall,mix (default all)\n"
     "  --threads N            VERDICT_THREADS of the child (default 4 x CPUs)\n"
     "  --seed N               random seed of the mix (same sequence on both sides)\n"
     "  --json                 one JSON document on stdout instead of the tables\n"
@@ -123,7 +123,7 @@ static bool parse_scenarios(const char *s, vb_options *o)
     int n = split_list(s, parts, VB_SCENARIO__MAX * 2);
     memset(o->scenarios, 0, sizeof(o->scenarios));
     if (n < 0) {
-        fprintf(stderr, "verdict-bench: --scenarios wants e.g. single,batch,mix\n");
+        fprintf(stderr, "verdict-bench: --scenarios wants e.g. single,batch,batchcall,mix\n");
         return false;
     }
     for (int i = 0; i < n; i++) {
@@ -131,7 +131,7 @@ static bool parse_scenarios(const char *s, vb_options *o)
         while (k < VB_SCENARIO__MAX && strcmp(parts[i], vb_scenario_name((vb_scenario)k)) != 0)
             k++;
         if (k == VB_SCENARIO__MAX) {
-            fprintf(stderr, "verdict-bench: unknown scenario '%s' (single, batch, mix)\n",
+            fprintf(stderr, "verdict-bench: unknown scenario '%s' (single, batch, batchcall, mix)\n",
                     parts[i]);
             return false;
         }

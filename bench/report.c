@@ -19,6 +19,9 @@
 #define T_RSS_PEAK_KB (40 * 1024)
 #define T_RSS_CLIENTS 64
 
+/* The two ways a batch of 10 is finished: ten single dispositions, or one batch call. */
+static const vb_scenario batch_scenarios[2] = {VB_SCENARIO_BATCH, VB_SCENARIO_BATCH_CALL};
+
 static const vb_cell *find(const vb_run *r, vb_scenario s, vb_mode m, int clients)
 {
     for (size_t i = 0; i < r->n_cells; i++) {
@@ -64,14 +67,16 @@ static size_t compute_targets(const vb_run *r, target *t, size_t cap)
             t[n].verdict = ratio >= T_SINGLE_RATIO;
         }
     }
+    for (int k = 0; k < 2; k++)
     for (int i = 0; i < r->o->n_clients && n < cap; i++) {
         int c = r->o->clients[i];
-        const vb_cell *b = find(r, VB_SCENARIO_BATCH, VB_MODE_HTTP, c);
+        const vb_cell *b = find(r, batch_scenarios[k], VB_MODE_HTTP, c);
         const vb_cell *s = find(r, VB_SCENARIO_SINGLE, VB_MODE_HTTP, c);
         if (!b || !s || rate(s, true) <= 0)
             continue;
         snprintf(t[n].what, sizeof(t[n].what),
-                 "batch of 10: >= %.0f x single items/s at %d clients", T_BATCH_RATIO, c);
+                 "%s (of 10): >= %.0f x single items/s at %d clients",
+                 vb_scenario_name(batch_scenarios[k]), T_BATCH_RATIO, c);
         snprintf(t[n].measured, sizeof(t[n].measured), "%.2f x (%.0f vs %.0f items/s)",
                  rate(b, true) / rate(s, true), rate(b, true), rate(s, true));
         t[n].verdict = rate(b, true) / rate(s, true) >= T_BATCH_RATIO;
@@ -138,7 +143,7 @@ static double other_cores(const vb_cell *c)
 
 static void text_cells(const vb_run *r)
 {
-    printf("\n%-7s %-7s %4s %9s %9s %22s %22s %5s %5s %5s %14s %7s %7s %5s %6s %12s\n", "scen",
+    printf("\n%-9s %-7s %4s %9s %9s %22s %22s %5s %5s %5s %14s %7s %7s %5s %6s %12s\n", "scen",
            "side", "cli", "cycles/s", "items/s", "claim p50/p95/p99 ms", "disp p50/p95/p99 ms",
            "err", "5xx", "empty", "verdictd cpu", "pg cpu", "bench", "host", "other",
            "rss idle/pk");
@@ -151,7 +156,7 @@ static void text_cells(const vb_run *r)
         snprintf(cpu, sizeof(cpu), "%.2fs %3.0f%%", c->server_cpu_s,
                  c->seconds > 0 ? 100 * c->server_cpu_s / c->seconds : 0);
         snprintf(rss, sizeof(rss), "%.1f/%.1fM", c->rss_idle_kb / 1024.0, c->rss_peak_kb / 1024.0);
-        printf("%-7s %-7s %4d %9.0f %9.0f %22s %22s %5ld %5ld %5ld %14s %6.2fs %6.2fs %4.0f%% "
+        printf("%-9s %-7s %4d %9.0f %9.0f %22s %22s %5ld %5ld %5ld %14s %6.2fs %6.2fs %4.0f%% "
                "%6.2f %12s\n",
                vb_scenario_name(c->scenario), vb_mode_name(c->mode), c->clients, rate(c, false),
                rate(c, true), claim, disp, c->errors, c->errors_5xx, c->empty_claims, cpu,
@@ -163,14 +168,14 @@ static void text_cells(const vb_run *r)
 
 static void text_ratios(const vb_run *r)
 {
-    printf("\nverdict / sql (cycles/s, same run, interleaved)\n%-7s", "scen");
+    printf("\nverdict / sql (cycles/s, same run, interleaved)\n%-9s", "scen");
     for (int i = 0; i < r->o->n_clients; i++)
         printf(" %8d", r->o->clients[i]);
     printf("  (clients)\n");
     for (int s = 0; s < VB_SCENARIO__MAX; s++) {
         if (!r->o->scenarios[s])
             continue;
-        printf("%-7s", vb_scenario_name((vb_scenario)s));
+        printf("%-9s", vb_scenario_name((vb_scenario)s));
         for (int i = 0; i < r->o->n_clients; i++) {
             const vb_cell *v = find(r, (vb_scenario)s, VB_MODE_HTTP, r->o->clients[i]);
             const vb_cell *q = find(r, (vb_scenario)s, VB_MODE_SQL, r->o->clients[i]);
@@ -181,16 +186,17 @@ static void text_ratios(const vb_run *r)
         }
         printf("\n");
     }
-    if (!r->o->scenarios[VB_SCENARIO_BATCH] || !r->o->scenarios[VB_SCENARIO_SINGLE])
-        return;
-    printf("\nbatch / single (items/s)\n%-7s", "side");
+    for (int k = 0; k < 2; k++) {
+    if (!r->o->scenarios[batch_scenarios[k]] || !r->o->scenarios[VB_SCENARIO_SINGLE])
+        continue;
+    printf("\n%s / single (items/s)\n%-9s", vb_scenario_name(batch_scenarios[k]), "side");
     for (int i = 0; i < r->o->n_clients; i++)
         printf(" %8d", r->o->clients[i]);
     printf("  (clients)\n");
     for (int m = 0; m < VB_MODE__MAX; m++) {
-        printf("%-7s", vb_mode_name((vb_mode)m));
+        printf("%-9s", vb_mode_name((vb_mode)m));
         for (int i = 0; i < r->o->n_clients; i++) {
-            const vb_cell *b = find(r, VB_SCENARIO_BATCH, (vb_mode)m, r->o->clients[i]);
+            const vb_cell *b = find(r, batch_scenarios[k], (vb_mode)m, r->o->clients[i]);
             const vb_cell *s = find(r, VB_SCENARIO_SINGLE, (vb_mode)m, r->o->clients[i]);
             if (b && s && rate(s, true) > 0)
                 printf(" %7.2fx", rate(b, true) / rate(s, true));
@@ -198,6 +204,7 @@ static void text_ratios(const vb_run *r)
                 printf(" %8s", "-");
         }
         printf("\n");
+    }
     }
 }
 
@@ -337,7 +344,7 @@ void vb_report_json(const vb_run *r)
             for (int i = 0; i < o->n_clients; i++) {
                 const vb_cell *v = find(r, (vb_scenario)s, VB_MODE_HTTP, o->clients[i]);
                 const vb_cell *q = find(r, (vb_scenario)s, VB_MODE_SQL, o->clients[i]);
-                const vb_cell *b = find(r, VB_SCENARIO_BATCH, VB_MODE_HTTP, o->clients[i]);
+                const vb_cell *b = find(r, (vb_scenario)s, VB_MODE_HTTP, o->clients[i]);
                 const vb_cell *g = find(r, VB_SCENARIO_SINGLE, VB_MODE_HTTP, o->clients[i]);
                 cJSON *x;
                 if (!v || !q || rate(q, false) <= 0)
@@ -346,7 +353,8 @@ void vb_report_json(const vb_run *r)
                 cJSON_AddStringToObject(x, "scenario", vb_scenario_name((vb_scenario)s));
                 cJSON_AddNumberToObject(x, "clients", o->clients[i]);
                 cJSON_AddNumberToObject(x, "verdict_over_sql", rate(v, false) / rate(q, false));
-                if (s == VB_SCENARIO_BATCH && b && g && rate(g, true) > 0)
+                if ((s == VB_SCENARIO_BATCH || s == VB_SCENARIO_BATCH_CALL) && b && g &&
+                    rate(g, true) > 0)
                     cJSON_AddNumberToObject(x, "batch_over_single_items",
                                             rate(b, true) / rate(g, true));
                 cJSON_AddItemToArray(arr, x);

@@ -135,7 +135,7 @@ void vb_log(const char *fmt, ...)
 
 const char *vb_scenario_name(vb_scenario s)
 {
-    static const char *const names[] = {"single", "batch", "mix"};
+    static const char *const names[] = {"single", "batch", "batchcall", "mix"};
     return s < VB_SCENARIO__MAX ? names[s] : "?";
 }
 

@@ -49,9 +49,10 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         char *text = cJSON_PrintUnformatted(payload);
         size_t len = text ? strlen(text) : 0;
         free(text);
+        char name[64];
         if (len > MAX_PAYLOAD)
-            return vd_fail(ctx, VD_ERR_INVALID_FIELD, "payload",
-                           "'%s.payload' is larger than 64 KiB serialised", path);
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD, vd_field_name(f, "payload", name, sizeof(name)),
+                           "'%s' is larger than 64 KiB serialised", name);
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "ord", i);

@@ -1,6 +1,7 @@
-/* h_jobs.c - SPEC §5: POST /v1/jobs/{job_id}/disposition. Validates the call per
- * disposition, maps the legacy skip_item (SPEC §5.1), and hands the rest to the service
- * layer (service/jobs.c), which enforces the state machine in one transaction. */
+/* h_jobs.c - SPEC §5: POST /v1/jobs/{job_id}/disposition, and POST /v1/dispositions (up to 100
+ * of them in one transaction; README "Batch dispositions"). Validates each call per
+ * disposition, maps the legacy skip_item (SPEC §5.1), and hands the rest to the service layer
+ * (service/jobs.c), which enforces the state machine. Also the job reads. */
 #include "http_internal.h"
 
 #include <stdio.h>
@@ -10,7 +11,11 @@
 #include "verdict/jobs.h"
 #include "verdict/store_ops.h"
 
+#include "metrics.h"
+
 #define MAX_ENGINE_DATA 65536
+#define MAX_BATCH 100
+#define VD_MAX_ID 999999999999999999LL /* 18 digits, as in a path's job id */
 
 const char *const vd_reject_codes[] = {"irrelevant", "too_thin",    "duplicate",
                                            "spam",       "low_quality", "other", NULL};
@@ -19,6 +24,7 @@ const char *const vd_defer_codes[] = {"tool_error",     "quality_gate",      "pr
 
 static vd_error get_code(vd_field f, const char *const *allowed, const char **out)
 {
+    char name[200], list[200] = "";
     vd_error rc = vd_get_string(f, "reason_code", true, 1, 200, out);
     if (rc)
         return rc;
@@ -26,16 +32,16 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
         if (strcmp(*out, allowed[i]) == 0)
             return VD_OK;
     }
-    char list[200] = "";
     for (size_t i = 0; allowed[i]; i++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
                  allowed[i]);
-    return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "reason_code",
-                   "'reason_code' must be one of: %s", list);
+    vd_field_name(f, "reason_code", name, sizeof(name));
+    return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be one of: %s", name, list);
 }
 
 static vd_error get_engine_data(vd_field f, char **out)
 {
+    char name[200];
     const cJSON *o = NULL;
     vd_error rc = vd_get_object(f, "engine_data", false, &o);
     *out = NULL;
@@ -45,14 +51,16 @@ static vd_error get_engine_data(vd_field f, char **out)
     if (!*out)
         return vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     if (strlen(*out) > MAX_ENGINE_DATA)
-        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "engine_data",
-                       "'engine_data' is larger than 64 KiB serialised");
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
+                       vd_field_name(f, "engine_data", name, sizeof(name)),
+                       "'%s' is larger than 64 KiB serialised", name);
     return VD_OK;
 }
 
 /* Fill the event and reason fields of w for one explicit disposition. */
 static vd_error parse_explicit(vd_field f, const char *d, vd_job_write *w)
 {
+    char name[200];
     int64_t after = -1;
     bool b = false;
     vd_error rc = VD_OK;
@@ -76,9 +84,10 @@ static vd_error parse_explicit(vd_field f, const char *d, vd_job_write *w)
             return rc;
         w->event.retryable = b;
     } else {
-        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "disposition",
-                       "'disposition' must be complete, reject_source, defer_item, fail or "
-                       "skip_item");
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
+                       vd_field_name(f, "disposition", name, sizeof(name)),
+                       "'%s' must be complete, reject_source, defer_item, fail or skip_item",
+                       name);
     }
     if (rc)
         return rc;
@@ -89,73 +98,224 @@ static vd_error parse_explicit(vd_field f, const char *d, vd_job_write *w)
     return rc;
 }
 
+/* One disposition as parsed: the write and the text it points into. */
+typedef struct disp_in {
+    vd_job_write w;
+    char head[64];
+    char tail[400];
+    char *engine;  /* engine_data re-serialised, or NULL */
+    char *request; /* a batch entry without its job_id, as JSON (replays compare it) */
+} disp_in;
+
+static void disp_cleanup(disp_in *in)
+{
+    free(in->engine);
+    free(in->request);
+}
+
+/* Validate the fields of one disposition (the single call's body, or a batch entry: f.path
+ * prefixes the field names of a 400) into in->w; job_id and request_json are the caller's. */
+static vd_error parse_disposition(vd_field f, disp_in *in)
+{
+    vd_job_write *w = &in->w;
+    const char *d = NULL, *reason = NULL;
+    vd_error rc;
+    w->event.retry_after_seconds = -1;
+    w->event.retryable = true;
+    if ((rc = vd_get_token(f, &w->token)) ||
+        (rc = vd_get_string(f, "disposition", true, 1, 40, &d)) ||
+        (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
+        (rc = vd_get_bool(f, "force", false, &w->force)) ||
+        (rc = get_engine_data(f, &in->engine)))
+        return rc;
+    w->reason = reason;
+    if (strcmp(d, "skip_item") == 0) {
+        bool reject = false;
+        vd_skip_item_map(reason, &reject, &w->reason_code);
+        w->event.kind = reject ? VD_EVENT_REJECT_SOURCE : VD_EVENT_DEFER_ITEM;
+        w->is_reject = reject;
+        w->disposition = reject ? "reject_source" : "defer_item";
+        w->cause = "skip_item";
+        snprintf(in->tail, sizeof(in->tail),
+                 "\"deprecated\":true,\"mapped_to\":\"%s\",\"hint\":\"skip_item is deprecated: "
+                 "call %s with reason_code '%s' instead%s.\"",
+                 w->disposition, w->disposition, w->reason_code,
+                 reject ? "" : " (the item stays eligible and is retried later)");
+        w->tail = in->tail;
+    } else if ((rc = parse_explicit(f, d, w))) {
+        return rc;
+    } else {
+        w->disposition = d;
+        w->cause = d;
+    }
+    snprintf(in->head, sizeof(in->head), "\"disposition\":\"%s\"", w->disposition);
+    w->head = in->head;
+    w->actor = f.ctx->actor;
+    w->engine_data = in->engine;
+    return VD_OK;
+}
+
+/* Why a job write was refused: the message (in msg) and the field it names, or NULL. */
+static const char *refusal(vd_error rc, int64_t job, const vd_job_answer *ans, char *msg,
+                           size_t len)
+{
+    char what[48];
+    snprintf(what, sizeof(what), "job %lld", (long long)job);
+    if (rc == VD_ERR_JOB_FINALIZED) {
+        snprintf(msg, len,
+                 "%s is already finished with disposition '%s'; a different call cannot replace "
+                 "it (repeat the identical call to read the stored answer)",
+                 what, ans->standing);
+        return "disposition";
+    }
+    if (rc == VD_ERR_TOOL_FAILURE_PENDING) {
+        snprintf(msg, len,
+                 "a required tool failed in %s: a tooling failure is not a reason to reject the "
+                 "source",
+                 what);
+        return "disposition";
+    }
+    return vd_store_message(rc, what, msg, len);
+}
+
 vd_error vd_h_disposition(vd_ctx *ctx)
 {
     const cJSON *body = NULL;
-    const char *d = NULL, *reason = NULL;
-    char *engine = NULL, head[64], tail[400], what[48];
-    int64_t job = 0;
     vd_conn *c = NULL;
     vd_job_answer ans = {0};
-    vd_job_write w = {0};
-    vd_error rc = vd_param_id(ctx, 0, "job", &job);
+    disp_in in = {0};
+    vd_error rc = vd_param_id(ctx, 0, "job", &in.w.job_id);
     if (rc || (rc = vd_body_object(ctx, &body)))
         return rc;
-    vd_field f = {ctx, body, NULL};
-    w.job_id = job;
-    w.event.retry_after_seconds = -1;
-    w.event.retryable = true;
-    if ((rc = vd_get_token(f, &w.token)) ||
-        (rc = vd_get_string(f, "disposition", true, 1, 40, &d)) ||
-        (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
-        (rc = vd_get_bool(f, "force", false, &w.force)) || (rc = get_engine_data(f, &engine)))
+    if ((rc = parse_disposition((vd_field){ctx, body, NULL}, &in)) || (rc = vd_ctx_db(ctx, &c)))
         goto out;
-    w.reason = reason;
-    if (strcmp(d, "skip_item") == 0) {
-        bool reject = false;
-        vd_skip_item_map(reason, &reject, &w.reason_code);
-        w.event.kind = reject ? VD_EVENT_REJECT_SOURCE : VD_EVENT_DEFER_ITEM;
-        w.is_reject = reject;
-        w.disposition = reject ? "reject_source" : "defer_item";
-        w.cause = "skip_item";
-        snprintf(tail, sizeof(tail),
-                 "\"deprecated\":true,\"mapped_to\":\"%s\",\"hint\":\"skip_item is deprecated: "
-                 "call %s with reason_code '%s' instead%s.\"",
-                 w.disposition, w.disposition, w.reason_code,
-                 reject ? "" : " (the item stays eligible and is retried later)");
-        w.tail = tail;
-    } else if ((rc = parse_explicit(f, d, &w))) {
-        goto out;
+    in.w.request_json = ctx->body;
+    rc = vd_job_apply(c, ctx->cfg, &in.w, &ans);
+    if (rc) {
+        char msg[sizeof(ctx->err_message)];
+        const char *field = refusal(rc, in.w.job_id, &ans, msg, sizeof(msg));
+        vd_fail(ctx, rc, field, "%s", msg);
     } else {
-        w.disposition = d;
-        w.cause = d;
-    }
-    snprintf(head, sizeof(head), "\"disposition\":\"%s\"", w.disposition);
-    w.head = head;
-    w.request_json = ctx->body;
-    w.actor = ctx->actor;
-    w.engine_data = engine;
-    if ((rc = vd_ctx_db(ctx, &c)))
-        goto out;
-    snprintf(what, sizeof(what), "job %lld", (long long)job);
-    rc = vd_job_apply(c, ctx->cfg, &w, &ans);
-    if (rc == VD_ERR_JOB_FINALIZED)
-        vd_fail(ctx, rc, "disposition",
-                "%s is already finished with disposition '%s'; a different call cannot replace "
-                "it (repeat the identical call to read the stored answer)",
-                what, ans.standing);
-    else if (rc == VD_ERR_TOOL_FAILURE_PENDING)
-        vd_fail(ctx, rc, "disposition",
-                "a required tool failed in %s: a tooling failure is not a reason to reject the "
-                "source",
-                what);
-    else if (rc)
-        vd_store_fail(ctx, rc, what);
-    else
         rc = vd_respond_owned(ctx, ans.body), ans.body = NULL;
+    }
 out:
-    free(engine);
+    disp_cleanup(&in);
     free(ans.body);
+    return rc;
+}
+
+/* dispositions[i]: a disposition with its job_id, distinct from the entries before it. */
+static vd_error parse_entry(vd_ctx *ctx, const cJSON *e, int i, disp_in *all)
+{
+    char path[32], name[200];
+    disp_in *in = &all[i];
+    vd_field f = {ctx, e, path};
+    vd_error rc;
+    snprintf(path, sizeof(path), "dispositions[%d]", i);
+    if (!cJSON_IsObject(e))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, path, "'%s' must be an object", path);
+    if ((rc = vd_get_int(f, "job_id", true, 1, VD_MAX_ID, 0, &in->w.job_id)))
+        return rc;
+    for (int j = 0; j < i; j++) {
+        if (all[j].w.job_id == in->w.job_id)
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD,
+                           vd_field_name(f, "job_id", name, sizeof(name)),
+                           "'%s' repeats job %lld of dispositions[%d]: a batch names each job "
+                           "once",
+                           name, (long long)in->w.job_id, j);
+    }
+    if ((rc = parse_disposition(f, in)))
+        return rc;
+    /* the entry as the single call's body would carry it, so a repeat through either replays */
+    cJSON *copy = cJSON_Duplicate(e, true);
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "job_id");
+    in->request = copy ? cJSON_PrintUnformatted(copy) : NULL;
+    cJSON_Delete(copy);
+    if (!in->request)
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    in->w.request_json = in->request;
+    return VD_OK;
+}
+
+/* {"results":[{"job_id":…,"status":…, then the single call's answer or error envelope}…]} */
+static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans,
+                                int n)
+{
+    vd_buf b = {0};
+    vd_buf_printf(&b, "{\"results\":[");
+    for (int i = 0; i < n; i++) {
+        char *env = NULL;
+        const char *body = ans[i].body;
+        if (ans[i].rc) {
+            char msg[600], name[200];
+            const char *field = refusal(ans[i].rc, in[i].w.job_id, &ans[i], msg, sizeof(msg));
+            if (field)
+                snprintf(name, sizeof(name), "dispositions[%d].%s", i, field);
+            cJSON *o = vd_error_envelope(ans[i].rc, msg, field ? name : NULL);
+            body = env = o ? cJSON_PrintUnformatted(o) : NULL;
+            cJSON_Delete(o);
+        }
+        if (!body || body[0] != '{') {
+            b.failed = true;
+        } else {
+            vd_buf_printf(&b, "%s{\"job_id\":%lld,\"status\":%d,%s", i ? "," : "",
+                          (long long)in[i].w.job_id, ans[i].rc ? vd_error_status(ans[i].rc) : 200,
+                          body + 1);
+        }
+        free(env);
+    }
+    vd_buf_printf(&b, "]}");
+    if (b.failed) {
+        vd_buf_cleanup(&b);
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    }
+    return vd_respond_owned(ctx, b.data);
+}
+
+vd_error vd_h_dispositions(vd_ctx *ctx)
+{
+    const cJSON *body = NULL, *list = NULL;
+    disp_in *in = NULL;
+    vd_job_write *w = NULL;
+    vd_job_answer *ans = NULL;
+    vd_conn *c = NULL;
+    int n = 0, i = 0;
+    vd_error rc = vd_body_object(ctx, &body);
+    if (rc)
+        return rc;
+    list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
+    if (!list || cJSON_IsNull(list))
+        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "dispositions", "'dispositions' is required");
+    n = cJSON_GetArraySize(list);
+    if (!cJSON_IsArray(list) || n < 1 || n > MAX_BATCH)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "dispositions",
+                       "'dispositions' must be an array of 1 to %d dispositions", MAX_BATCH);
+    in = calloc((size_t)n, sizeof(*in));
+    w = calloc((size_t)n, sizeof(*w));
+    ans = calloc((size_t)n, sizeof(*ans));
+    if (!in || !w || !ans) {
+        rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+        goto out;
+    }
+    for (const cJSON *e = list->child; e && rc == VD_OK; e = e->next, i++)
+        rc = parse_entry(ctx, e, i, in);
+    if (rc || (rc = vd_ctx_db(ctx, &c)))
+        goto out;
+    for (i = 0; i < n; i++)
+        w[i] = in[i].w;
+    rc = vd_job_apply_many(c, ctx->cfg, w, (size_t)n, ans);
+    if (rc)
+        vd_store_fail(ctx, rc, NULL);
+    else
+        rc = respond_results(ctx, in, ans, n);
+out:
+    for (i = 0; in && i < n; i++)
+        disp_cleanup(&in[i]);
+    for (i = 0; ans && i < n; i++)
+        free(ans[i].body);
+    free(in);
+    free(w);
+    free(ans);
     return rc;
 }
 

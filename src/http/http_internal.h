@@ -80,6 +80,8 @@ vd_error vd_ctx_db(vd_ctx *ctx, vd_conn **out);
 /* Record a store error on ctx with a message fitting the error; `what` names the object
  * for not_found/claim_lost ("job 42"). Returns err. */
 vd_error vd_store_fail(vd_ctx *ctx, vd_error err, const char *what);
+/* The message vd_store_fail records, written to msg; returns the field it names or NULL. */
+const char *vd_store_message(vd_error err, const char *what, char *msg, size_t len);
 /* Answer 200 with JSON text the store rendered (taken: freed by the server). */
 vd_error vd_respond_owned(vd_ctx *ctx, char *json);
 /* The Idempotency-Key header: VD_OK with *key NULL when absent; 400 when malformed. */
@@ -112,6 +114,8 @@ typedef struct vd_field {
     const char *path;
 } vd_field;
 
+/* The name a 400 gives key of f: "key" or "path.key" (in buf). */
+const char *vd_field_name(vd_field f, const char *key, char *buf, size_t len);
 vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, size_t max,
                        const char **out);
 vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int64_t max,
@@ -147,6 +151,7 @@ vd_error vd_h_items_list(vd_ctx *ctx);
 vd_error vd_h_claims(vd_ctx *ctx);
 vd_error vd_h_heartbeat(vd_ctx *ctx);
 vd_error vd_h_disposition(vd_ctx *ctx);
+vd_error vd_h_dispositions(vd_ctx *ctx);
 vd_error vd_h_job_get(vd_ctx *ctx);
 vd_error vd_h_jobs_list(vd_ctx *ctx);
 vd_error vd_h_requeue_one(vd_ctx *ctx);

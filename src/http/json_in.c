@@ -77,7 +77,7 @@ vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, siz
     return VD_OK;
 }
 
-static const char *field_name(vd_field f, const char *key, char *buf, size_t len)
+const char *vd_field_name(vd_field f, const char *key, char *buf, size_t len)
 {
     if (f.path && *f.path)
         snprintf(buf, len, "%s.%s", f.path, key);
@@ -95,11 +95,11 @@ vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, s
     *out = NULL;
     if (!v || cJSON_IsNull(v)) {
         if (required)
-            return vd_fail(f.ctx, VD_ERR_MISSING_FIELD, field_name(f, key, name, sizeof(name)),
-                           "'%s' is required", field_name(f, key, name, sizeof(name)));
+            return vd_fail(f.ctx, VD_ERR_MISSING_FIELD, vd_field_name(f, key, name, sizeof(name)),
+                           "'%s' is required", vd_field_name(f, key, name, sizeof(name)));
         return VD_OK;
     }
-    field_name(f, key, name, sizeof(name));
+    vd_field_name(f, key, name, sizeof(name));
     if (!cJSON_IsString(v))
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be a string", name);
     len = strlen(v->valuestring);
@@ -117,7 +117,7 @@ vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, key);
     double d = 0;
     *out = def;
-    field_name(f, key, name, sizeof(name));
+    vd_field_name(f, key, name, sizeof(name));
     if (!v || cJSON_IsNull(v)) {
         if (required)
             return vd_fail(f.ctx, VD_ERR_MISSING_FIELD, name, "'%s' is required", name);
@@ -142,7 +142,7 @@ vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out)
     if (!v || cJSON_IsNull(v))
         return VD_OK;
     if (!cJSON_IsBool(v)) {
-        field_name(f, key, name, sizeof(name));
+        vd_field_name(f, key, name, sizeof(name));
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be true or false", name);
     }
     *out = cJSON_IsTrue(v);
@@ -154,7 +154,7 @@ vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON *
     char name[200];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, key);
     *out = NULL;
-    field_name(f, key, name, sizeof(name));
+    vd_field_name(f, key, name, sizeof(name));
     if (!v || cJSON_IsNull(v)) {
         if (required)
             return vd_fail(f.ctx, VD_ERR_MISSING_FIELD, name, "'%s' is required", name);
@@ -243,11 +243,13 @@ static bool is_uuid(const char *s)
 
 vd_error vd_get_token(vd_field f, const char **out)
 {
+    char name[200];
     vd_error rc = vd_get_string(f, "claim_token", true, 1, 64, out);
     if (rc)
         return rc;
     if (!is_uuid(*out))
-        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "claim_token",
-                       "'claim_token' must be the UUID returned by the claim");
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
+                       vd_field_name(f, "claim_token", name, sizeof(name)),
+                       "'%s' must be the UUID returned by the claim", name);
     return VD_OK;
 }

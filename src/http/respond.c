@@ -87,28 +87,40 @@ vd_error vd_ctx_db(vd_ctx *ctx, vd_conn **out)
     return VD_OK;
 }
 
-vd_error vd_store_fail(vd_ctx *ctx, vd_error err, const char *what)
+const char *vd_store_message(vd_error err, const char *what, char *msg, size_t len)
 {
     const char *w = what ? what : "the resource";
     switch (err) {
     case VD_ERR_DATABASE_UNAVAILABLE:
-        return vd_fail(ctx, err, NULL, "the database is unavailable; nothing was written");
+        snprintf(msg, len, "the database is unavailable; nothing was written");
+        return NULL;
     case VD_ERR_NOT_FOUND:
-        return vd_fail(ctx, err, NULL, "%s does not exist", w);
+        snprintf(msg, len, "%s does not exist", w);
+        return NULL;
     case VD_ERR_CLAIM_LOST:
-        return vd_fail(ctx, err, NULL,
-                       "%s no longer holds its item: its lease passed or the item was claimed "
-                       "again, or the claim_token is not this job's",
-                       w);
+        snprintf(msg, len,
+                 "%s no longer holds its item: its lease passed or the item was claimed again, "
+                 "or the claim_token is not this job's",
+                 w);
+        return NULL;
     case VD_ERR_JOB_FINALIZED:
-        return vd_fail(ctx, err, NULL, "%s is already finished", w);
+        snprintf(msg, len, "%s is already finished", w);
+        return NULL;
     case VD_ERR_IDEMPOTENCY_KEY_REUSED:
-        return vd_fail(ctx, err, "Idempotency-Key",
-                       "this Idempotency-Key was used with a different request body");
+        snprintf(msg, len, "this Idempotency-Key was used with a different request body");
+        return "Idempotency-Key";
     case VD_ERR_INVALID_FIELD:
-        return vd_fail(ctx, err, NULL, "a value is out of the range the database accepts");
+        snprintf(msg, len, "a value is out of the range the database accepts");
+        return NULL;
     default:
-        return vd_fail(ctx, err, NULL, "the request could not be completed (%s)",
-                       vd_error_code(err));
+        snprintf(msg, len, "the request could not be completed (%s)", vd_error_code(err));
+        return NULL;
     }
+}
+
+vd_error vd_store_fail(vd_ctx *ctx, vd_error err, const char *what)
+{
+    char msg[sizeof(ctx->err_message)];
+    const char *field = vd_store_message(err, what, msg, sizeof(msg));
+    return vd_fail(ctx, err, field, "%s", msg);
 }

@@ -18,6 +18,7 @@ const vd_route vd_routes[] = {
     {"POST", "/v1/jobs/{job_id}/heartbeat", VD_ROLE_WORKER, vd_h_heartbeat, "jobs.heartbeat"},
     {"POST", "/v1/jobs/{job_id}/disposition", VD_ROLE_WORKER, vd_h_disposition,
      "jobs.disposition"},
+    {"POST", "/v1/dispositions", VD_ROLE_WORKER, vd_h_dispositions, "dispositions"},
     {"POST", "/v1/jobs/{job_id}/tool-failures", VD_ROLE_WORKER, vd_h_tool_failure,
      "jobs.tool_failures"},
     {"POST", "/v1/jobs/{job_id}/session-outcome", VD_ROLE_WORKER, vd_h_session_outcome,

@@ -222,6 +222,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "       SELECT $1, $16::jsonb, a.answer FROM a)"
         " SELECT $1, answer FROM a"},
 
+    /* The answer a finished job keeps, read again after its row lock was granted: the lock
+     * statement's snapshot predates a finisher it waited for (READ COMMITTED re-reads only the
+     * locked rows), so its join to job_answers cannot see that finisher's answer. */
+    [VD_SQL_JOB_ANSWER] = {"job_answer",
+        "SELECT coalesce(request = $2::jsonb, false), response FROM job_answers"
+        " WHERE job_id = $1"},
+
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
     [VD_SQL_JOBS_LOCK] = {"jobs_lock",

@@ -910,6 +910,55 @@ async function admin() {
   check(rj.body.item.state === 'rejected', 'reject_source', snip(rj.body));
 }
 
+// POST /v1/dispositions: per-entry answers in request order, replays through either endpoint,
+// a malformed entry refuses the whole batch naming it.
+async function batches() {
+  const FS_BATCH = `${FS}_batch`;
+  await call('registerItems', { expect: 200, json: { items: [1, 2, 3].map((i) => ({ flow_step_id: FS_BATCH, source_type: 'rss', item_identifier: `b${i}` })) } });
+  const cl = await call('claimItems', { expect: 200, json: { flow_step_id: FS_BATCH, worker_id: 'contract@b', limit: 3, lease_seconds: 600 } });
+  const [a, b, c] = cl.body.claims;
+  const entries = [
+    { job_id: b.job_id, claim_token: b.claim_token, disposition: 'reject_source', reason_code: 'spam', reason: 'casino links' },
+    { job_id: a.job_id, claim_token: a.claim_token, disposition: 'complete', engine_data: { post_id: 5 } },
+    { job_id: NO_SUCH_ID, claim_token: a.claim_token, disposition: 'complete' },
+    { job_id: c.job_id, claim_token: BAD_TOKEN, disposition: 'complete' },
+  ];
+  const r1 = await call('reportDispositions', { expect: 200, json: { dispositions: entries } });
+  const res = r1.body.results || [];
+  check(res.length === 4 && res.every((r, i) => r.job_id === entries[i].job_id), 'batch order', snip(r1.body));
+  check(res[0].status === 200 && res[0].item.state === 'rejected' && res[0].replayed === false, 'batch reject_source', snip(res[0]));
+  check(res[1].status === 200 && res[1].item.state === 'processed' && res[1].job.engine_data.post_id === 5, 'batch complete', snip(res[1]));
+  check(res[2].status === 404 && res[2].error === 'not_found', 'batch not_found', snip(res[2]));
+  check(res[3].status === 409 && res[3].error === 'claim_lost' && res[3].retryable === false, 'batch claim_lost', snip(res[3]));
+  for (const r of res.filter((x) => x.status !== 200)) {
+    const row = ERROR_TABLE.get(r.error);
+    check(row && row.status === r.status && row.hint === r.hint && row.retryable === r.retryable, 'batch entry error', `does not agree with the error table: ${snip(r)}`);
+  }
+  const r2 = await call('reportDispositions', { expect: 200, json: { dispositions: entries }, label: 'identical batch' });
+  check(r2.body.results[0].replayed === true && r2.body.results[1].replayed === true, 'batch replay', snip(r2.body));
+  const { job_id: _id, ...single } = entries[1];
+  const r3 = await call('reportDisposition', { expect: 200, params: { job_id: a.job_id }, json: single, label: 'a batch entry replayed by the single call' });
+  check(r3.body.replayed === true, 'batch replay', `the single call did not replay the entry: ${snip(r3.body)}`);
+  await call('reportDisposition', { expect: 409, error: 'job_finalized', params: { job_id: b.job_id }, json: { claim_token: b.claim_token, disposition: 'complete' } });
+  // malformed: nothing applied
+  const live = { job_id: c.job_id, claim_token: c.claim_token, disposition: 'complete' };
+  await call('reportDispositions', { expect: 400, error: 'missing_field', field: 'dispositions', label: 'empty body' });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions', json: { dispositions: [] } });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions', json: { dispositions: live } });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions', json: { dispositions: Array.from({ length: 101 }, (_, i) => ({ ...live, job_id: i + 1 })) } });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions[1]', json: { dispositions: [live, 7] } });
+  await call('reportDispositions', { expect: 400, error: 'missing_field', field: 'dispositions[1].job_id', json: { dispositions: [live, { claim_token: c.claim_token, disposition: 'complete' }] } });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions[0].job_id', json: { dispositions: [{ ...live, job_id: 0 }] } });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions[1].reason_code', json: { dispositions: [live, { job_id: b.job_id, claim_token: b.claim_token, disposition: 'defer_item', reason_code: 'spam' }] } });
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions[0].claim_token', json: { dispositions: [{ ...live, claim_token: 'x' }] } });
+  // (JSON Schema cannot say "each job_id once", so the document accepts what this refuses)
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'dispositions[1].job_id', json: { dispositions: [live, live] }, specRejects: false });
+  const left = await call('getItem', { expect: 200, params: { item_id: c.item.id } });
+  check(left.body.item.state === 'claimed', 'batch 400', `a refused batch changed the item: ${snip(left.body.item)}`);
+  const r4 = await call('reportDispositions', { expect: 200, json: { dispositions: [live] }, label: 'one entry' });
+  check(r4.body.results[0].status === 200 && r4.body.results[0].item.state === 'processed', 'batch of one', snip(r4.body));
+}
+
 // Path parameters that route (their values do not matter before the handler runs).
 const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix' };
 const paramsFor = (o) => Object.fromEntries(o.params.filter((p) => p.in === 'path').map((p) => [p.name, sampleParams[p.name]]));
@@ -988,6 +1037,7 @@ async function outage() {
     claimItems: { json: { flow_step_id: FS, worker_id: 'w' } },
     heartbeatJob: { json: { claim_token: BAD_TOKEN } },
     reportDisposition: { json: { claim_token: BAD_TOKEN, disposition: 'complete' } },
+    reportDispositions: { json: { dispositions: [{ job_id: 1, claim_token: BAD_TOKEN, disposition: 'complete' }] } },
     reportToolFailure: { json: { claim_token: BAD_TOKEN, tool: 't', error: 'e' } },
     reportSessionOutcome: { json: { claim_token: BAD_TOKEN, session: SUCCESS_SESSION } },
     adjudicateSession: { json: { session: SUCCESS_SESSION } },
@@ -1075,6 +1125,7 @@ try {
   await group('items', items);
   await group('claims', claims);
   await group('outcomes', outcomes);
+  await group('batches', batches);
   await group('reads', reads);
   await group('admin', admin);
   await group('tools', toolSchemas);

@@ -1,6 +1,7 @@
 /* test_dispositions.c - SPEC §1.3 and §5 over HTTP against PostgreSQL: the seed incident's
  * acceptance criteria, every row of the transition table, both budgets, replays, job
- * finalisation, requeue, skip_item mapping, redaction and the served tool definitions. */
+ * finalisation, requeue, skip_item mapping, redaction, the served tool definitions, and
+ * batch dispositions (POST /v1/dispositions). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -401,6 +402,218 @@ static void test_dispositions_job_reads(void **state)
     vt_resp_free(&r);
 }
 
+/* POST /v1/dispositions with the given entries (a JSON array's members). */
+static vt_resp batch(const char *entries)
+{
+    size_t len = strlen(entries) + 32;
+    char *body = malloc(len);
+    assert_non_null(body);
+    snprintf(body, len, "{\"dispositions\": [%s]}", entries);
+    vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    free(body);
+    return r;
+}
+
+/* One entry: job_id and claim_token of c, then members. */
+static void entry(char *buf, size_t cap, const vt_claim *c, const char *members)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%s{\"job_id\": %lld, \"claim_token\": \"%s\", %s}", n ? ", " : "",
+             (long long)c->job_id, c->token, members);
+}
+
+static const cJSON *result(const vt_resp *r, int i, long status)
+{
+    const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(r->json, "results"), i);
+    if (!e || vt_num(e, "status") != status)
+        fail_msg("results[%d]: want %ld in %ld %s", i, status, r->status, r->body);
+    return e;
+}
+
+/* A batch applies each entry as its single call would, in one transaction; refusals are
+ * per entry; an identical repeat replays through either endpoint. */
+static void test_dispositions_batch_mixed(void **state)
+{
+    (void)state;
+    vt_claim c[7];
+    char entries[8192] = "";
+    for (int i = 0; i < 7; i++) {
+        char ident[8];
+        snprintf(ident, sizeof(ident), "b%d", i);
+        vt_register(&srv, "bat", ident, NULL);
+    }
+    assert_int_equal(claim_all("bat", c, 7), 7);
+    vt_claim lost = c[5], unknown = c[5];
+    snprintf(lost.token, sizeof(lost.token), "00000000-0000-4000-8000-000000000000");
+    unknown.job_id = 987654321;
+    /* a required tool failed in c[6]'s job: rejecting its source is refused */
+    char path[80], body[256];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)c[6].job_id);
+    snprintf(body, sizeof(body),
+             "{\"claim_token\": \"%s\", \"tool\": \"wp_upsert\", \"error\": \"500\","
+             " \"required\": true}", c[6].token);
+    vt_resp tf = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    assert_int_equal(tf.status, 200);
+    vt_resp_free(&tf);
+    long before = vt_sql_long("SELECT count(*) FROM transitions");
+    /* newest job first: the order of the answer is the order of the request */
+    entry(entries, sizeof(entries), &c[4], "\"disposition\": \"skip_item\", \"reason\": \"spam\"");
+    entry(entries, sizeof(entries), &c[3], "\"disposition\": \"fail\", \"error\": \"boom\","
+                                           " \"retryable\": false");
+    entry(entries, sizeof(entries), &c[2], "\"disposition\": \"defer_item\","
+                                           " \"reason_code\": \"tool_error\"");
+    entry(entries, sizeof(entries), &c[1], "\"disposition\": \"reject_source\","
+                                           " \"reason_code\": \"too_thin\", \"reason\": \"thin\"");
+    entry(entries, sizeof(entries), &c[0], "\"disposition\": \"complete\","
+                                           " \"engine_data\": {\"post_id\": 9}");
+    entry(entries, sizeof(entries), &lost, "\"disposition\": \"complete\"");
+    entry(entries, sizeof(entries), &unknown, "\"disposition\": \"complete\"");
+    entry(entries, sizeof(entries), &c[6], "\"disposition\": \"reject_source\","
+                                           " \"reason_code\": \"spam\"");
+    vt_resp r = batch(entries);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "results")), 8);
+    static const char *const states[] = {"rejected", "failed", "deferred", "rejected",
+                                         "processed"};
+    static const int from[] = {4, 3, 2, 1, 0};
+    for (int i = 0; i < 5; i++) {
+        const cJSON *e = result(&r, i, 200);
+        assert_true(vt_num(e, "job_id") == (double)c[from[i]].job_id);
+        assert_string_equal(vt_str(e, "item.state"), states[i]);
+        assert_true(vt_num(e, "job.id") == (double)c[from[i]].job_id);
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(e, "replayed")));
+    }
+    assert_string_equal(vt_str(result(&r, 0, 200), "mapped_to"), "reject_source");
+    assert_true(vt_num(result(&r, 4, 200), "job.engine_data.post_id") == 9);
+    const cJSON *e = result(&r, 5, 409);
+    assert_string_equal(vt_str(e, "error"), "claim_lost");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(e, "retryable")));
+    assert_non_null(vt_str(e, "hint"));
+    assert_string_equal(vt_str(result(&r, 6, 404), "error"), "not_found");
+    e = result(&r, 7, 409);
+    assert_string_equal(vt_str(e, "error"), "tool_failure_pending");
+    assert_string_equal(vt_str(e, "field"), "dispositions[7].disposition");
+    /* one transition per applied entry; the refused ones left their items claimed */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions") - before, 5);
+    assert_string_equal(vt_item_state(&srv, c[5].item_id), "claimed");
+    assert_string_equal(vt_item_state(&srv, c[6].item_id), "claimed");
+    /* the identical batch again: the applied ones replay their stored answers */
+    vt_resp again = batch(entries);
+    for (int i = 0; i < 5; i++) {
+        const cJSON *a = result(&again, i, 200), *b = result(&r, i, 200);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(a, "replayed")));
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(a, "item"), cJSON_GetObjectItem(b, "item"),
+                                  true));
+    }
+    result(&again, 5, 409);
+    result(&again, 7, 409);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions") - before, 5);
+    vt_resp_free(&again);
+    vt_resp_free(&r);
+    /* ... and through the single endpoint (the entry without its job_id, keys in any order) */
+    r = vt_dispose(&srv, &c[0], "\"engine_data\": {\"post_id\": 9}, \"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c[0], "\"disposition\": \"complete\"");
+    vt_assert_error(&r, 409, "job_finalized");
+    vt_resp_free(&r);
+    /* a single call answered first replays through a batch entry */
+    dispose_ok(&c[5], "\"disposition\": \"complete\"", "processed");
+    entries[0] = '\0';
+    entry(entries, sizeof(entries), &c[5], "\"disposition\": \"complete\"");
+    entry(entries, sizeof(entries), &c[6], "\"disposition\": \"reject_source\","
+                                           " \"reason_code\": \"spam\", \"force\": true");
+    r = batch(entries);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(result(&r, 0, 200), "replayed")));
+    assert_string_equal(vt_str(result(&r, 1, 200), "item.state"), "rejected");
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld"
+                                 " AND forced", (long long)c[6].job_id),
+                     1);
+}
+
+/* A batch with any invalid entry is refused whole, naming the entry's field. */
+static void test_dispositions_batch_bad_calls(void **state)
+{
+    (void)state;
+    vt_claim c[2];
+    vt_register(&srv, "batbad", "a", NULL);
+    vt_register(&srv, "batbad", "b", NULL);
+    assert_int_equal(claim_all("batbad", c, 2), 2);
+    char ok[512] = "", dup[1024] = "", big[20000] = "", bad_token[512];
+    entry(ok, sizeof(ok), &c[0], "\"disposition\": \"complete\"");
+    entry(dup, sizeof(dup), &c[1], "\"disposition\": \"complete\"");
+    entry(dup, sizeof(dup), &c[0], "\"disposition\": \"complete\"");
+    entry(dup, sizeof(dup), &c[1], "\"disposition\": \"complete\"");
+    for (int i = 0; i < 101; i++) {
+        vt_claim fake = c[0];
+        fake.job_id = 1000000 + i;
+        entry(big, sizeof(big), &fake, "\"disposition\": \"complete\"");
+    }
+    snprintf(bad_token, sizeof(bad_token), "%s, {\"job_id\": %lld, \"claim_token\": \"x\","
+             " \"disposition\": \"complete\"}", ok, (long long)c[1].job_id);
+    char with_ok[4][600];
+    static const char *const tails[] = {
+        "{\"claim_token\": \"00000000-0000-4000-8000-000000000000\", \"disposition\": \"complete\"}",
+        "{\"job_id\": 0, \"claim_token\": \"00000000-0000-4000-8000-000000000000\","
+        " \"disposition\": \"complete\"}",
+        "{\"job_id\": 2.5, \"claim_token\": \"00000000-0000-4000-8000-000000000000\","
+        " \"disposition\": \"complete\"}",
+        "[1]"};
+    for (int i = 0; i < 4; i++)
+        snprintf(with_ok[i], sizeof(with_ok[i]), "%s, %s", ok, tails[i]);
+    char code_bad[512] = "", disp_bad[512] = "";
+    entry(code_bad, sizeof(code_bad), &c[1], "\"disposition\": \"reject_source\","
+                                             " \"reason_code\": \"tool_error\"");
+    entry(disp_bad, sizeof(disp_bad), &c[1], "\"disposition\": \"explode\"");
+    char code_bad2[1024], disp_bad2[1024];
+    snprintf(code_bad2, sizeof(code_bad2), "%s, %s", ok, code_bad);
+    snprintf(disp_bad2, sizeof(disp_bad2), "%s, %s", ok, disp_bad);
+    const struct {
+        const char *body; /* NULL: the entries below */
+        const char *entries;
+        const char *code, *field;
+    } cases[] = {
+        {"{}", NULL, "missing_field", "dispositions"},
+        {"{\"dispositions\": {}}", NULL, "invalid_field", "dispositions"},
+        {"{\"dispositions\": []}", NULL, "invalid_field", "dispositions"},
+        {NULL, big, "invalid_field", "dispositions"},
+        {NULL, dup, "invalid_field", "dispositions[2].job_id"},
+        {NULL, bad_token, "invalid_field", "dispositions[1].claim_token"},
+        {NULL, with_ok[0], "missing_field", "dispositions[1].job_id"},
+        {NULL, with_ok[1], "invalid_field", "dispositions[1].job_id"},
+        {NULL, with_ok[2], "invalid_field", "dispositions[1].job_id"},
+        {NULL, with_ok[3], "invalid_field", "dispositions[1]"},
+        {NULL, code_bad2, "invalid_field", "dispositions[1].reason_code"},
+        {NULL, disp_bad2, "invalid_field", "dispositions[1].disposition"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        vt_resp r = cases[i].body
+                        ? vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, cases[i].body, NULL)
+                        : batch(cases[i].entries);
+        const char *field = vt_str(r.json, "field");
+        if (r.status != 400 || strcmp(vt_str(r.json, "error"), cases[i].code) != 0 || !field ||
+            strcmp(field, cases[i].field) != 0)
+            fail_msg("case %zu: %ld %s", i, r.status, r.body);
+        vt_resp_free(&r);
+    }
+    /* nothing was applied by any of them, not even the valid first entry */
+    assert_string_equal(vt_item_state(&srv, c[0].item_id), "claimed");
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld",
+                                 (long long)c[0].item_id),
+                     2);
+    /* a reader may not post dispositions */
+    char body[600];
+    snprintf(body, sizeof(body), "{\"dispositions\": [%s]}", ok);
+    vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_READER, body, NULL);
+    vt_assert_error(&r, 403, "forbidden");
+    vt_resp_free(&r);
+    r = batch(ok);
+    assert_string_equal(vt_str(result(&r, 0, 200), "item.state"), "processed");
+    vt_resp_free(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -431,6 +644,8 @@ int main(void)
         cmocka_unit_test(test_dispositions_redaction),
         cmocka_unit_test(test_dispositions_tool_definitions),
         cmocka_unit_test(test_dispositions_job_reads),
+        cmocka_unit_test(test_dispositions_batch_mixed),
+        cmocka_unit_test(test_dispositions_batch_bad_calls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
