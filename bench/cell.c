@@ -465,9 +465,9 @@ static long stock_needed(const vb_env *e, const vb_options *o, vb_scenario s, in
 {
     int active = clients < o->flow_steps ? clients : o->flow_steps;
     double per_cycle = s == VB_SCENARIO_BATCH || s == VB_SCENARIO_BATCH_CALL ? VB_MAX_BATCH : 1;
-    /* three times what the fastest cell so far would use (the next one may be faster);
-     * before any cell, assume 1,000 items/s */
-    double peak = e->peak_items_per_s > 1000 ? e->peak_items_per_s : 1000;
+    /* three times what the fastest cell so far would use (the next one may be faster), and
+     * at least 1,000 cycles/s (a first batch cell at 1,000 items/s ran dry) */
+    double peak = e->peak_items_per_s > 1000 * per_cycle ? e->peak_items_per_s : 1000 * per_cycle;
     double need =
         o->cycles > 0 ? (double)o->cycles * per_cycle * 1.5 : peak * (o->warmup + o->duration) * 3;
     long per_step = (long)(need / active) + 1;

@@ -541,7 +541,7 @@ static void test_dispositions_batch_bad_calls(void **state)
     vt_register(&srv, "batbad", "a", NULL);
     vt_register(&srv, "batbad", "b", NULL);
     assert_int_equal(claim_all("batbad", c, 2), 2);
-    char ok[512] = "", dup[1024] = "", big[20000] = "", bad_token[512];
+    char ok[512] = "", dup[1024] = "", big[20000] = "", bad_token[1200];
     entry(ok, sizeof(ok), &c[0], "\"disposition\": \"complete\"");
     entry(dup, sizeof(dup), &c[1], "\"disposition\": \"complete\"");
     entry(dup, sizeof(dup), &c[0], "\"disposition\": \"complete\"");
@@ -567,7 +567,7 @@ static void test_dispositions_batch_bad_calls(void **state)
     entry(code_bad, sizeof(code_bad), &c[1], "\"disposition\": \"reject_source\","
                                              " \"reason_code\": \"tool_error\"");
     entry(disp_bad, sizeof(disp_bad), &c[1], "\"disposition\": \"explode\"");
-    char code_bad2[1024], disp_bad2[1024];
+    char code_bad2[1100], disp_bad2[1100];
     snprintf(code_bad2, sizeof(code_bad2), "%s, %s", ok, code_bad);
     snprintf(disp_bad2, sizeof(disp_bad2), "%s, %s", ok, disp_bad);
     const struct {
