@@ -81,6 +81,7 @@ static void conn_close(vd_conn *c)
     c->ready = false;
     c->in_tx = false;
     c->begin_pending = false;
+    c->indexed_pending = false;
     drop_deferred(c);
 }
 
@@ -278,6 +279,8 @@ static int pending_steps(vd_conn *c, step *out, step tail)
     int k = 0;
     if (c->begin_pending)
         out[k++] = (step){NULL, "BEGIN", 0, NULL};
+    if (c->begin_pending && c->indexed_pending)
+        out[k++] = (step){NULL, "SET LOCAL enable_seqscan = off", 0, NULL};
     if (c->deferred >= 0)
         out[k++] = (step){vd_sql_statements[c->deferred].name, NULL, c->deferred_n,
                           (const char *const *)c->deferred_params};
@@ -288,7 +291,7 @@ static int pending_steps(vd_conn *c, step *out, step tail)
 /* Run the pending steps and `tail`; on return nothing is pending any more. */
 static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
 {
-    step steps[3];
+    step steps[4];
     int k = pending_steps(c, steps, tail);
     vd_error err;
     PGresult *res = NULL;
@@ -305,7 +308,7 @@ static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
     }
     err = run_pipeline(c, steps, k, k - 1, out);
     if (c->pg && c->begin_pending)
-        c->begin_pending = false; /* sent: the server holds the transaction now */
+        c->begin_pending = c->indexed_pending = false; /* sent: the server holds it now */
     drop_deferred(c);
     return err;
 }
@@ -314,7 +317,7 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
 {
     vd_error err = VD_OK;
     step tail = {vd_sql_statements[sql].name, NULL, n, params};
-    bool in_tx = c->in_tx;
+    bool in_tx = c->in_tx, indexed = c->indexed_pending;
     /* nothing has reached the server in this transaction yet: a new connection will do */
     bool fresh = !in_tx || (c->begin_pending && c->deferred < 0);
     *out = NULL;
@@ -323,6 +326,7 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
             if (!fresh || !conn_open(c))
                 return VD_ERR_DATABASE_UNAVAILABLE;
             c->in_tx = c->begin_pending = in_tx; /* the BEGIN still has to go */
+            c->indexed_pending = in_tx && indexed;
         }
         err = run_with_pending(c, tail, out);
         /* a connection lost between requests costs nothing to retry */
@@ -391,7 +395,7 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
 vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *params,
                             PGresult **out)
 {
-    step steps[4];
+    step steps[5];
     int k;
     vd_error err;
     *out = NULL;
@@ -404,7 +408,7 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
     k = pending_steps(c, steps, (step){vd_sql_statements[sql].name, NULL, n, params});
     steps[k++] = (step){NULL, "COMMIT", 0, NULL};
     err = run_committing(c, steps, k, k - 2, out);
-    c->begin_pending = false;
+    c->begin_pending = c->indexed_pending = false;
     drop_deferred(c);
     c->in_tx = false;
     return err;
@@ -419,13 +423,31 @@ vd_error vd_sql_begin(vd_conn *c)
     return VD_OK;
 }
 
+vd_error vd_sql_prefer_indexes(vd_conn *c)
+{
+    PGresult *res = NULL;
+    vd_error err;
+    if (!c->in_tx)
+        return VD_ERR_INTERNAL;
+    if (c->begin_pending) {
+        c->indexed_pending = true;
+        return VD_OK;
+    }
+    if (!c->ready)
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    res = PQexec(c->pg, "SET LOCAL enable_seqscan = off");
+    err = PQresultStatus(res) == PGRES_COMMAND_OK ? VD_OK : vd_sql_error(c, res);
+    PQclear(res);
+    return err;
+}
+
 vd_error vd_sql_commit(vd_conn *c)
 {
     vd_error err = VD_OK;
     if (!c->in_tx) /* vd_sql_exec_commit ended it */
         return VD_OK;
     if (c->begin_pending && c->deferred < 0) { /* nothing was sent: nothing to commit */
-        c->begin_pending = false;
+        c->begin_pending = c->indexed_pending = false;
         c->in_tx = false;
         return VD_OK;
     }
@@ -449,7 +471,7 @@ void vd_sql_rollback(vd_conn *c)
         PGresult *res = PQexec(c->pg, "ROLLBACK");
         PQclear(res);
     }
-    c->begin_pending = false;
+    c->begin_pending = c->indexed_pending = false;
     c->in_tx = false;
 }
 

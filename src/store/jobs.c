@@ -144,6 +144,8 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
     PGresult *res = NULL;
     vd_error rc;
     memset(out, 0, n * sizeof(*out));
+    if ((rc = vd_sql_prefer_indexes(c)))
+        return rc;
     if (n == 1) { /* the positional statement: measured faster than the JSON one */
         char id[24];
         const char *p[] = {id, keys[0].token, keys[0].request_json};

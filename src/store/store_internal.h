@@ -16,6 +16,7 @@ struct vd_conn {
     bool ready;  /* connected and every statement prepared */
     bool in_tx;  /* inside BEGIN .. COMMIT/ROLLBACK */
     bool begin_pending; /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
+    bool indexed_pending; /* begin_pending, and SET LOCAL enable_seqscan = off goes with it */
     bool last_conflict; /* the last error was a serialization failure or deadlock */
     int index;
     const char *url; /* borrowed from the pool */
@@ -67,6 +68,11 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
  * first statement; COMMIT carries a deferred statement with it. Rollback never fails
  * visibly. */
 vd_error vd_sql_begin(vd_conn *c);
+/* Plan the rest of this transaction's statements with sequential scans disabled. For the job
+ * writes: a plan cached while a table was small (a sequential scan is cheapest then) would
+ * otherwise be kept while the table grows, until the next ANALYZE of it. Sent with the lazy
+ * BEGIN when that is still pending (no round trip), else on its own. */
+vd_error vd_sql_prefer_indexes(vd_conn *c);
 vd_error vd_sql_commit(vd_conn *c);
 void vd_sql_rollback(vd_conn *c);
 /* Map a failed result (or NULL with a broken connection) to the one error table. */
