@@ -76,6 +76,19 @@ static char *print_rows(cJSON *rows, bool ok)
     return text;
 }
 
+/* Run a many-row statement on its one parameter, the rows as JSON (taken: freed here; NULL
+ * when rendering them failed); commit: sent with the COMMIT (vd_sql_exec_commit). */
+static vd_error exec_rows(vd_conn *c, vd_sql sql, char *rows, bool commit, PGresult **res)
+{
+    const char *p[] = {rows};
+    vd_error rc;
+    if (!rows)
+        return VD_ERR_INTERNAL;
+    rc = commit ? vd_sql_exec_commit(c, sql, 1, p, res) : vd_sql_exec(c, sql, 1, p, res);
+    free(rows);
+    return rc;
+}
+
 /* Rows of job_lock / jobs_lock: column 0 is the index into out. */
 static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *out)
 {
@@ -152,12 +165,7 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
         snprintf(id, sizeof(id), "%" PRId64, keys[0].job_id);
         rc = vd_sql_exec(c, VD_SQL_JOB_LOCK, 3, p, &res);
     } else {
-        char *param = lock_rows(keys, n);
-        const char *p[] = {param};
-        if (!param)
-            return VD_ERR_INTERNAL;
-        rc = vd_sql_exec(c, VD_SQL_JOBS_LOCK, 1, p, &res);
-        free(param);
+        rc = exec_rows(c, VD_SQL_JOBS_LOCK, lock_rows(keys, n), false, &res);
     }
     if (rc)
         return rc;
@@ -248,12 +256,7 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
     if (n == 1) { /* the positional statement: measured faster than the JSON one */
         rc = finish_one(c, w, &res);
     } else {
-        char *param = finish_rows(w, n);
-        const char *p[] = {param};
-        if (!param)
-            return VD_ERR_INTERNAL;
-        rc = vd_sql_exec_commit(c, VD_SQL_JOBS_FINISH, 1, p, &res);
-        free(param);
+        rc = exec_rows(c, VD_SQL_JOBS_FINISH, finish_rows(w, n), true, &res);
     }
     if (rc)
         return rc;
