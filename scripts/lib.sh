@@ -19,8 +19,10 @@ vd_apt_install() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   vd_log "installing: ${missing[*]}"
-  vd_sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive vd_sudo apt-get install -y -qq --no-install-recommends \
+  # wait for another apt/dpkg run (a parallel build, unattended-upgrades) instead of failing
+  vd_sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive vd_sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    --no-install-recommends \
     "${missing[@]}" >/dev/null
 }
 
