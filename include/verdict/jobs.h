@@ -27,7 +27,8 @@ typedef struct vd_job_write {
     bool force;               /* override that guard; recorded on the transition */
     const char *engine_data;  /* JSON object or NULL */
     const char *adjudication; /* JSON object or NULL */
-    const char *head;         /* JSON members that open the answer, e.g. "\"disposition\":\"x\"" */
+    const char *head;         /* JSON members that open the answer, e.g. "\"disposition\":\"x\"",
+                                 or NULL (the answer opens with "job") */
     const char *tail;         /* JSON members after job and item, or NULL */
     /* Optional: called inside the transaction once the call is known to hold the job, before
      * the state machine runs; it may fill event, reason_code, reason, adjudication and head
@@ -45,6 +46,11 @@ typedef struct vd_job_answer {
     char standing[24];    /* on VD_ERR_JOB_FINALIZED: the disposition that stands */
     char item_state[16];  /* on VD_ERR_INVALID_TRANSITION: the item's state */
 } vd_job_answer;
+
+/* Whether a finished job's claim was taken from its holder (the lease passed and was swept,
+ * or an admin released it): the holder's writes are then VD_ERR_CLAIM_LOST, not
+ * JOB_FINALIZED. snap was read by vd_store_job_lock. */
+bool vd_job_claim_taken(const vd_job_snapshot *snap);
 
 /* Apply w in one transaction on conn (borrowed). Errors: VD_ERR_NOT_FOUND, CLAIM_LOST,
  * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller

@@ -16,6 +16,7 @@ typedef enum vd_event_kind {
     VD_EVENT_SESSION_SUCCEEDED,
     VD_EVENT_SESSION_RETRIABLE,
     VD_EVENT_SESSION_FAILED,
+    VD_EVENT_RELEASE, /* the holder gives the claim back: available now, no budget spent */
     VD_EVENT__MAX
 } vd_event_kind;
 

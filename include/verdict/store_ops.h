@@ -69,6 +69,13 @@ vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *st
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
                               const char *actor, char **out);
+/* An admin's release of the live claim of a claimed item: job -> released, item ->
+ * available now, one transition (cause admin_release, actor), no budget spent; in one
+ * transaction, the job locked before its item. *out: {"job": {...}, "item": {...}}
+ * (malloc'd). VD_ERR_NOT_FOUND, or VD_ERR_INVALID_TRANSITION when the item is not claimed
+ * (its state is written to state). */
+vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
+                               const char *actor, char **out, char *state, size_t state_len);
 /* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
 vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
                                const char *reason_code, int64_t limit, bool reset_budgets,
@@ -134,7 +141,8 @@ typedef struct vd_job_finish {
     const char *adjudication; /* JSON object, or NULL */
     const char *request_json; /* the finishing request, for replay */
     /* The kept answer is {answer_head,"job":<job>,"item":<item>[,answer_tail] (no closing
-     * brace: the caller adds "replayed"); answer_tail may be NULL. */
+     * brace: the caller adds "replayed"); either may be NULL (no head: {"job":…). A NULL
+     * disposition leaves the job's NULL (a release). */
     const char *answer_head, *answer_tail;
 } vd_job_finish;
 

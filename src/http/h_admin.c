@@ -1,5 +1,6 @@
 /* h_admin.c - the admin's hands (SPEC §3): requeue one item, or many by flow step and state
- * (the dashboard's "retry all failed"). Audited: every requeued item gets a transition. */
+ * (the dashboard's "retry all failed"), and release the live claim of a claimed item.
+ * Audited: every requeued or released item gets a transition naming the actor. */
 #include "http_internal.h"
 
 #include <stdio.h>
@@ -64,4 +65,25 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "requeued", (double)count);
     return vd_respond_json(ctx, 200, o);
+}
+
+vd_error vd_h_release_item(vd_ctx *ctx)
+{
+    const cJSON *body = NULL;
+    const char *reason = NULL;
+    int64_t id = 0;
+    char *out = NULL, what[48], state[16] = "";
+    vd_conn *c = NULL;
+    vd_error rc = vd_param_id(ctx, 0, "item", &id);
+    if (rc || (rc = vd_body_object(ctx, &body)))
+        return rc;
+    vd_field f = {ctx, body, NULL};
+    if ((rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    snprintf(what, sizeof(what), "item %lld", (long long)id);
+    rc = vd_store_item_release(c, id, reason, ctx->actor, &out, state, sizeof(state));
+    if (rc == VD_ERR_INVALID_TRANSITION)
+        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release",
+                       what, state);
+    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }

@@ -1,7 +1,8 @@
 /* h_jobs.c - SPEC §5: POST /v1/jobs/{job_id}/disposition, and POST /v1/dispositions (up to 100
  * of them in one transaction; README "Batch dispositions"). Validates each call per
  * disposition, maps the legacy skip_item (SPEC §5.1), and hands the rest to the service layer
- * (service/jobs.c), which enforces the state machine. Also the job reads. */
+ * (service/jobs.c), which enforces the state machine. Also the holder's release of its claim
+ * (POST /v1/jobs/{job_id}/release, the same fencing and replays) and the job reads. */
 #include "http_internal.h"
 
 #include <stdio.h>
@@ -204,6 +205,41 @@ out:
     return rc;
 }
 
+/* The holder gives its claim back without a verdict: a job write like a disposition (fenced
+ * by the token, kept for replays), whose event spends no budget (VD_EVENT_RELEASE). */
+vd_error vd_h_release(vd_ctx *ctx)
+{
+    const cJSON *body = NULL;
+    const char *reason = NULL;
+    vd_conn *c = NULL;
+    vd_job_answer ans = {0};
+    vd_job_write w = {0};
+    vd_error rc = vd_param_id(ctx, 0, "job", &w.job_id);
+    vd_field f = {ctx, NULL, NULL};
+    if (rc || (rc = vd_body_object(ctx, &body)))
+        return rc;
+    f.obj = body;
+    if ((rc = vd_get_token(f, &w.token)) ||
+        (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1};
+    w.cause = "release";
+    w.reason_code = "release";
+    w.reason = reason;
+    w.actor = ctx->actor;
+    w.request_json = ctx->body;
+    rc = vd_job_apply(c, ctx->cfg, &w, &ans);
+    if (rc) {
+        char msg[sizeof(ctx->err_message)];
+        const char *field = refusal(rc, w.job_id, &ans, msg, sizeof(msg));
+        vd_fail(ctx, rc, field, "%s", msg);
+    } else {
+        rc = vd_respond_owned(ctx, ans.body), ans.body = NULL;
+    }
+    free(ans.body);
+    return rc;
+}
+
 /* dispositions[i]: a disposition with its job_id, distinct from the entries before it. */
 static vd_error parse_entry(vd_ctx *ctx, const cJSON *e, int i, disp_in *all)
 {
@@ -349,7 +385,7 @@ static bool valid_since(const char *s)
 vd_error vd_h_jobs_list(vd_ctx *ctx)
 {
     static const char *const statuses[] = {"processing", "completed", "rejected", "deferred",
-                                           "failed",     "expired",   NULL};
+                                           "failed",     "expired",   "released", NULL};
     const char *fs = vd_query(ctx, "flow_step_id"), *status = vd_query(ctx, "status");
     const char *since = vd_query(ctx, "since");
     int64_t limit = 0, after = 0;

@@ -45,17 +45,25 @@ static char *finish_answer(const char *stored, bool replayed)
     return s;
 }
 
+bool vd_job_claim_taken(const vd_job_snapshot *snap)
+{
+    /* an admin's release keeps no answer (no holder made the call); the holder's does */
+    return strcmp(snap->status, "expired") == 0 ||
+           (strcmp(snap->status, "released") == 0 && !snap->final_response);
+}
+
 /* A job that is no longer processing: replay, or say why not. */
 static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
 {
-    if (strcmp(snap->status, "expired") == 0)
+    if (vd_job_claim_taken(snap))
         return VD_ERR_CLAIM_LOST;
     if (snap->same_request && snap->final_response) {
         out->body = finish_answer(snap->final_response, true);
         out->replayed = true;
         return out->body ? VD_OK : VD_ERR_INTERNAL;
     }
-    snprintf(out->standing, sizeof(out->standing), "%s", snap->disposition);
+    snprintf(out->standing, sizeof(out->standing), "%s",
+             strcmp(snap->status, "released") == 0 ? "release" : snap->disposition);
     return VD_ERR_JOB_FINALIZED;
 }
 

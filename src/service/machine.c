@@ -76,6 +76,8 @@ vd_outcome vd_machine_apply(const vd_budgets *in, const vd_event *ev, const vd_b
     case VD_EVENT_FAIL:
     case VD_EVENT_SESSION_RETRIABLE:
         return apply_failure(in, ev, b, jitter_unit);
+    case VD_EVENT_RELEASE:
+        return outcome("available", "released", in);
     case VD_EVENT_SESSION_FAILED:
     case VD_EVENT__MAX:
     default:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/jobs.h"
 #include "verdict/store_ops.h"
 #include "verdict/util.h"
 
@@ -103,7 +104,7 @@ static vd_error record_tx(vd_conn *c, void *arg)
         goto out;
     if (!snap.found)
         rc = VD_ERR_NOT_FOUND;
-    else if (!snap.token_ok || strcmp(snap.status, "expired") == 0)
+    else if (!snap.token_ok || vd_job_claim_taken(&snap))
         rc = VD_ERR_CLAIM_LOST;
     else if (strcmp(snap.status, "processing") != 0)
         rc = VD_ERR_JOB_FINALIZED;

@@ -219,7 +219,8 @@ vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
         rc = (*out = strdup(PQgetvalue(res, 0, 2))) ? VD_OK : VD_ERR_INTERNAL;
     else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0 &&
              strcmp(PQgetvalue(res, 0, 0), "processing") != 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "expired") != 0)
+             strcmp(PQgetvalue(res, 0, 0), "expired") != 0 &&
+             strcmp(PQgetvalue(res, 0, 0), "released") != 0) /* released: gave the claim back */
         rc = VD_ERR_JOB_FINALIZED;
     else
         rc = VD_ERR_CLAIM_LOST;

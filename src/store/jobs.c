@@ -197,7 +197,7 @@ static cJSON *finish_row(const vd_job_finish *w)
                        cJSON_CreateString(w->to_state),
                        cJSON_CreateString(w->job_status),
                        cJSON_CreateString(w->cause),
-                       cJSON_CreateString(w->disposition),
+                       str_or_null(w->disposition),
                        str_or_null(w->reason_code),
                        str_or_null(w->reason),
                        cJSON_CreateNumber(w->failures),
@@ -208,7 +208,7 @@ static cJSON *finish_row(const vd_job_finish *w)
                        raw_json(w->engine_data),
                        raw_json(w->adjudication),
                        raw_json(w->request_json),
-                       cJSON_CreateString(w->answer_head),
+                       str_or_null(w->answer_head),
                        str_or_null(w->answer_tail)};
     if (!add_all(row, names, values, 18)) {
         cJSON_Delete(row);
@@ -347,5 +347,84 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
     snprintf(job, sizeof(job), "%" PRId64, job_id);
     vd_error rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_INSERT, 7, p, &res);
     PQclear(res);
+    return rc;
+}
+
+typedef struct release_ctx {
+    int64_t item_id;
+    const char *reason, *actor;
+    char *out;
+    char state[16]; /* the item's state when it is not claimed */
+} release_ctx;
+
+/* The item's current job, when it is claimed (0 otherwise; state filled either way). */
+static vd_error current_job(vd_conn *c, release_ctx *r, int64_t *job)
+{
+    char id[24];
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    snprintf(id, sizeof(id), "%" PRId64, r->item_id);
+    *job = 0;
+    vd_error rc = vd_sql_exec(c, VD_SQL_ITEM_CURRENT_JOB, 1, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0) {
+        rc = VD_ERR_NOT_FOUND;
+    } else {
+        copy_field(r->state, sizeof(r->state), res, 0, 0);
+        if (strcmp(r->state, "claimed") == 0)
+            *job = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        else
+            rc = VD_ERR_INVALID_TRANSITION;
+    }
+    PQclear(res);
+    return rc;
+}
+
+static vd_error release_tx(vd_conn *c, void *arg)
+{
+    static const char *const nil = "00000000-0000-0000-0000-000000000000";
+    release_ctx *r = arg;
+    vd_job_snapshot snap = {0};
+    int64_t job = 0;
+    vd_error rc = VD_OK;
+    /* the job is locked before its item, as every job write does; the item may move on
+     * between the unlocked read and the lock (its job finished, or a new claim): read again */
+    for (int tries = 0; tries < 3; tries++) {
+        vd_job_snapshot_cleanup(&snap);
+        if ((rc = current_job(c, r, &job)) || (rc = vd_store_job_lock(c, job, nil, NULL, &snap)))
+            break;
+        if (snap.found && snap.holds && strcmp(snap.status, "processing") == 0)
+            break;
+        rc = VD_ERR_INVALID_TRANSITION;
+        snprintf(r->state, sizeof(r->state), "%s", snap.found ? snap.item_state : "claimed");
+    }
+    vd_job_snapshot_cleanup(&snap);
+    if (rc)
+        return rc;
+    char item[24], jid[24];
+    const char *p[] = {item, jid, r->reason, r->actor};
+    PGresult *res = NULL;
+    snprintf(item, sizeof(item), "%" PRId64, r->item_id);
+    snprintf(jid, sizeof(jid), "%" PRId64, job);
+    if ((rc = vd_sql_exec_commit(c, VD_SQL_ITEM_RELEASE, 4, p, &res)))
+        return rc;
+    free(r->out);
+    r->out = PQntuples(res) == 1 ? strdup(PQgetvalue(res, 0, 0)) : NULL;
+    PQclear(res);
+    return r->out ? VD_OK : VD_ERR_INTERNAL;
+}
+
+vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
+                               const char *actor, char **out, char *state, size_t state_len)
+{
+    release_ctx r = {item_id, reason, actor, NULL, ""};
+    vd_error rc = vd_store_tx(c, release_tx, &r);
+    *out = NULL;
+    if (rc == VD_OK)
+        *out = r.out;
+    else
+        free(r.out);
+    snprintf(state, state_len, "%s", r.state);
     return rc;
 }

@@ -201,6 +201,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  UPDATE items i SET state = $3, failures = $9, defers = $10,"
         "    available_at = CASE WHEN $3 = 'deferred'"
         "                        THEN now() + $11::float8 * interval '1 second'"
+        "                        WHEN $3 = 'available' THEN now()" /* a release */
         "                        ELSE i.available_at END,"
         "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = $7,"
         "    last_reason = $8, updated_at = now()"
@@ -216,7 +217,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "                           reason_code, reason, forced, actor)"
         "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13)),"
         " a AS ("
-        "  SELECT '{' || $17::text || ',\"job\":' || uj.job::text || ',\"item\":' || ui.item::text"
+        "  SELECT '{' || coalesce($17::text || ',', '') || '\"job\":' || uj.job::text"
+        "         || ',\"item\":' || ui.item::text"
         "         || coalesce(',' || $18::text, '') AS answer FROM ui, uj),"
         " s AS (INSERT INTO job_answers (job_id, request, response)"
         "       SELECT $1, $16::jsonb, a.answer FROM a)"
@@ -262,6 +264,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  UPDATE items i SET state = r.to_state, failures = r.failures, defers = r.defers,"
         "    available_at = CASE WHEN r.to_state = 'deferred'"
         "                        THEN now() + r.delay * interval '1 second'"
+        "                        WHEN r.to_state = 'available' THEN now()"
         "                        ELSE i.available_at END,"
         "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = r.reason_code,"
         "    last_reason = r.reason, updated_at = now()"
@@ -280,7 +283,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, r.job_status, r.cause,"
         "         r.reason_code, r.reason, r.forced, r.actor FROM r ORDER BY r.job_id),"
         " a AS ("
-        "  SELECT r.job_id, r.request, '{' || r.head || ',\"job\":' || uj.job::text"
+        "  SELECT r.job_id, r.request, '{' || coalesce(r.head || ',', '') || '\"job\":' || uj.job::text"
         "         || ',\"item\":' || ui.item::text || coalesce(',' || r.tail, '') AS answer"
         "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id),"
         " s AS (INSERT INTO job_answers (job_id, request, response)"
@@ -337,6 +340,29 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $6, $7 FROM cur)"
         " SELECT count(*) FROM u"},
 
+    /* An admin's release of a live claim (POST /v1/items/{id}/release): the item's state and
+     * current job, read before the job and item are locked (job_lock, the disposition path's
+     * order), then the release itself, sent with the COMMIT. No answer is kept in
+     * job_answers: that is how the holder's next write knows its claim was taken. */
+    [VD_SQL_ITEM_CURRENT_JOB] = {"item_current_job",
+        "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
+    [VD_SQL_ITEM_RELEASE] = {"item_release",
+        "WITH ui AS ("
+        "  UPDATE items i SET state = 'available', available_at = now(),"
+        "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
+        "    last_reason = $3, updated_at = now()"
+        "  WHERE i.id = $1 RETURNING verdict_item_json(i) AS item),"
+        " uj AS ("
+        "  UPDATE jobs j SET status = 'released', finished_at = now(),"
+        "    reason_code = 'admin_release', reason = $3"
+        "  WHERE j.id = $2 RETURNING verdict_job_json(j) AS job),"
+        " t AS ("
+        "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+        "                           reason_code, reason, actor)"
+        "  VALUES ($1, $2, 'claimed', 'available', 'released', 'admin_release',"
+        "          'admin_release', $3, $4))"
+        " SELECT json_build_object('job', uj.job, 'item', ui.item)::text FROM ui, uj"},
+
     [VD_SQL_JOB_SET_ADJUDICATION] = {"job_set_adjudication",
         "WITH uj AS (UPDATE jobs j SET adjudication = $2::jsonb WHERE j.id = $1"
         "            RETURNING j.item_id, verdict_job_json(j) AS job)"
@@ -376,7 +402,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         " states AS (SELECT unnest(ARRAY['available', 'claimed', 'deferred', 'processed',"
         "   'rejected', 'manual_review', 'failed']) AS s),"
         " statuses AS (SELECT unnest(ARRAY['processing', 'completed', 'rejected', 'deferred',"
-        "   'failed', 'expired']) AS s),"
+        "   'failed', 'expired', 'released']) AS s),"
         " per AS (SELECT fs.flow_step_id, json_build_object("
         "   'flow_step_id', fs.flow_step_id, 'paused', fs.paused,"
         "   'items', (SELECT json_object_agg(st.s, coalesce((SELECT n FROM ic WHERE"

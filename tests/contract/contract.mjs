@@ -964,6 +964,32 @@ const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix' };
 const paramsFor = (o) => Object.fromEntries(o.params.filter((p) => p.in === 'path').map((p) => [p.name, sampleParams[p.name]]));
 
 // Every operation: no token, an unknown token, every role below its least one.
+async function releases() {
+  const FS_REL = `${FS}_release`;
+  await call('registerItems', { expect: 200, json: { items: [1, 2, 3].map((i) => ({ flow_step_id: FS_REL, source_type: 'rss', item_identifier: `r${i}` })) } });
+  const cl = await call('claimItems', { expect: 200, json: { flow_step_id: FS_REL, worker_id: 'contract@r', limit: 3, lease_seconds: 600 } });
+  const [a, b, c] = cl.body.claims;
+  const body = { claim_token: a.claim_token, reason: 'max_execution_time is near' };
+  const r = await call('releaseJob', { expect: 200, params: { job_id: a.job_id }, json: body });
+  check(r.body.job.status === 'released' && r.body.item.state === 'available' && r.body.replayed === false, 'releaseJob', snip(r.body));
+  const again = await call('releaseJob', { expect: 200, params: { job_id: a.job_id }, json: body, label: 'replay' });
+  check(again.body.replayed === true, 'releaseJob replay', snip(again.body));
+  await call('releaseJob', { expect: 409, error: 'job_finalized', params: { job_id: a.job_id }, json: { claim_token: a.claim_token } });
+  await call('releaseJob', { expect: 409, error: 'claim_lost', params: { job_id: b.job_id }, json: { claim_token: BAD_TOKEN } });
+  await call('releaseJob', { expect: 404, error: 'not_found', params: { job_id: NO_SUCH_ID }, json: { claim_token: b.claim_token } });
+  await call('releaseJob', { expect: 400, error: 'missing_field', field: 'claim_token', params: { job_id: b.job_id }, json: {} });
+  await call('releaseJob', { expect: 400, error: 'invalid_field', field: 'reason', params: { job_id: b.job_id }, json: { claim_token: b.claim_token, reason: 'x'.repeat(2001) } });
+
+  const ar = await call('releaseItem', { expect: 200, params: { item_id: b.item.id }, json: { reason: 'worker host died' } });
+  check(ar.body.job.status === 'released' && ar.body.item.state === 'available', 'releaseItem', snip(ar.body));
+  await call('heartbeatJob', { expect: 409, error: 'claim_lost', params: { job_id: b.job_id }, json: { claim_token: b.claim_token }, label: 'after an admin release' });
+  await call('releaseItem', { expect: 200, params: { item_id: c.item.id }, label: 'no body' });
+  await call('releaseItem', { expect: 409, error: 'invalid_transition', params: { item_id: c.item.id }, label: 'not claimed' });
+  await call('releaseItem', { expect: 404, error: 'not_found', params: { item_id: NO_SUCH_ID } });
+  await call('releaseItem', { expect: 400, error: 'invalid_field', field: 'reason', params: { item_id: c.item.id }, json: { reason: 5 } });
+  await call('listJobs', { expect: 200, query: { flow_step_id: FS_REL, status: 'released' }, label: 'released jobs' });
+}
+
 async function authMatrix() {
   for (const o of ops.values()) {
     const params = paramsFor(o);
@@ -1036,6 +1062,7 @@ async function outage() {
     requeueItems: { json: { flow_step_id: FS, state: 'failed' } },
     claimItems: { json: { flow_step_id: FS, worker_id: 'w' } },
     heartbeatJob: { json: { claim_token: BAD_TOKEN } },
+    releaseJob: { json: { claim_token: BAD_TOKEN } },
     reportDisposition: { json: { claim_token: BAD_TOKEN, disposition: 'complete' } },
     reportDispositions: { json: { dispositions: [{ job_id: 1, claim_token: BAD_TOKEN, disposition: 'complete' }] } },
     reportToolFailure: { json: { claim_token: BAD_TOKEN, tool: 't', error: 'e' } },
@@ -1126,6 +1153,7 @@ try {
   await group('claims', claims);
   await group('outcomes', outcomes);
   await group('batches', batches);
+  await group('releases', releases);
   await group('reads', reads);
   await group('admin', admin);
   await group('tools', toolSchemas);

@@ -33,6 +33,7 @@ static void test_machine_table_rows(void **state)
         {{VD_EVENT_FAIL, false, false, -1}, {0, 0, 5, 3}, "failed", "failed", 1, 0, NULL},
         {{VD_EVENT_SESSION_SUCCEEDED, false, true, -1}, {1, 1, 5, 3}, "processed", "completed", 1, 1, NULL},
         {{VD_EVENT_SESSION_RETRIABLE, false, true, -1}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
+        {{VD_EVENT_RELEASE, false, true, -1}, {2, 1, 5, 3}, "available", "released", 2, 1, NULL},
         {{VD_EVENT_SESSION_RETRIABLE, false, true, -1}, {4, 0, 5, 3}, "failed", "failed", 5, 0,
          "retry_budget_exhausted"},
         {{VD_EVENT_SESSION_FAILED, false, true, -1}, {0, 0, 5, 3}, "failed", "failed", 0, 0, NULL},
