@@ -8,6 +8,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$VD_ROOT"
 
 vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus
+# the PHP client's PHPUnit suite and the WordPress end-to-end test (ctest label slow)
+vd_apt_install php-cli php-curl php-mysql php-xml php-mbstring phpunit wordpress mariadb-server
 command -v npm >/dev/null 2>&1 || vd_apt_install nodejs npm
 
 TMP=$(mktemp -d /tmp/verdict-test.XXXXXX)
@@ -38,7 +40,7 @@ vd_log "ctest (plain)"
 ctest --test-dir build --output-on-failure --no-tests=error -j2 || status=1
 vd_log "ctest (address,undefined sanitizers)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 || status=1
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 -LE slow || status=1
 
 vd_log "fuzzing the stdout parser and adjudicator (bounded)"
 scripts/fuzz.sh "${VERDICT_FUZZ_SECONDS:-60}" || status=1

@@ -1,0 +1,35 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Verdict\Model;
+
+/**
+ * The answer of a job write: a disposition, a session outcome or a release. `replayed` is
+ * true when verdict returned the stored answer of an identical earlier call; `disposition`
+ * is what was applied (null for a release or an outcome), `adjudication` only for outcomes.
+ */
+final class JobResult
+{
+    /**
+     * @param array<string, mixed>|null $adjudication
+     * @param array<string, mixed> $raw
+     */
+    public function __construct(
+        public readonly Job $job,
+        public readonly Item $item,
+        public readonly bool $replayed,
+        public readonly ?string $disposition,
+        public readonly ?array $adjudication,
+        public readonly array $raw,
+    ) {
+    }
+
+    /** @param array<string, mixed> $a */
+    public static function fromArray(array $a): self
+    {
+        return new self(Job::fromArray($a['job']), Item::fromArray($a['item']), (bool) ($a['replayed'] ?? false),
+            isset($a['disposition']) ? (string) $a['disposition'] : null,
+            \is_array($a['adjudication'] ?? null) ? $a['adjudication'] : null, $a);
+    }
+}

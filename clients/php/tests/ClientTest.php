@@ -1,0 +1,222 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Verdict\Tests;
+
+use Verdict\Exception\ClaimLostException;
+use Verdict\Exception\ConflictException;
+use Verdict\Exception\JobFinalizedException;
+use Verdict\Exception\NotFoundException;
+use Verdict\Model\Claim;
+
+/** Every method of Client against the real server. */
+final class ClientTest extends TestCase
+{
+    public function testSystemEndpoints(): void
+    {
+        $c = $this->client('reader');
+        self::assertTrue($c->healthz());
+        self::assertSame('ready', $c->readyz()['status'] ?? null);
+        self::assertStringContainsString('# TYPE verdict_items gauge', $c->metrics());
+        self::assertTrue($c->supports('POST', '/v1/jobs/{job_id}/release'));
+        self::assertFalse($c->supports('DELETE', '/v1/items'));
+    }
+
+    public function testItemsRegisterListGetLookup(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('items');
+        $reg = $c->registerItems([
+            ['flow_step_id' => $flow, 'source_type' => 'rss', 'item_identifier' => 'https://a.example/1', 'payload' => ['title' => 'one'], 'priority' => 5],
+            ['flow_step_id' => $flow, 'source_type' => 'rss', 'item_identifier' => 'https://a.example/2'],
+        ]);
+        self::assertCount(2, $reg);
+        self::assertTrue($reg[0]->created);
+        self::assertSame('available', $reg[0]->state);
+        $again = $c->registerItem($flow, 'rss', 'https://a.example/1');
+        self::assertFalse($again->created);
+        self::assertSame($reg[0]->id, $again->id);
+
+        $page = $c->listItems($flow, 'available', 1);
+        self::assertCount(1, $page->entries);
+        self::assertNotNull($page->nextAfter);
+        $rest = $c->listItems($flow, null, 10, $page->nextAfter);
+        self::assertCount(1, $rest->entries);
+        self::assertNull($rest->nextAfter);
+
+        $detail = $c->getItem($reg[0]->id);
+        self::assertSame(['title' => 'one'], $detail->item->payload);
+        self::assertSame(5, $detail->item->priority);
+        self::assertSame('register', $detail->transitions[0]['cause']);
+
+        $known = $c->lookupItems($flow, 'rss', ['https://a.example/2', 'https://a.example/none']);
+        self::assertSame(['https://a.example/2'], array_keys($known));
+        self::assertSame($reg[1]->id, $known['https://a.example/2']['id']);
+    }
+
+    public function testClaimHeartbeatAndEveryDisposition(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('disp');
+        $this->seed($c, $flow, 4);
+        $claims = $c->claim($flow, 'php-test@1', 4, 120);
+        self::assertCount(4, $claims);
+        self::assertContainsOnlyInstancesOf(Claim::class, $claims);
+        self::assertSame(1, $claims[0]->attempt);
+        $lease = $c->heartbeat($claims[0], null, 600);
+        self::assertGreaterThan($claims[0]->leaseExpiresAt, $lease);
+
+        $r = $c->complete($claims[0], ['post_id' => 7]);
+        self::assertSame('processed', $r->item->state);
+        self::assertSame(['post_id' => 7], $r->job->engineData);
+        self::assertFalse($r->replayed);
+        self::assertTrue($c->complete($claims[0], ['post_id' => 7])->replayed);
+
+        self::assertSame('rejected', $c->rejectSource($claims[1], 'spam', 'casino links')->item->state);
+        $d = $c->deferItem($claims[2], 'low_confidence', 'unsure', true);
+        self::assertSame('manual_review', $d->item->state);
+        $f = $c->fail($claims[3], 'model crashed', true);
+        self::assertSame('deferred', $f->item->state);
+        self::assertSame('failed', $f->job->status);
+        self::assertSame([], $c->claim($flow, 'php-test@1'));
+    }
+
+    public function testBatchDispositions(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('batch');
+        $this->seed($c, $flow, 2);
+        [$a, $b] = $c->claim($flow, 'php-test@b', 2);
+        $res = $c->dispositions([
+            ['job_id' => $a->jobId, 'claim_token' => $a->claimToken, 'disposition' => 'complete'],
+            ['job_id' => $b->jobId, 'claim_token' => '00000000-0000-4000-8000-000000000000', 'disposition' => 'complete'],
+        ]);
+        self::assertSame(200, $res[0]->status);
+        self::assertSame('processed', $res[0]->result?->item->state);
+        self::assertSame(409, $res[1]->status);
+        self::assertInstanceOf(ClaimLostException::class, $res[1]->error);
+    }
+
+    public function testToolFailureSessionOutcomeAndAdjudication(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('tools');
+        $this->seed($c, $flow, 1);
+        [$cl] = $c->claim($flow, 'php-test@t');
+        $env = $c->toolFailure($cl, 'skills__tldr', ['q' => 'x'], 'iteration_cap', 'deterministic', true);
+        self::assertFalse($env->retryable);
+        self::assertSame(1, $env->repeatCount);
+        self::assertSame('iteration_cap', $env->toArray()['error']);
+        self::assertNotSame('', $env->hint);
+
+        $session = ['returncode' => 0, 'stdout' => json_encode(['type' => 'result', 'subtype' => 'success', 'is_error' => false, 'result' => 'done'])];
+        $adj = $c->adjudicate($session);
+        self::assertSame('succeeded', $adj['outcome']);
+        $out = $c->sessionOutcome($cl, $session);
+        self::assertSame('processed', $out->item->state);
+        self::assertNotNull($out->adjudication);
+        $job = $c->getJob($cl->jobId);
+        self::assertSame(1, $job->toolFailureCount);
+        self::assertSame(['skills__tldr', 1, false], [$job->toolFailures[0]['tool'], $job->toolFailures[0]['count'], $job->toolFailures[0]['retryable']]);
+    }
+
+    public function testReads(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('reads');
+        $this->seed($c, $flow, 2);
+        foreach ($c->claim($flow, 'php-test@r', 2) as $cl) {
+            $c->complete($cl);
+        }
+        $jobs = $c->listJobs($flow, 'completed', null, 1);
+        self::assertCount(1, $jobs->entries);
+        self::assertNotNull($jobs->nextAfter);
+        self::assertCount(2, $c->listJobs($flow, null, '2020-01-01T00:00:00Z')->entries);
+        $job = $c->getJob($jobs->entries[0]->id);
+        self::assertSame('complete', $job->disposition);
+        $stats = $c->stats($flow);
+        self::assertSame(2, $stats->flowStep($flow)?->items['processed']);
+        self::assertSame(2, $stats->flowStep($flow)?->jobsLastHour['completed']);
+        foreach (['openai', 'anthropic', 'mcp'] as $format) {
+            $defs = $c->toolDefinitions($format);
+            self::assertSame($format, $defs->format);
+            self::assertCount(4, $defs->tools);
+            self::assertSame('fail', $defs->dispositions['fail_item']);
+        }
+        self::assertContains($flow, array_map(static fn ($f) => $f->flowStepId, $c->flowSteps()));
+    }
+
+    public function testAdminCalls(): void
+    {
+        $c = $this->client('admin');
+        $flow = $this->flow('admin');
+        [$id1, $id2] = $this->seed($c, $flow, 2, ['max_defers' => 1]);
+        self::assertTrue($c->pauseFlowStep($flow)->paused);
+        self::assertSame([], $c->claim($flow, 'php-test@a'));
+        self::assertFalse($c->resumeFlowStep($flow)->paused);
+        foreach ($c->claim($flow, 'php-test@a', 2) as $cl) {
+            $c->deferItem($cl, 'tool_error'); // out of defer budget: manual_review
+        }
+        self::assertSame('available', $c->requeue($id1, 'second look', true)->state);
+        self::assertSame(1, $c->requeueBulk($flow, 'manual_review', null, 10, 'all of them'));
+        self::assertSame(0, $c->requeueBulk($flow, 'manual_review'));
+        self::assertSame('available', $c->getItem($id2)->item->state);
+
+        // an admin release: the holder's next write is claim_lost
+        [$cl] = $c->claim($flow, 'php-test@a');
+        $r = $c->releaseItem($cl->item->id, 'host died');
+        self::assertSame('released', $r->job->status);
+        self::assertSame('available', $r->item->state);
+        try {
+            $c->complete($cl);
+            self::fail('the released claim still held');
+        } catch (ClaimLostException $e) {
+            self::assertSame(409, $e->httpStatus);
+        }
+        $this->expectException(ConflictException::class);
+        $c->releaseItem($cl->item->id);
+    }
+
+    public function testHolderRelease(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('release');
+        [$id] = $this->seed($c, $flow, 1);
+        [$cl] = $c->claim($flow, 'php-test@rel');
+        $r = $c->release($cl, 'max_execution_time');
+        self::assertSame('released', $r->job->status);
+        self::assertSame(0, $r->item->failures);
+        self::assertTrue($c->release($cl, 'max_execution_time')->replayed);
+        try {
+            $c->complete($cl);
+            self::fail('a released job took a disposition');
+        } catch (JobFinalizedException $e) {
+            self::assertSame('job_finalized', $e->errorCode);
+        }
+        [$again] = $c->claim($flow, 'php-test@rel');
+        self::assertSame($id, $again->item->id);
+        self::assertSame(2, $again->attempt);
+    }
+
+    /** POST /v1/items/{id}/resolve and GET /v1/whoami come with issue 19. */
+    public function testResolveAndWhoamiWhenServed(): void
+    {
+        $c = $this->client('admin');
+        if (!$c->supports('POST', '/v1/items/{item_id}/resolve')) {
+            try {
+                $c->resolve(1, 'rejected', 'junk');
+                self::fail('resolve answered on a server without it');
+            } catch (NotFoundException $e) {
+                self::assertSame(404, $e->httpStatus);
+            }
+            return;
+        }
+        self::assertSame('admin', $c->whoami()['role']);
+        $flow = $this->flow('resolve');
+        [$id] = $this->seed($c, $flow, 1);
+        [$cl] = $c->claim($flow, 'php-test@res');
+        $c->deferItem($cl, 'low_confidence', null, true);
+        self::assertSame('rejected', $c->resolve($id, 'rejected', 'junk source')->state);
+    }
+}
