@@ -1,0 +1,179 @@
+<?php
+/**
+ * The plugin's core: settings (base URL, key from the VERDICT_API_KEY constant or an option,
+ * flow step), the client (the WP HTTP API transport, failures as WP_Error), the WP-Cron
+ * worker that hands claimed items to the verdict_process_item filter, and the Site Health
+ * test that calls /readyz.
+ */
+
+declare(strict_types=1);
+
+use Verdict\Decision;
+use Verdict\JobContext;
+use Verdict\Model\Claim;
+use Verdict\WordPress\WpClient;
+use Verdict\Worker;
+
+final class Verdict_Pipeline
+{
+    public const OPTION = 'verdict_pipeline_settings';
+    public const LAST_RUN = 'verdict_pipeline_last_run';
+    public const CRON_HOOK = 'verdict_pipeline_work';
+    public const SCHEDULE = 'verdict_pipeline_minute';
+
+    private const DEFAULTS = [
+        'base_url' => 'http://127.0.0.1:8080',
+        'api_key' => '',
+        'flow_step_id' => 'wordpress',
+        'worker_id' => '',
+        'batch' => 5,
+        'max_items' => 50,
+    ];
+
+    public static function boot(): void
+    {
+        add_filter('cron_schedules', [self::class, 'schedules']);
+        add_action(self::CRON_HOOK, [self::class, 'work']);
+        add_filter('site_status_tests', [self::class, 'siteHealthTests']);
+    }
+
+    public static function activate(): void
+    {
+        add_filter('cron_schedules', [self::class, 'schedules']);
+        if (!wp_next_scheduled(self::CRON_HOOK)) {
+            wp_schedule_event(time(), self::SCHEDULE, self::CRON_HOOK);
+        }
+    }
+
+    public static function deactivate(): void
+    {
+        wp_clear_scheduled_hook(self::CRON_HOOK);
+    }
+
+    /** @param array<string, array<string, mixed>> $schedules */
+    public static function schedules(array $schedules): array
+    {
+        $schedules[self::SCHEDULE] = ['interval' => 60, 'display' => __('Every minute (verdict pipeline)', 'verdict-pipeline')];
+        return $schedules;
+    }
+
+    /** @return array<string, mixed> */
+    public static function settings(): array
+    {
+        $saved = get_option(self::OPTION, []);
+        return (is_array($saved) ? $saved : []) + self::DEFAULTS;
+    }
+
+    public static function setting(string $name): mixed
+    {
+        if ($name === 'api_key' && self::keyFromConstant()) {
+            return (string) constant('VERDICT_API_KEY');
+        }
+        if ($name === 'base_url' && defined('VERDICT_BASE_URL')) {
+            return (string) constant('VERDICT_BASE_URL');
+        }
+        if ($name === 'worker_id' && (string) (self::settings()['worker_id'] ?? '') === '') {
+            return 'wp@' . (wp_parse_url(home_url(), PHP_URL_HOST) ?: 'site');
+        }
+        return self::settings()[$name] ?? null;
+    }
+
+    public static function keyFromConstant(): bool
+    {
+        return defined('VERDICT_API_KEY') && (string) constant('VERDICT_API_KEY') !== '';
+    }
+
+    /** The client, or a WP_Error when the plugin is not configured or the library is missing. */
+    public static function client(): WpClient|WP_Error
+    {
+        if (!class_exists(WpClient::class)) {
+            return new WP_Error('verdict_missing_client', __('The verdict PHP client (verdict/client) is not installed.', 'verdict-pipeline'));
+        }
+        $url = (string) self::setting('base_url');
+        if ($url === '') {
+            return new WP_Error('verdict_not_configured', __('Set the verdict base URL under Settings -> verdict pipeline.', 'verdict-pipeline'));
+        }
+        return WpClient::create($url, (string) self::setting('api_key') ?: null, ['timeout' => 15.0, 'retry_budget' => 20.0]);
+    }
+
+    /**
+     * The WP-Cron job: claim items of the flow step and let the verdict_process_item filter
+     * decide each one. A filter returns a \Verdict\Decision, an array such as
+     * ['disposition' => 'reject_source', 'reason_code' => 'spam'], a WP_Error (a retryable
+     * failure) or null (nobody decided: the claim is released, no budget spent).
+     */
+    public static function work(): void
+    {
+        $client = self::client();
+        if (is_wp_error($client)) {
+            update_option(self::LAST_RUN, ['at' => time(), 'error' => $client->get_error_message()], false);
+            return;
+        }
+        $worker = new Worker($client->client(), (string) self::setting('flow_step_id'), (string) self::setting('worker_id'),
+            ['limit' => (int) self::setting('batch'), 'safety_margin' => 10.0]);
+        try {
+            $report = $worker->run([self::class, 'processItem'], (int) self::setting('max_items'));
+            $last = ['at' => time(), 'claimed' => $report->claimed, 'dispositions' => $report->dispositions,
+                'released_for_time' => $report->releasedForTime, 'errors' => $report->errors];
+        } catch (\Verdict\Exception\VerdictException $e) {
+            $last = ['at' => time(), 'error' => $e->getMessage()];
+        }
+        update_option(self::LAST_RUN, $last, false);
+        do_action('verdict_pipeline_worked', $last);
+    }
+
+    /** @return Decision|array<string, mixed>|null */
+    public static function processItem(Claim $claim, JobContext $ctx): Decision|array|null
+    {
+        $item = [
+            'id' => $claim->item->id,
+            'job_id' => $claim->jobId,
+            'attempt' => $claim->attempt,
+            'flow_step_id' => $claim->item->flowStepId,
+            'source_type' => $claim->item->sourceType,
+            'item_identifier' => $claim->item->itemIdentifier,
+            'payload' => $claim->item->payload,
+        ];
+        /**
+         * Decide one claimed item. $ctx->toolFailure($tool, $args, $error, $kind, $required)
+         * reports a failed tool (verdict answers the envelope for the model),
+         * $ctx->heartbeat() keeps a long job's lease, $ctx->timeLeft() is the PHP time left.
+         *
+         * @param Decision|array|WP_Error|null $decision
+         */
+        $decision = apply_filters('verdict_process_item', null, $item, $ctx);
+        if (is_wp_error($decision)) {
+            return Decision::fail($decision->get_error_code() . ': ' . $decision->get_error_message(), true);
+        }
+        return $decision;
+    }
+
+    /** @param array<string, array<string, mixed>> $tests */
+    public static function siteHealthTests(array $tests): array
+    {
+        $tests['direct']['verdict_readyz'] = ['label' => __('verdict is ready', 'verdict-pipeline'), 'test' => [self::class, 'siteHealthReadyz']];
+        return $tests;
+    }
+
+    /** @return array<string, mixed> the Site Health result of GET /readyz */
+    public static function siteHealthReadyz(): array
+    {
+        $result = [
+            'label' => __('verdict answers and its database is ready', 'verdict-pipeline'),
+            'status' => 'good',
+            'badge' => ['label' => 'verdict', 'color' => 'blue'],
+            'description' => '<p>' . esc_html(sprintf(__('GET %s/readyz answered ready.', 'verdict-pipeline'), (string) self::setting('base_url'))) . '</p>',
+            'actions' => '',
+            'test' => 'verdict_readyz',
+        ];
+        $client = self::client();
+        $ready = is_wp_error($client) ? $client : $client->readyz();
+        if (is_wp_error($ready)) {
+            $result['status'] = 'critical';
+            $result['label'] = __('verdict is not reachable or not ready', 'verdict-pipeline');
+            $result['description'] = '<p>' . esc_html($ready->get_error_message()) . '</p>';
+            $result['actions'] = '<a href="' . esc_url(admin_url('options-general.php?page=verdict-pipeline-settings')) . '">' . esc_html__('verdict settings', 'verdict-pipeline') . '</a>';
+        }
+        return $result;
+    }
+}

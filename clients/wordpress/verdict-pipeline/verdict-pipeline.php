@@ -1,0 +1,76 @@
+<?php
+/**
+ * Plugin Name:       verdict pipeline
+ * Description:       Process items claimed from verdict in WP-Cron through the verdict_process_item filter; a Site Health check, and a Tools -> verdict page with the flow step's counts and its review queue.
+ * Version:           0.1.0
+ * Requires at least: 6.1
+ * Requires PHP:      8.2
+ * License:           MIT
+ * Text Domain:       verdict-pipeline
+ */
+
+declare(strict_types=1);
+
+if (!defined('ABSPATH')) {
+    exit;
+}
+
+define('VERDICT_PIPELINE_FILE', __FILE__);
+
+/*
+ * The client library (clients/php, Composer package verdict/client): from Composer's
+ * autoloader when the site uses one, else from a copy bundled with the plugin (lib/client),
+ * else from the repository layout this plugin lives in (clients/php next to clients/wordpress).
+ */
+if (!class_exists(\Verdict\Client::class)) {
+    foreach ([__DIR__ . '/vendor/autoload.php'] as $autoload) {
+        if (is_file($autoload)) {
+            require_once $autoload;
+        }
+    }
+}
+if (!class_exists(\Verdict\Client::class)) {
+    $verdict_pipeline_src = null;
+    foreach ([__DIR__ . '/lib/client/src', dirname(__DIR__, 2) . '/php/src'] as $dir) {
+        if (is_file($dir . '/Client.php')) {
+            $verdict_pipeline_src = $dir;
+            break;
+        }
+    }
+    if ($verdict_pipeline_src !== null) {
+        spl_autoload_register(static function (string $class) use ($verdict_pipeline_src): void {
+            if (str_starts_with($class, 'Verdict\\')) {
+                $file = $verdict_pipeline_src . '/' . str_replace('\\', '/', substr($class, 8)) . '.php';
+                if (is_file($file)) {
+                    require $file;
+                }
+            }
+        });
+    }
+}
+
+require_once __DIR__ . '/includes/class-verdict-pipeline.php';
+require_once __DIR__ . '/includes/class-verdict-pipeline-admin.php';
+
+register_activation_hook(__FILE__, [Verdict_Pipeline::class, 'activate']);
+register_deactivation_hook(__FILE__, [Verdict_Pipeline::class, 'deactivate']);
+Verdict_Pipeline::boot();
+Verdict_Pipeline_Admin::boot();
+
+/**
+ * Register items in verdict from any plugin: each item is {source_type, item_identifier,
+ * payload?, priority?, ...}; flow_step_id defaults to the configured flow step.
+ *
+ * @param list<array<string, mixed>> $items
+ * @return list<\Verdict\Model\RegisteredItem>|WP_Error
+ */
+function verdict_pipeline_register_items(array $items)
+{
+    $client = Verdict_Pipeline::client();
+    if (is_wp_error($client)) {
+        return $client;
+    }
+    $flow = Verdict_Pipeline::setting('flow_step_id');
+    $items = array_map(static fn (array $i): array => $i + ['flow_step_id' => $flow], $items);
+    return $client->registerItems($items);
+}

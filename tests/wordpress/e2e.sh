@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# tests/wordpress/e2e.sh VERDICTD - the verdict-pipeline plugin inside a real WordPress (Debian's
+# wordpress package), with no web server: MariaDB initialised into a temp dir on a free
+# loopback port, WordPress installed with wp_install() through php-cli, the plugin activated,
+# posts registered as items from a callback, WP-Cron run (php wp-cron.php), and then verdict
+# asked over its HTTP API whether each item went where the callback decided; the Tools ->
+# verdict page is rendered by wp-admin/tools.php for a logged-in admin and checked.
+# ctest runs it (label slow); scripts/test.sh installs the Debian packages.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+source "$ROOT/scripts/lib.sh"
+VERDICTD=$(realpath "$1")
+for f in php mariadbd mariadb-install-db mariadb curl /usr/share/wordpress/wp-load.php; do
+  command -v "$f" >/dev/null 2>&1 || [ -e "$f" ] || { echo "skip: $f is missing (scripts/test.sh installs it)"; exit 77; }
+done
+php -r 'exit(extension_loaded("mysqli") && function_exists("curl_init") ? 0 : 1);' ||
+  { echo "skip: php-mysql or php-curl is missing"; exit 77; }
+t0=$(date +%s.%N)
+TMP=$(mktemp -d /tmp/verdict-wp.XXXXXX)
+chmod 755 "$TMP"
+VD_PID= DB_PID=
+cleanup() {
+  [ -n "$VD_PID" ] && kill "$VD_PID" 2>/dev/null && wait "$VD_PID" 2>/dev/null
+  [ -n "$DB_PID" ] && kill "$DB_PID" 2>/dev/null && wait "$DB_PID" 2>/dev/null
+  vd_pg_stop "$TMP/pg" >/dev/null 2>&1 || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "e2e: $*" >&2; for f in "$TMP"/*.log; do echo "--- $f"; tail -20 "$f"; done >&2; exit 1; }
+
+# verdict, on its own PostgreSQL
+vd_pg_start "$TMP/pg"
+VPORT=$(vd_free_port)
+KEY="wp-e2e-admin-$RANDOM$RANDOM"
+VERDICT_DATABASE_URL="$VD_PG_URL" VERDICT_LISTEN="127.0.0.1:$VPORT" VERDICT_THREADS=2 VERDICT_LOG_LEVEL=warn \
+  VERDICT_API_KEYS="wordpress:admin:$KEY" "$VERDICTD" serve >"$TMP/verdictd.log" 2>&1 &
+VD_PID=$!
+
+# MariaDB in a temp dir, on a free loopback port (as the mysql user when we are root)
+mkdir -p "$TMP/db"
+user_opt=()
+if [ "$(id -u)" = 0 ]; then chown mysql:mysql "$TMP/db"; user_opt=(--user=mysql); fi
+mariadb-install-db --no-defaults --datadir="$TMP/db" "${user_opt[@]}" --auth-root-authentication-method=normal \
+  --skip-test-db >"$TMP/mariadb-install.log" 2>&1 || fail "mariadb-install-db failed"
+DBPORT=$(vd_free_port)
+mariadbd --no-defaults --datadir="$TMP/db" "${user_opt[@]}" --port="$DBPORT" --bind-address=127.0.0.1 \
+  --socket="$TMP/db/mysqld.sock" --pid-file="$TMP/db/mysqld.pid" --skip-name-resolve --skip-log-bin \
+  --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --innodb-flush-log-at-trx-commit=0 \
+  >"$TMP/mariadbd.log" 2>&1 &
+DB_PID=$!
+for _ in $(seq 1 150); do
+  mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$DBPORT" -u root -e 'SELECT 1' >/dev/null 2>&1 && break
+  sleep 0.1
+done
+mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$DBPORT" -u root -e 'CREATE DATABASE wp' || fail "MariaDB did not come up"
+for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$VPORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+
+# WordPress: a copy of Debian's with our own wp-config.php; the plugin with its bundled client
+cp -a /usr/share/wordpress "$TMP/wp"
+WP="$TMP/wp"
+mkdir -p "$WP/wp-content/mu-plugins" "$WP/wp-content/uploads"
+cp -a "$ROOT/clients/wordpress/verdict-pipeline" "$WP/wp-content/plugins/"
+mkdir -p "$WP/wp-content/plugins/verdict-pipeline/lib/client"
+cp -a "$ROOT/clients/php/src" "$WP/wp-content/plugins/verdict-pipeline/lib/client/"
+cp "$HERE/verdict-e2e.php" "$WP/wp-content/mu-plugins/"
+salt() { head -c 32 /dev/urandom | base64 | tr -d '\n/+='; }
+cat >"$WP/wp-config.php" <<CONF
+<?php
+define('DB_NAME', 'wp');
+define('DB_USER', 'root');
+define('DB_PASSWORD', '');
+define('DB_HOST', '127.0.0.1:$DBPORT');
+define('DB_CHARSET', 'utf8mb4');
+define('DB_COLLATE', '');
+\$table_prefix = 'wp_';
+foreach (['AUTH_KEY', 'SECURE_AUTH_KEY', 'LOGGED_IN_KEY', 'NONCE_KEY', 'AUTH_SALT', 'SECURE_AUTH_SALT', 'LOGGED_IN_SALT', 'NONCE_SALT'] as \$k) {
+    define(\$k, '$(salt)' . \$k);
+}
+define('WP_HOME', 'http://wp.invalid');
+define('WP_SITEURL', 'http://wp.invalid');
+define('WP_CONTENT_DIR', __DIR__ . '/wp-content');
+define('WP_CONTENT_URL', 'http://wp.invalid/wp-content');
+define('DISABLE_WP_CRON', true); // no loopback spawn: the test runs php wp-cron.php itself
+define('WP_DEBUG', true);
+define('WP_DEBUG_DISPLAY', false);
+define('WP_DEBUG_LOG', '$TMP/wp-debug.log');
+define('AUTOMATIC_UPDATER_DISABLED', true);
+define('WP_HTTP_BLOCK_EXTERNAL', true); // loopback only: no update checks to wordpress.org
+define('WP_ACCESSIBLE_HOSTS', '127.0.0.1');
+define('VERDICT_BASE_URL', 'http://127.0.0.1:$VPORT');
+define('VERDICT_API_KEY', '$KEY');
+if (!defined('ABSPATH')) {
+    define('ABSPATH', __DIR__ . '/');
+}
+require_once ABSPATH . 'wp-settings.php';
+CONF
+export E2E_FLOW="wp-e2e"
+step() { php "$HERE/wp.php" "$WP" "$@"; }
+step install >"$TMP/install.log" 2>&1 || fail "wp_install failed"
+step activate || fail "activation failed"
+step posts | tee "$TMP/posts.txt" || fail "posts failed"
+t_cron=$(date +%s.%N)
+step cron >"$TMP/cron.log" 2>&1 || fail "wp-cron.php failed"
+t_cron_end=$(date +%s.%N)
+step report
+php "$HERE/check.php" "http://127.0.0.1:$VPORT" "$KEY" "$E2E_FLOW" "$TMP/posts.txt" || fail "verdict disagrees"
+
+# Site Health, and WP_Error from the facade
+health=$(step health)
+echo "$health"
+grep -q '"status":"good"' <<<"$health" || fail "Site Health: /readyz test not good"
+grep -q '"wp_error":"verdict_transport_error"' <<<"$health" || fail "the facade did not return WP_Error"
+
+# the Tools -> verdict page, rendered by wp-admin/tools.php
+step admin >"$TMP/admin.html" 2>"$TMP/admin.log" || fail "the admin page did not render"
+html="$TMP/admin.html"
+for want in '<h1>verdict</h1>' 'Review queue \(manual_review\)' 'class="widefat striped verdict-counts"' \
+  'data-state="processed">1<' 'data-state="manual_review">1<' 'data-state="rejected">1<' 'Mark processed|only requeue is offered' \
+  'name="op" value="requeue"' '</html>'; do
+  grep -Eq "$want" "$html" || { grep -o "wrap verdict-pipeline.*" "$html" | head -c 2000; fail "the admin page lacks: $want"; }
+done
+review_post=$(awk '/needs review/ {print $1}' "$TMP/posts.txt")
+grep -q "wp_post: $review_post" "$html" || fail "the review queue does not list $review_post"
+echo "admin page: $(wc -c <"$html") bytes of HTML, the review queue lists $review_post"
+if [ -f "$TMP/wp-debug.log" ] && grep -E 'plugins/verdict-pipeline|mu-plugins/verdict-e2e|Verdict.(Client|Worker|Transport|Model|WordPress)' "$TMP/wp-debug.log"; then fail "PHP notices from the plugin"; fi
+t1=$(date +%s.%N)
+printf 'e2e: passed in %.1f s (WP-Cron run %.1f s)\n' "$(echo "$t1 - $t0" | bc)" "$(echo "$t_cron_end - $t_cron" | bc)"

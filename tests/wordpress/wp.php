@@ -1,0 +1,105 @@
+<?php
+/**
+ * tests/wordpress/wp.php WP_DIR STEP - one step of the end-to-end test, run by e2e.sh with
+ * php-cli inside the WordPress at WP_DIR (no web server): install, activate, posts, cron,
+ * admin (the Tools -> verdict page, rendered by wp-admin/tools.php for a logged-in admin),
+ * health. Prints what the shell checks; exits non-zero on failure.
+ */
+
+declare(strict_types=1);
+
+[$e2e_self, $e2e_root, $e2e_step] = $argv + [null, null, null];
+$_SERVER['HTTP_HOST'] = 'wp.invalid';
+$_SERVER['SERVER_NAME'] = 'wp.invalid';
+$_SERVER['REQUEST_METHOD'] = 'GET';
+$_SERVER['REQUEST_URI'] = '/';
+$_SERVER['SERVER_PROTOCOL'] = 'HTTP/1.1';
+
+function e2e_fail(string $msg): never
+{
+    fwrite(STDERR, "wp.php: $msg\n");
+    exit(1);
+}
+
+switch ($e2e_step) {
+    case 'install':
+        define('WP_INSTALLING', true);
+        $GLOBALS['wp_filter']['pre_wp_mail'][10][] = ['function' => '__return_false', 'accepted_args' => 1]; // no sendmail here
+        require $e2e_root . '/wp-load.php';
+        require_once ABSPATH . 'wp-admin/includes/upgrade.php';
+        $r = wp_install('verdict e2e', 'admin', 'admin@example.invalid', false, '', 'e2e-password-' . wp_rand());
+        echo "installed user {$r['user_id']}\n";
+        break;
+
+    case 'activate':
+        require $e2e_root . '/wp-load.php';
+        require_once ABSPATH . 'wp-admin/includes/plugin.php';
+        $r = activate_plugin('verdict-pipeline/verdict-pipeline.php', '', false, false);
+        if (is_wp_error($r)) {
+            e2e_fail('activation: ' . $r->get_error_message());
+        }
+        update_option('verdict_pipeline_settings', ['flow_step_id' => getenv('E2E_FLOW'), 'batch' => 3, 'max_items' => 20]);
+        if (!wp_next_scheduled('verdict_pipeline_work')) {
+            e2e_fail('the cron event was not scheduled');
+        }
+        echo "active; cron at " . wp_next_scheduled('verdict_pipeline_work') . "\n";
+        break;
+
+    case 'posts':
+        require $e2e_root . '/wp-load.php';
+        foreach (['good news', 'spam offer', 'flaky source', 'needs review', 'come back later', 'undecided'] as $title) {
+            $id = wp_insert_post(['post_title' => $title, 'post_content' => 'x', 'post_status' => 'publish', 'post_author' => 1], true);
+            if (is_wp_error($id)) {
+                e2e_fail('post: ' . $id->get_error_message());
+            }
+            $item = (int) get_post_meta($id, '_verdict_item_id', true);
+            if ($item < 1) {
+                e2e_fail("post $id was not registered in verdict");
+            }
+            echo "post-$id $title item $item\n";
+        }
+        break;
+
+    case 'cron':
+        // WP-Cron as a system cron job runs it: php wp-cron.php
+        chdir($e2e_root);
+        require $e2e_root . '/wp-cron.php';
+        break;
+
+    case 'report':
+        require $e2e_root . '/wp-load.php';
+        echo json_encode(['last_run' => get_option('verdict_pipeline_last_run'), 'seen' => get_option('verdict_e2e_seen'),
+            'envelope' => get_option('verdict_e2e_envelope')], JSON_PRETTY_PRINT), "\n";
+        break;
+
+    case 'health':
+        require $e2e_root . '/wp-load.php';
+        $ok = Verdict_Pipeline::siteHealthReadyz();
+        $tests = apply_filters('site_status_tests', ['direct' => [], 'async' => []]);
+        $bad = \Verdict\WordPress\WpClient::create('http://127.0.0.1:1', 'k', ['max_retries' => 0])->stats();
+        echo json_encode(['status' => $ok['status'], 'registered' => isset($tests['direct']['verdict_readyz']),
+            'wp_error' => is_wp_error($bad) ? $bad->get_error_code() : 'none',
+            'wp_error_data' => is_wp_error($bad) ? array_keys($bad->get_error_data()) : []]), "\n";
+        break;
+
+    case 'admin':
+        define('WP_ADMIN', true);
+        $_SERVER['REQUEST_URI'] = '/wp-admin/tools.php?page=verdict-pipeline';
+        $_SERVER['PHP_SELF'] = '/wp-admin/tools.php';
+        $_SERVER['SCRIPT_NAME'] = '/wp-admin/tools.php';
+        $_GET['page'] = 'verdict-pipeline';
+        $_REQUEST['page'] = 'verdict-pipeline';
+        require $e2e_root . '/wp-load.php';
+        // a logged-in administrator: the auth cookies WordPress itself would have set
+        $exp = time() + 3600;
+        $_COOKIE[AUTH_COOKIE] = wp_generate_auth_cookie(1, $exp, 'auth');
+        $_COOKIE[LOGGED_IN_COOKIE] = wp_generate_auth_cookie(1, $exp, 'logged_in');
+        wp_set_current_user(1); // WordPress determined the (anonymous) user while it loaded
+        chdir($e2e_root . '/wp-admin');
+        $pagenow = 'tools.php';
+        require $e2e_root . '/wp-admin/tools.php';
+        break;
+
+    default:
+        e2e_fail("unknown step '$e2e_step'");
+}
