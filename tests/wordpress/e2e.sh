@@ -11,12 +11,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 source "$ROOT/scripts/lib.sh"
 VERDICTD=$(realpath "$1")
-for f in php mariadbd mariadb-install-db mariadb curl /usr/share/wordpress/wp-load.php; do
+MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd) # /usr/sbin is not on every PATH
+for f in php "$MARIADBD" mariadb-install-db mariadb curl /usr/share/wordpress/wp-load.php; do
   command -v "$f" >/dev/null 2>&1 || [ -e "$f" ] || { echo "skip: $f is missing (scripts/test.sh installs it)"; exit 77; }
 done
 php -r 'exit(extension_loaded("mysqli") && function_exists("curl_init") ? 0 : 1);' ||
   { echo "skip: php-mysql or php-curl is missing"; exit 77; }
 t0=$(date +%s.%N)
+# every PHP file of the test and the plugin lints
+find "$HERE" "$ROOT/clients/wordpress" -name '*.php' -print0 | xargs -0 -n1 php -l >/dev/null
 TMP=$(mktemp -d /tmp/verdict-wp.XXXXXX)
 chmod 755 "$TMP"
 VD_PID= DB_PID=
@@ -44,7 +47,7 @@ if [ "$(id -u)" = 0 ]; then chown mysql:mysql "$TMP/db"; user_opt=(--user=mysql)
 mariadb-install-db --no-defaults --datadir="$TMP/db" "${user_opt[@]}" --auth-root-authentication-method=normal \
   --skip-test-db >"$TMP/mariadb-install.log" 2>&1 || fail "mariadb-install-db failed"
 DBPORT=$(vd_free_port)
-mariadbd --no-defaults --datadir="$TMP/db" "${user_opt[@]}" --port="$DBPORT" --bind-address=127.0.0.1 \
+"$MARIADBD" --no-defaults --datadir="$TMP/db" "${user_opt[@]}" --port="$DBPORT" --bind-address=127.0.0.1 \
   --socket="$TMP/db/mysqld.sock" --pid-file="$TMP/db/mysqld.pid" --skip-name-resolve --skip-log-bin \
   --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --innodb-flush-log-at-trx-commit=0 \
   >"$TMP/mariadbd.log" 2>&1 &
