@@ -64,10 +64,10 @@ static vd_error parse_claim(vd_ctx *ctx, mcp_session *s)
                        "claim this session works on");
     for (; *p >= '0' && *p <= '9' && digits < 19; p++, digits++)
         id = id * 10 + (*p - '0');
-    if (digits == 0 || digits > 18 || id <= 0 || *p != ':' || !vd_is_uuid(p + 1))
+    if (digits == 0 || digits > 18 || h[0] == '0' || *p != ':' || !vd_is_uuid(p + 1))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "Verdict-Claim",
-                       "'Verdict-Claim' must be '<job_id>:<claim_token>' (a positive job id and "
-                       "the UUID its claim returned)");
+                       "'Verdict-Claim' must be '<job_id>:<claim_token>' (a positive job id "
+                       "without leading zeros and the UUID its claim returned)");
     s->job_id = id;
     snprintf(s->token, sizeof(s->token), "%s", p + 1);
     return VD_OK;

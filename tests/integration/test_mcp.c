@@ -88,7 +88,7 @@ static void test_mcp_claim_header(void **state)
     } bad[] = {{"abc", false, ""},   {"12", false, ""},
                {"0:", true, ""},    {"-1:", true, ""},    {"1234567890123456789:", true, ""},
                {"1:not-a-uuid", false, ""}, {"", true, ""}, {"1::", true, ""},
-               {"1:", true, ":"}};
+               {"1:", true, ":"}, {"01:", true, ""}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(hdr, sizeof(hdr), "%s%s%s", bad[i].pre, bad[i].token ? claim_a.token : "",
                  bad[i].post);
