@@ -164,8 +164,8 @@ static void answer_text(const cJSON *a, char *out, size_t len)
     else if (strcmp(state, "manual_review") == 0)
         snprintf(out, len, "The item is parked for a person to review.%s", again);
     else
-        snprintf(out, len, "Recorded '%s': the item is now %s.%s", str_of(a, "disposition"),
-                 state, again);
+        snprintf(out, len, "Recorded '%s': the item is now %s.%s", str_of(a, "disposition"), state,
+                 again);
 }
 
 /* A disposition tool: body is the disposition call's body (borrowed). */
@@ -198,7 +198,8 @@ static cJSON *call_tool_failure(vd_ctx *ctx, const mcp_session *s, const cJSON *
         return refused(ctx);
     text = cJSON_PrintUnformatted(env);
     if (text)
-        r = tool_result(text, env, !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(env, "retryable")));
+        r = tool_result(text, env,
+                        !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(env, "retryable")));
     else
         cJSON_Delete(env);
     free(text);
@@ -250,9 +251,9 @@ static void tools_call(vd_ctx *ctx, const mcp_session *s, const cJSON *params, r
     const vd_agent_tool *t = NULL;
     cJSON *body = NULL;
     if (!cJSON_IsString(name)) {
-            rpc_fail(o, VD_RPC_INVALID_PARAMS, "%s", "'params.name' must be a string");
-            return;
-        }
+        rpc_fail(o, VD_RPC_INVALID_PARAMS, "%s", "'params.name' must be a string");
+        return;
+    }
     t = vd_agent_tool_find(name->valuestring);
     if (!t) {
         rpc_fail(o, VD_RPC_INVALID_PARAMS, "Unknown tool: %.200s", name->valuestring);
@@ -264,7 +265,8 @@ static void tools_call(vd_ctx *ctx, const mcp_session *s, const cJSON *params, r
     }
     body = call_body(t, s, args);
     if (body)
-        o->result = t->disposition ? call_disposition(ctx, s, body) : call_tool_failure(ctx, s, body);
+        o->result =
+            t->disposition ? call_disposition(ctx, s, body) : call_tool_failure(ctx, s, body);
     cJSON_Delete(body);
     if (!o->result)
         rpc_fail(o, VD_RPC_INTERNAL_ERROR, "%s", "out of memory");
@@ -330,12 +332,11 @@ static void initialize(const mcp_session *s, const cJSON *params, bool in_batch,
     char instructions[600];
     if (in_batch) {
         rpc_fail(o, VD_RPC_INVALID_REQUEST, "%s",
-                        "initialize must not be part of a JSON-RPC batch");
+                 "initialize must not be part of a JSON-RPC batch");
         return;
     }
     if (!cJSON_IsString(v)) {
-        rpc_fail(o, VD_RPC_INVALID_PARAMS, "%s",
-                        "'params.protocolVersion' must be a string");
+        rpc_fail(o, VD_RPC_INVALID_PARAMS, "%s", "'params.protocolVersion' must be a string");
         return;
     }
     r = o->result = cJSON_CreateObject();
@@ -361,8 +362,7 @@ static void initialize(const mcp_session *s, const cJSON *params, bool in_batch,
 }
 
 /* Answer one request (its id is valid). */
-static cJSON *handle_request(vd_ctx *ctx, const mcp_session *s, const vd_rpc_msg *m,
-                             bool in_batch)
+static cJSON *handle_request(vd_ctx *ctx, const mcp_session *s, const vd_rpc_msg *m, bool in_batch)
 {
     rpc_out o = {0};
     const char *meth = m->method;
@@ -477,8 +477,8 @@ vd_error vd_h_mcp(vd_ctx *ctx)
                                         "2025-06-18 and later: send one message per POST",
                                         NULL));
     if (cJSON_IsArray(ctx->json) && !ctx->json->child)
-        return respond_rpc(ctx, 400, vd_rpc_error(NULL, VD_RPC_INVALID_REQUEST,
-                                                  "an empty JSON-RPC batch", NULL));
+        return respond_rpc(
+            ctx, 400, vd_rpc_error(NULL, VD_RPC_INVALID_REQUEST, "an empty JSON-RPC batch", NULL));
     if ((rc = read_claim(ctx, &s, &claimed)))
         return rc;
     free(claimed);

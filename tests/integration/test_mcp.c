@@ -21,8 +21,7 @@ static char claim_hdr[160];
 
 /* POST /mcp with the worker key, the given Verdict-Claim header (NULL: none) and more headers
  * (NULL-terminated list, may be NULL). */
-static vt_resp mcp_post(const char *claim, const char *body, const char *extra1,
-                        const char *extra2)
+static vt_resp mcp_post(const char *claim, const char *body, const char *extra1, const char *extra2)
 {
     char h[200];
     const char *hs[4] = {NULL, NULL, NULL, NULL};
@@ -66,8 +65,8 @@ static void assert_refusal(const vt_resp *r, long status, int code, const char *
 {
     assert_rpc_error(r, status, code, "null");
     assert_string_equal(vt_str(r->json, "error.data.error"), error);
-    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(r->json, "error"), "data"), "success")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r->json, "error"), "data"), "success")));
     if (field)
         assert_string_equal(vt_str(r->json, "error.data.field"), field);
 }
@@ -85,10 +84,16 @@ static void test_mcp_claim_header(void **state)
         const char *pre;
         bool token;
         const char *post;
-    } bad[] = {{"abc", false, ""},   {"12", false, ""},
-               {"0:", true, ""},    {"-1:", true, ""},    {"1234567890123456789:", true, ""},
-               {"1:not-a-uuid", false, ""}, {"", true, ""}, {"1::", true, ""},
-               {"1:", true, ":"}, {"01:", true, ""}};
+    } bad[] = {{"abc", false, ""},
+               {"12", false, ""},
+               {"0:", true, ""},
+               {"-1:", true, ""},
+               {"1234567890123456789:", true, ""},
+               {"1:not-a-uuid", false, ""},
+               {"", true, ""},
+               {"1::", true, ""},
+               {"1:", true, ":"},
+               {"01:", true, ""}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(hdr, sizeof(hdr), "%s%s%s", bad[i].pre, bad[i].token ? claim_a.token : "",
                  bad[i].post);
@@ -100,8 +105,9 @@ static void test_mcp_claim_header(void **state)
     }
     /* another job's token, and a job that does not exist: 403, nothing applied */
     snprintf(hdr, sizeof(hdr), "%lld:%s", (long long)claim_a.job_id, claim_b.token);
-    r = mcp_post(hdr, "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\":"
-                      " {\"name\": \"complete_item\"}}",
+    r = mcp_post(hdr,
+                 "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\":"
+                 " {\"name\": \"complete_item\"}}",
                  NULL, NULL);
     assert_refusal(&r, 403, -32000, "claim_mismatch", "Verdict-Claim");
     vt_resp_free(&r);
@@ -135,8 +141,9 @@ static void test_mcp_auth_origin_version(void **state)
     r = mcp_post(claim_hdr, ping, h, NULL);
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    const char *versions[] = {"MCP-Protocol-Version: 1999-01-01", "MCP-Protocol-Version: 2099-01-01",
-                              "MCP-Protocol-Version: not-a-version", "MCP-Protocol-Version: 2024-11-05"};
+    const char *versions[] = {
+        "MCP-Protocol-Version: 1999-01-01", "MCP-Protocol-Version: 2099-01-01",
+        "MCP-Protocol-Version: not-a-version", "MCP-Protocol-Version: 2024-11-05"};
     for (size_t i = 0; i < 4; i++) {
         r = mcp_post(claim_hdr, ping, versions[i], NULL);
         assert_refusal(&r, 400, -32000, "invalid_field", "MCP-Protocol-Version");
@@ -182,7 +189,8 @@ static void test_mcp_malformed_messages(void **state)
         assert_rpc_error(&r, 400, -32600, invalid[i].id);
         vt_resp_free(&r);
     }
-    const char *unparsable[] = {"{\"jsonrpc\": \"2.0\", \"id\": 1,", "{} {}", "{\"a\": NaN}", "\xff"};
+    const char *unparsable[] = {"{\"jsonrpc\": \"2.0\", \"id\": 1,", "{} {}", "{\"a\": NaN}",
+                                "\xff"};
     for (size_t i = 0; i < sizeof(unparsable) / sizeof(unparsable[0]); i++) {
         vt_resp r = mcp_post(claim_hdr, unparsable[i], NULL, NULL);
         assert_refusal(&r, 400, -32700, "invalid_json", NULL);
@@ -207,8 +215,10 @@ static void test_mcp_methods_and_params(void **state)
     } cases[] = {
         {"{\"jsonrpc\": \"2.0\", \"id\": \"m\", \"method\": \"prompts/list\"}", -32601, "\"m\""},
         {"{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"no/such\", \"params\": {}}", -32601, "2"},
-        {"{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/list\", \"params\": [1]}", -32602, "3"},
-        {"{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {}}", -32602, "4"},
+        {"{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/list\", \"params\": [1]}", -32602,
+         "3"},
+        {"{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {}}", -32602,
+         "4"},
         {"{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"tools/call\", \"params\": {\"name\": 5}}",
          -32602, "5"},
         {"{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"tools/call\", \"params\":"
@@ -217,8 +227,8 @@ static void test_mcp_methods_and_params(void **state)
         {"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/call\", \"params\":"
          " {\"name\": \"complete_item\", \"arguments\": [1]}}",
          -32602, "7"},
-        {"{\"jsonrpc\": \"2.0\", \"id\": 8, \"method\": \"resources/read\", \"params\": {}}", -32602,
-         "8"},
+        {"{\"jsonrpc\": \"2.0\", \"id\": 8, \"method\": \"resources/read\", \"params\": {}}",
+         -32602, "8"},
         {"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"resources/read\", \"params\":"
          " {\"uri\": \"verdict://nope\"}}",
          -32002, "9"},
