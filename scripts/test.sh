@@ -36,6 +36,11 @@ status=0
 vd_log "OpenAPI lint and sync"
 scripts/openapi.sh check || status=1
 
+vd_log "npm packages of the MCP test (tests/mcp)"
+if [ ! -f tests/mcp/node_modules/@modelcontextprotocol/sdk/package.json ]; then
+  (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || status=1
+fi
+
 vd_log "ctest (plain)"
 ctest --test-dir build --output-on-failure --no-tests=error -j2 || status=1
 vd_log "ctest (address,undefined sanitizers)"

@@ -22,6 +22,12 @@
        "Send 'Authorization: Bearer <token>' with a token from VERDICT_API_KEYS.")                \
     XX(FORBIDDEN, "forbidden", 403, false,                                                         \
        "Use an API key whose role allows this call (reader < worker < admin).")                   \
+    XX(CLAIM_MISMATCH, "claim_mismatch", 403, false,                                               \
+       "Send Verdict-Claim as '<job_id>:<claim_token>' of one claim, exactly as POST /v1/claims " \
+       "returned them: an MCP session acts on that job only.")                                    \
+    XX(ORIGIN_FORBIDDEN, "origin_forbidden", 403, false,                                           \
+       "Call /mcp from an agent runtime (no Origin header) or from a page of this server's own "  \
+       "origin.")                                                                                  \
     XX(NOT_FOUND, "not_found", 404, false,                                                         \
        "Check the path and the id; GET /openapi.json lists every endpoint.")                      \
     XX(METHOD_NOT_ALLOWED, "method_not_allowed", 405, false,                                       \

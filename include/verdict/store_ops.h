@@ -62,6 +62,10 @@ vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
 
 /* {"job": {...}} or VD_ERR_NOT_FOUND. */
 vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
+/* {"job": {...}, "item": {...}} when `token` (a UUID in text form) is the job's claim token,
+ * whatever the job's status; VD_ERR_NOT_FOUND when there is no such job or the token is
+ * another's. */
+vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out);
 /* {"jobs": [...], "next_after": id|null}; filters may be NULL (since: RFC 3339). */
 vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *status,
                             const char *since, int64_t after, int64_t limit, char **out);

@@ -179,30 +179,43 @@ static const char *refusal(vd_error rc, int64_t job, const vd_job_answer *ans, c
     return vd_store_message(rc, what, msg, len);
 }
 
-vd_error vd_h_disposition(vd_ctx *ctx)
+vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
+                            const char *request_json, char **answer)
 {
-    const cJSON *body = NULL;
     vd_conn *c = NULL;
     vd_job_answer ans = {0};
     disp_in in = {0};
-    vd_error rc = vd_param_id(ctx, 0, "job", &in.w.job_id);
-    if (rc || (rc = vd_body_object(ctx, &body)))
-        return rc;
+    vd_error rc;
+    *answer = NULL;
+    in.w.job_id = job_id;
     if ((rc = parse_disposition((vd_field){ctx, body, NULL}, &in)) || (rc = vd_ctx_db(ctx, &c)))
         goto out;
-    in.w.request_json = ctx->body;
+    in.w.request_json = request_json;
     rc = vd_job_apply(c, ctx->cfg, &in.w, &ans);
     if (rc) {
         char msg[sizeof(ctx->err_message)];
         const char *field = refusal(rc, in.w.job_id, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
-        rc = vd_respond_owned(ctx, ans.body), ans.body = NULL;
+        *answer = ans.body;
+        ans.body = NULL;
     }
 out:
     disp_cleanup(&in);
     free(ans.body);
     return rc;
+}
+
+vd_error vd_h_disposition(vd_ctx *ctx)
+{
+    const cJSON *body = NULL;
+    char *answer = NULL;
+    int64_t job = 0;
+    vd_error rc = vd_param_id(ctx, 0, "job", &job);
+    if (rc || (rc = vd_body_object(ctx, &body)) ||
+        (rc = vd_disposition_run(ctx, job, body, ctx->body, &answer)))
+        return rc;
+    return vd_respond_owned(ctx, answer);
 }
 
 /* The holder gives its claim back without a verdict: a job write like a disposition (fenced

@@ -74,18 +74,17 @@ static cJSON *envelope(const vd_tool_failure *f, const vd_tool_verdict *v)
     return o;
 }
 
-vd_error vd_h_tool_failure(vd_ctx *ctx)
+vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJSON **out)
 {
-    const cJSON *body = NULL, *args = NULL;
+    const cJSON *args = NULL;
     cJSON *canon = NULL;
     char *args_text = NULL, what[48];
-    vd_tool_failure f = {0};
+    vd_tool_failure f = {.job_id = job_id};
     vd_tool_verdict v;
     vd_conn *c = NULL;
-    vd_error rc = vd_param_id(ctx, 0, "job", &f.job_id);
-    if (rc || (rc = vd_body_object(ctx, &body)))
-        return rc;
     vd_field fl = {ctx, body, NULL};
+    vd_error rc;
+    *out = NULL;
     if ((rc = vd_get_token(fl, &f.token)) ||
         (rc = vd_get_string(fl, "tool", true, 1, 200, &f.tool)) ||
         (rc = vd_get_string(fl, "error", true, 1, 16384, &f.error)) ||
@@ -112,11 +111,24 @@ vd_error vd_h_tool_failure(vd_ctx *ctx)
         vd_store_fail(ctx, rc, what);
     else {
         vd_metrics_observe_tool_failure(vd_tool_kind_name(v.kind), v.retryable);
-        rc = vd_respond_json(ctx, 200, envelope(&f, &v));
+        *out = envelope(&f, &v);
+        if (!*out)
+            rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
 out:
     free(args_text);
     return rc;
+}
+
+vd_error vd_h_tool_failure(vd_ctx *ctx)
+{
+    const cJSON *body = NULL;
+    cJSON *env = NULL;
+    int64_t job = 0;
+    vd_error rc = vd_param_id(ctx, 0, "job", &job);
+    if (rc || (rc = vd_body_object(ctx, &body)) || (rc = vd_tool_failure_run(ctx, job, body, &env)))
+        return rc;
+    return vd_respond_json(ctx, 200, env);
 }
 
 /* Decode {"session": {...}} into *r; 400 naming the field otherwise. */

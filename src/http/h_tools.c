@@ -1,33 +1,11 @@
 /* h_tools.c - SPEC §5.2: the agent-facing tools (complete_item, reject_source, defer_item,
- * fail_item) as function-calling definitions in OpenAI, Anthropic or MCP form. The argument
- * schemas are built from the same reason-code tables and limits the disposition endpoint
- * validates with; a plugin sends {claim_token, disposition: <mapped>, ...arguments}. */
+ * fail_item) as function-calling definitions in OpenAI, Anthropic or MCP form, and the one
+ * table that both GET /v1/tool-definitions and the MCP endpoint's tools/list (h_mcp.c) read.
+ * The argument schemas are built from the same reason-code tables and limits the disposition
+ * endpoint validates with; a plugin sends {claim_token, disposition: <mapped>, ...arguments}. */
 #include "http_internal.h"
 
 #include <string.h>
-
-typedef struct tool_def {
-    const char *name;
-    const char *disposition;
-    const char *description;
-} tool_def;
-
-static const tool_def tools[] = {
-    {"complete_item", "complete",
-     "Use when the pipeline's output for this item has been written successfully. The item is "
-     "marked processed and will not be offered again."},
-    {"reject_source", "reject_source",
-     "Use when you have judged the source itself not worth processing: irrelevant to the "
-     "topic, too thin, a duplicate, spam or low quality. This is a reasoned judgement about "
-     "the source's content; the item is closed for good, so state the reason."},
-    {"defer_item", "defer_item",
-     "Use when you cannot finish this item safely right now: a tool, quality gate, provider or "
-     "dependency failed, or your confidence is low. The source stays eligible and the item is "
-     "offered again later; set manual_review when a person should look at it first."},
-    {"fail_item", "fail",
-     "Use when the engine itself failed, for example a required update or upsert tool "
-     "returned an error. Report the error text; a retryable failure is retried with backoff."},
-};
 
 static cJSON *string_prop(const char *desc, int min, int max)
 {
@@ -68,56 +46,133 @@ static cJSON *bool_prop(const char *desc)
     return p;
 }
 
-/* The JSON Schema of tool i's arguments. */
-static cJSON *schema_of(size_t i)
+/* An argument schema with no properties yet: {type: object, properties, required, no others}. */
+static cJSON *object_schema(cJSON **props, cJSON **req)
 {
-    cJSON *s = cJSON_CreateObject(), *props = NULL, *req = NULL;
+    cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "type", "object");
-    props = cJSON_AddObjectToObject(s, "properties");
-    req = cJSON_AddArrayToObject(s, "required");
+    *props = cJSON_AddObjectToObject(s, "properties");
+    *req = cJSON_AddArrayToObject(s, "required");
     cJSON_AddFalseToObject(s, "additionalProperties");
-    if (i == 1) {
-        cJSON_AddItemToObject(props, "reason_code",
-                              enum_prop("What is wrong with the source.", vd_reject_codes));
-        cJSON_AddItemToObject(props, "reason", string_prop("One line on why.", 0, 2000));
-        cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
-    } else if (i == 2) {
-        cJSON_AddItemToObject(props, "reason_code",
-                              enum_prop("What stopped you.", vd_defer_codes));
-        cJSON_AddItemToObject(props, "reason", string_prop("One line on what failed.", 0, 2000));
-        cJSON_AddItemToObject(props, "retry_after_seconds",
-                              retry_after_prop("Wait at least this long before the next try."));
-        cJSON_AddItemToObject(props, "manual_review",
-                              bool_prop("True when a person should look at the item first."));
-        cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
-    } else if (i == 3) {
-        cJSON_AddItemToObject(props, "error", string_prop("The error text.", 1, 4000));
-        cJSON_AddItemToObject(props, "retryable",
-                              bool_prop("False when the same input will always fail."));
-        cJSON_AddItemToObject(props, "retry_after_seconds",
-                              retry_after_prop("A provider's Retry-After, in seconds."));
-        cJSON_AddItemToArray(req, cJSON_CreateString("error"));
-    }
     return s;
 }
 
-static cJSON *tool_in_format(size_t i, const char *format)
+static cJSON *schema_complete(void)
 {
-    cJSON *t = cJSON_CreateObject();
+    cJSON *props = NULL, *req = NULL;
+    return object_schema(&props, &req);
+}
+
+static cJSON *schema_reject(void)
+{
+    cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
+    cJSON_AddItemToObject(props, "reason_code",
+                          enum_prop("What is wrong with the source.", vd_reject_codes));
+    cJSON_AddItemToObject(props, "reason", string_prop("One line on why.", 0, 2000));
+    cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
+    return s;
+}
+
+static cJSON *schema_defer(void)
+{
+    cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
+    cJSON_AddItemToObject(props, "reason_code", enum_prop("What stopped you.", vd_defer_codes));
+    cJSON_AddItemToObject(props, "reason", string_prop("One line on what failed.", 0, 2000));
+    cJSON_AddItemToObject(props, "retry_after_seconds",
+                          retry_after_prop("Wait at least this long before the next try."));
+    cJSON_AddItemToObject(props, "manual_review",
+                          bool_prop("True when a person should look at the item first."));
+    cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
+    return s;
+}
+
+static cJSON *schema_fail(void)
+{
+    cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
+    cJSON_AddItemToObject(props, "error", string_prop("The error text.", 1, 4000));
+    cJSON_AddItemToObject(props, "retryable",
+                          bool_prop("False when the same input will always fail."));
+    cJSON_AddItemToObject(props, "retry_after_seconds",
+                          retry_after_prop("A provider's Retry-After, in seconds."));
+    cJSON_AddItemToArray(req, cJSON_CreateString("error"));
+    return s;
+}
+
+/* SPEC §6's POST /v1/jobs/{job_id}/tool-failures, as the model reports it (no kind: the
+ * error text classifies it). */
+static cJSON *schema_tool_failure(void)
+{
+    cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req), *args = NULL;
+    cJSON_AddItemToObject(props, "tool", string_prop("The name of the tool that failed.", 1, 200));
+    args = cJSON_AddObjectToObject(props, "args");
+    cJSON_AddStringToObject(args, "description", "The arguments you called it with (any JSON).");
+    cJSON_AddItemToObject(props, "error", string_prop("The error the tool returned.", 1, 16384));
+    cJSON_AddItemToObject(props, "required",
+                          bool_prop("True when this item cannot be finished without that tool."));
+    cJSON_AddItemToArray(req, cJSON_CreateString("tool"));
+    cJSON_AddItemToArray(req, cJSON_CreateString("error"));
+    return s;
+}
+
+const vd_agent_tool vd_agent_tools[] = {
+    {"complete_item", "complete",
+     "Use when the pipeline's output for this item has been written successfully. The item is "
+     "marked processed and will not be offered again.",
+     schema_complete, false},
+    {"reject_source", "reject_source",
+     "Use when you have judged the source itself not worth processing: irrelevant to the "
+     "topic, too thin, a duplicate, spam or low quality. This is a reasoned judgement about "
+     "the source's content; the item is closed for good, so state the reason.",
+     schema_reject, false},
+    {"defer_item", "defer_item",
+     "Use when you cannot finish this item safely right now: a tool, quality gate, provider or "
+     "dependency failed, or your confidence is low. The source stays eligible and the item is "
+     "offered again later; set manual_review when a person should look at it first.",
+     schema_defer, false},
+    {"fail_item", "fail",
+     "Use when the engine itself failed, for example a required update or upsert tool "
+     "returned an error. Report the error text; a retryable failure is retried with backoff.",
+     schema_fail, false},
+    {"report_tool_failure", NULL,
+     "Use when one of your other tools failed. Report its name, the arguments you called it "
+     "with and the error text; the answer tells you whether calling it again can work and what "
+     "to do instead. Set required when this item cannot be finished without that tool.",
+     schema_tool_failure, true},
+};
+
+const size_t vd_agent_tool_count = sizeof(vd_agent_tools) / sizeof(vd_agent_tools[0]);
+
+const vd_agent_tool *vd_agent_tool_find(const char *name)
+{
+    for (size_t i = 0; name && i < vd_agent_tool_count; i++) {
+        if (strcmp(vd_agent_tools[i].name, name) == 0)
+            return &vd_agent_tools[i];
+    }
+    return NULL;
+}
+
+static cJSON *tool_in_format(const vd_agent_tool *t, const char *format)
+{
+    cJSON *o = cJSON_CreateObject();
     if (strcmp(format, "openai") == 0) {
         cJSON *fn = NULL;
-        cJSON_AddStringToObject(t, "type", "function");
-        fn = cJSON_AddObjectToObject(t, "function");
-        cJSON_AddStringToObject(fn, "name", tools[i].name);
-        cJSON_AddStringToObject(fn, "description", tools[i].description);
-        cJSON_AddItemToObject(fn, "parameters", schema_of(i));
+        cJSON_AddStringToObject(o, "type", "function");
+        fn = cJSON_AddObjectToObject(o, "function");
+        cJSON_AddStringToObject(fn, "name", t->name);
+        cJSON_AddStringToObject(fn, "description", t->description);
+        cJSON_AddItemToObject(fn, "parameters", t->schema());
     } else {
-        cJSON_AddStringToObject(t, "name", tools[i].name);
-        cJSON_AddStringToObject(t, "description", tools[i].description);
-        cJSON_AddItemToObject(t, strcmp(format, "mcp") == 0 ? "inputSchema" : "input_schema",
-                              schema_of(i));
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "description", t->description);
+        cJSON_AddItemToObject(o, strcmp(format, "mcp") == 0 ? "inputSchema" : "input_schema",
+                              t->schema());
     }
-    return t;
+    return o;
+}
+
+cJSON *vd_agent_tool_mcp(const vd_agent_tool *t)
+{
+    return tool_in_format(t, "mcp");
 }
 
 vd_error vd_h_tool_definitions(vd_ctx *ctx)
@@ -134,9 +189,11 @@ vd_error vd_h_tool_definitions(vd_ctx *ctx)
     cJSON_AddStringToObject(o, "format", format);
     list = cJSON_AddArrayToObject(o, "tools");
     map = cJSON_AddObjectToObject(o, "dispositions");
-    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
-        cJSON_AddItemToArray(list, tool_in_format(i, format));
-        cJSON_AddStringToObject(map, tools[i].name, tools[i].disposition);
+    for (size_t i = 0; i < vd_agent_tool_count; i++) {
+        if (vd_agent_tools[i].mcp_only)
+            continue;
+        cJSON_AddItemToArray(list, tool_in_format(&vd_agent_tools[i], format));
+        cJSON_AddStringToObject(map, vd_agent_tools[i].name, vd_agent_tools[i].disposition);
     }
     return vd_respond_json(ctx, 200, o);
 }

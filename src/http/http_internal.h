@@ -132,6 +132,8 @@ const char *vd_query(vd_ctx *ctx, const char *key);
 /* Query integer within [min,max] or default; 400 naming the argument. */
 vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, int64_t def,
                       int64_t *out);
+/* Whether s is a UUID in text form (8-4-4-4-12 hex digits). Pure. */
+bool vd_is_uuid(const char *s);
 /* The "claim_token" field: required, a UUID in text form. */
 vd_error vd_get_token(vd_field f, const char **out);
 /* A JSON value rendered by the database, embedded as-is (cJSON raw node). */
@@ -162,6 +164,73 @@ vd_error vd_h_tool_definitions(vd_ctx *ctx);
 vd_error vd_h_tool_failure(vd_ctx *ctx);
 vd_error vd_h_adjudications(vd_ctx *ctx);
 vd_error vd_h_session_outcome(vd_ctx *ctx);
+
+vd_error vd_h_mcp(vd_ctx *ctx);
+vd_error vd_h_mcp_no_stream(vd_ctx *ctx);
+
+/* Apply one disposition as POST /v1/jobs/{job_id}/disposition does: body is that call's body
+ * (claim_token, disposition, its fields; borrowed), request_json its text as stored for
+ * replays. On VD_OK *answer is the answer (malloc'd, caller frees). Otherwise the error is
+ * recorded on ctx (vd_fail: message and field) and returned (h_jobs.c). */
+vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
+                            const char *request_json, char **answer);
+/* Record one tool failure as POST /v1/jobs/{job_id}/tool-failures does (body borrowed). On
+ * VD_OK *envelope is SPEC §6's envelope (caller cJSON_Deletes); otherwise the error is recorded
+ * on ctx and returned (h_outcomes.c). */
+vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJSON **envelope);
+
+/* The agent-facing tools (h_tools.c): one table for GET /v1/tool-definitions (the four
+ * dispositions of SPEC §5.2) and the MCP endpoint's tools/list (those and the mcp_only ones). */
+typedef struct vd_agent_tool {
+    const char *name;
+    const char *disposition; /* what the disposition endpoint gets; NULL: not a disposition */
+    const char *description;
+    cJSON *(*schema)(void);  /* the JSON Schema of the arguments (caller frees) */
+    bool mcp_only;           /* offered only by /mcp (report_tool_failure) */
+} vd_agent_tool;
+
+extern const vd_agent_tool vd_agent_tools[];
+extern const size_t vd_agent_tool_count;
+/* The tool called `name`, or NULL. */
+const vd_agent_tool *vd_agent_tool_find(const char *name);
+/* The tool in MCP form, {name, description, inputSchema} (caller cJSON_Deletes). */
+cJSON *vd_agent_tool_mcp(const vd_agent_tool *t);
+
+/* JSON-RPC 2.0 as MCP uses it (jsonrpc.c). Pure; thread-safe. */
+#define VD_RPC_PARSE_ERROR (-32700)
+#define VD_RPC_INVALID_REQUEST (-32600)
+#define VD_RPC_METHOD_NOT_FOUND (-32601)
+#define VD_RPC_INVALID_PARAMS (-32602)
+#define VD_RPC_INTERNAL_ERROR (-32603)
+#define VD_RPC_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
+#define VD_RPC_SERVER_ERROR (-32000)       /* a transport refusal; data is verdict's envelope */
+
+typedef enum vd_rpc_kind {
+    VD_RPC_REQUEST = 0,
+    VD_RPC_NOTIFICATION,
+    VD_RPC_RESPONSE, /* the client answering a server request */
+    VD_RPC_INVALID,
+    VD_RPC__MAX
+} vd_rpc_kind;
+
+typedef struct vd_rpc_msg {
+    vd_rpc_kind kind;
+    const cJSON *id;     /* a string or integer id, when the message has a valid one */
+    const char *method;  /* requests and notifications */
+    const cJSON *params; /* as sent (any type), or NULL */
+    const char *why;     /* VD_RPC_INVALID: what is wrong (static text) */
+} vd_rpc_msg;
+
+/* Classify one message (borrowed; out points into it). MCP's rules: "jsonrpc" is "2.0", an id
+ * is a string or an integer (never null), a method is a string. */
+vd_rpc_kind vd_rpc_classify(const cJSON *m, vd_rpc_msg *out);
+/* {"jsonrpc":"2.0","id":<copy of id>,"result":<result>} (result taken). NULL on no memory. */
+cJSON *vd_rpc_result(const cJSON *id, cJSON *result);
+/* {"jsonrpc":"2.0"[,"id"],"error":{"code","message"[,"data"]}}; id NULL: none (MCP's error
+ * with no id); data taken, may be NULL. NULL on no memory. */
+cJSON *vd_rpc_error(const cJSON *id, int code, const char *message, cJSON *data);
+/* The JSON-RPC code a refusal of the HTTP layer (an error of the table) is answered with. */
+int vd_rpc_code_of(vd_error err);
 
 /* The reason codes each disposition accepts (NULL-terminated; h_jobs.c). */
 extern const char *const vd_reject_codes[];

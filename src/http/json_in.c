@@ -227,7 +227,7 @@ vd_error vd_idempotency_key(vd_ctx *ctx, const char **key)
     return VD_OK;
 }
 
-static bool is_uuid(const char *s)
+bool vd_is_uuid(const char *s)
 {
     static const char shape[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
     if (strlen(s) != sizeof(shape) - 1)
@@ -247,7 +247,7 @@ vd_error vd_get_token(vd_field f, const char **out)
     vd_error rc = vd_get_string(f, "claim_token", true, 1, 64, out);
     if (rc)
         return rc;
-    if (!is_uuid(*out))
+    if (!vd_is_uuid(*out))
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
                        vd_field_name(f, "claim_token", name, sizeof(name)),
                        "'%s' must be the UUID returned by the claim", name);

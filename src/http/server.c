@@ -173,6 +173,12 @@ static void access_log(const vd_ctx *ctx, double secs)
     vd_log(VD_LOG_INFO, "request", fields);
 }
 
+/* The MCP endpoint answers its refusals as JSON-RPC errors (h_mcp.c). */
+static bool speaks_jsonrpc(const vd_route *r)
+{
+    return r && (r->handler == vd_h_mcp || r->handler == vd_h_mcp_no_stream);
+}
+
 static enum MHD_Result queue_answer(vd_ctx *ctx)
 {
     struct MHD_Response *resp = NULL;
@@ -182,6 +188,10 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
             vd_logf(VD_LOG_ERROR, "internal error on %s %s: %s", ctx->method, ctx->path,
                     ctx->err_message);
         cJSON *env = vd_error_envelope(ctx->err, ctx->err_message, ctx->err_field);
+        if (speaks_jsonrpc(ctx->route)) /* MCP: a JSON-RPC error with no id, the envelope as data */
+            env = vd_rpc_error(NULL, vd_rpc_code_of(ctx->err),
+                               ctx->err_message[0] ? ctx->err_message : vd_error_code(ctx->err),
+                               env);
         if (vd_respond_json(ctx, vd_error_status(ctx->err), env))
             return MHD_NO;
         if (vd_error_retryable(ctx->err) && !ctx->retry_after[0])
@@ -192,7 +202,8 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
     if (!resp)
         return MHD_NO;
     ctx->resp_body = NULL; /* owned by the response now */
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctx->resp_ctype);
+    if (ctx->resp_ctype) /* none on a 202 with no body */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctx->resp_ctype);
     MHD_add_response_header(resp, "X-Request-Id", ctx->request_id);
     if (ctx->retry_after[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ctx->retry_after);

@@ -247,6 +247,13 @@ vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out)
     return first_text(c, VD_SQL_JOB_GET, 1, p, out);
 }
 
+vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out)
+{
+    i64s ids = i64_str(id);
+    const char *p[] = {ids.s, token};
+    return first_text(c, VD_SQL_JOB_CLAIMED, 2, p, out);
+}
+
 vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *status,
                             const char *since, int64_t after, int64_t limit, char **out)
 {

@@ -293,6 +293,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_JOB_GET] = {"job_get",
         "SELECT json_build_object('job', verdict_job_json(j))::text FROM jobs j WHERE j.id = $1"},
 
+    /* A job with its item, when the claim token given is the job's (whatever its status): the
+     * claim an MCP session is bound to (h_mcp.c). No row: no such job, or another's token. */
+    [VD_SQL_JOB_CLAIMED] = {"job_claimed",
+        "SELECT json_build_object('job', verdict_job_json(j), 'item', verdict_item_json(i))::text"
+        " FROM jobs j JOIN items i ON i.id = j.item_id"
+        " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
+
     [VD_SQL_JOBS_LIST] = {"jobs_list",
         "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
         "   ORDER BY (s.j).id), '[]'::json),"

@@ -369,6 +369,16 @@ function authHeader(token) {
 }
 
 const mediaType = (ct) => (ct || '').split(';')[0].trim().toLowerCase();
+// The error envelope of an answer: the body itself, or for the MCP endpoint's JSON-RPC errors
+// the envelope in error.data (undefined for a JSON-RPC error that carries none, e.g. -32600).
+const isRpc = (body) => !!(body && typeof body === 'object' && body.jsonrpc === '2.0');
+function envOf(body) {
+  if (!isRpc(body)) return body;
+  const d = body.error && body.error.data;
+  return d && typeof d === 'object' && typeof d.error === 'string' ? d : undefined;
+}
+// GET and DELETE /mcp: their only answer is 405 (the transport's "no stream, no session").
+const ONLY_405 = new Set(['mcpOpenStream', 'mcpEndSession']);
 const covered = new Map(); // opId -> Map(documented key -> count)
 for (const id of ops.keys()) covered.set(id, new Map());
 let responsesValidated = 0;
@@ -436,7 +446,14 @@ function checkResponse(label, o, res, c) {
   const v = schemaPtr ? validatorAt(schemaPtr) : (!o && status >= 400 ? errorSchema : null);
   if (v) check(v(body), label, `body does not validate against ${schemaPtr || '/components/schemas/Error'}: ${ajvErrors(v)}; body ${snip(text)}`);
   // error bodies agree with the one error table
-  if (status >= 400 && body && typeof body === 'object') {
+  if (isRpc(body) && body.error && envOf(body)) {
+    const want = { invalid_json: -32700, internal: -32603 }[envOf(body).error] || -32000;
+    check(body.error.code === want, label, `JSON-RPC code ${body.error.code} for '${envOf(body).error}', want ${want}`);
+    check(body.id === undefined, label, 'a transport refusal carries an id');
+  }
+  const env = envOf(body);
+  if (status >= 400 && env && typeof env === 'object') {
+    const body = env; // eslint-disable-line no-shadow
     const row = ERROR_TABLE.get(body.error);
     if (check(row, label, `error code '${body.error}' is not in the error table`)) {
       check(row.status === status, label, `error '${body.error}' is ${row.status} in the error table but was answered ${status}`);
@@ -449,16 +466,17 @@ function checkResponse(label, o, res, c) {
   if (c.expect !== undefined) {
     check(status === c.expect, label, `expected ${c.expect}, got ${status}: ${snip(text)}`);
     if (c.error !== undefined && body && typeof body === 'object')
-      check(body.error === c.error, label, `expected error '${c.error}', got '${body.error}': ${snip(text)}`);
+      check(env && env.error === c.error, label, `expected error '${c.error}', got '${env && env.error}': ${snip(text)}`);
     if (c.field !== undefined && body && typeof body === 'object')
-      check(body.field === c.field, label, `expected field '${c.field}', got '${body.field}'`);
+      check(env && env.field === c.field, label, `expected field '${c.field}', got '${env && env.field}'`);
   }
   return body;
 }
 
 // The request side: what the server accepted must be valid under the documented parameters
 // and request schema; a 400 naming a parameter or body field must be invalid under them.
-function checkRequest(label, o, c, pathVals, status, body) {
+function checkRequest(label, o, c, pathVals, status, answer) {
+  const body = envOf(answer);
   const isOk = status >= 200 && status < 300;
   const values = [];
   for (const p of o.params) {
@@ -994,7 +1012,7 @@ async function authMatrix() {
   for (const o of ops.values()) {
     const params = paramsFor(o);
     if (o.role === 'none') {
-      await call(o.id, { params, token: null, expect: 200, label: 'no token needed' });
+      await call(o.id, { params, token: null, expect: ONLY_405.has(o.id) ? 405 : 200, label: 'no token needed' });
       continue;
     }
     await call(o.id, { params, token: null, expect: 401, error: 'unauthorized', label: 'no token' });
@@ -1066,13 +1084,14 @@ async function outage() {
     reportDisposition: { json: { claim_token: BAD_TOKEN, disposition: 'complete' } },
     reportDispositions: { json: { dispositions: [{ job_id: 1, claim_token: BAD_TOKEN, disposition: 'complete' }] } },
     reportToolFailure: { json: { claim_token: BAD_TOKEN, tool: 't', error: 'e' } },
+    mcpMessage: { headers: { 'Verdict-Claim': `1:${BAD_TOKEN}` }, json: { jsonrpc: '2.0', id: 1, method: 'ping' } },
     reportSessionOutcome: { json: { claim_token: BAD_TOKEN, session: SUCCESS_SESSION } },
     adjudicateSession: { json: { session: SUCCESS_SESSION } },
   };
   for (const o of ops.values()) {
     const c = { params: paramsFor(o), ...(valid[o.id] || {}) };
     if (o.op.responses['503'] || o.op.responses['5XX']) await call(o.id, { ...c, expect: 503, error: 'database_unavailable', label: 'database gone' });
-    else await call(o.id, { ...c, expect: 200, label: 'database gone, needs none' });
+    else await call(o.id, { ...c, expect: ONLY_405.has(o.id) ? 405 : 200, label: 'database gone, needs none' });
   }
 }
 
@@ -1142,6 +1161,51 @@ async function toolSchemas() {
   console.log(`tools: ${tools.length} tools, ${agreed} argument objects where schema and endpoint agree`);
 }
 
+// The MCP endpoint (README "MCP"): the JSON-RPC answers and every transport refusal it
+// documents, validated like any other operation. The SDK-driven test is tests/mcp/mcp.mjs.
+async function mcp() {
+  const FS_MCP = `${FS}_mcp`;
+  await call('registerItems', { expect: 200, json: { items: [0, 1].map((i) => ({ flow_step_id: FS_MCP, source_type: 'rss', item_identifier: `mcp-${i}`, payload: { n: i } })) } });
+  const cl = (await call('claimItems', { expect: 200, json: { flow_step_id: FS_MCP, worker_id: 'contract@mcp', limit: 2 } })).body.claims;
+  if (cl.length !== 2) throw new Error('mcp: could not claim two items');
+  const claim = `${cl[0].job_id}:${cl[0].claim_token}`;
+  const rpc = (json, { headers, ...extra } = {}) => call('mcpMessage', { token: 'worker', headers: { 'Verdict-Claim': claim, ...(headers || {}) }, json, ...extra, label: extra.label || `mcp ${json.method || 'message'}` });
+  const init = await rpc({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'contract', version: '1' } } }, { expect: 200 });
+  check(init.body.result && init.body.result.protocolVersion === '2025-06-18', 'mcp initialize', snip(init.body));
+  await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' }, { expect: 202, headers: { 'MCP-Protocol-Version': '2025-06-18' } });
+  const list = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { expect: 200 });
+  const defs = (await call('getToolDefinitions', { expect: 200, query: { format: 'mcp' } })).body.tools;
+  check(isDeepStrictEqual(list.body.result.tools.slice(0, defs.length), defs), 'mcp tools/list', 'the disposition tools differ from /v1/tool-definitions?format=mcp');
+  const read = await rpc({ jsonrpc: '2.0', id: 3, method: 'resources/read', params: { uri: 'verdict://job' } }, { expect: 200 });
+  check(JSON.parse(read.body.result.contents[0].text).job.id === cl[0].job_id, 'mcp resources/read', snip(read.body));
+  const bad = await rpc({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'reject_source', arguments: { reason_code: 'nope' } } }, { expect: 200 });
+  check(bad.body.result.isError === true && bad.body.result.structuredContent.error === 'invalid_field', 'mcp tools/call refused', snip(bad.body));
+  const done = await rpc({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'complete_item', arguments: {} } }, { expect: 200 });
+  check(done.body.result.isError === false && done.body.result.structuredContent.item.state === 'processed', 'mcp tools/call', snip(done.body));
+  const miss = await rpc({ jsonrpc: '2.0', id: 6, method: 'no/such' }, { expect: 200 });
+  check(miss.body.error && miss.body.error.code === -32601 && miss.body.id === 6, 'mcp unknown method', snip(miss.body));
+  // the 400s: no/malformed claim, unsupported version, malformed JSON, not JSON-RPC, batches
+  const ping = { jsonrpc: '2.0', id: 7, method: 'ping' };
+  await call('mcpMessage', { token: 'worker', json: ping, expect: 400, error: 'missing_field', field: 'Verdict-Claim', label: 'mcp without Verdict-Claim' });
+  for (const v of ['42', `0:${cl[0].claim_token}`, `${cl[0].job_id}:nope`])
+    await rpc(ping, { headers: { 'Verdict-Claim': v }, expect: 400, error: 'invalid_field', field: 'Verdict-Claim', label: `mcp Verdict-Claim '${v}'` });
+  await rpc(ping, { headers: { 'MCP-Protocol-Version': '1999-01-01' }, expect: 400, error: 'invalid_field', field: 'MCP-Protocol-Version', label: 'mcp unsupported version' });
+  await call('mcpMessage', { token: 'worker', headers: { 'Verdict-Claim': claim }, raw: '{"jsonrpc": ', expect: 400, error: 'invalid_json', label: 'mcp malformed JSON' });
+  const inv = await rpc({ jsonrpc: '1.0', id: 8, method: 'ping' }, { expect: 400, specAccepts: false, label: 'mcp not JSON-RPC 2.0' });
+  check(inv.body.error && inv.body.error.code === -32600 && inv.body.id === 8, 'mcp invalid request', snip(inv.body));
+  const batch = await rpc([ping], { headers: { 'MCP-Protocol-Version': '2025-11-25' }, expect: 400, label: 'mcp batch under 2025-11-25' });
+  check(batch.body.error && batch.body.error.code === -32600, 'mcp batch refused', snip(batch.body));
+  const old = await rpc([ping, { jsonrpc: '2.0', method: 'notifications/x' }], { headers: { 'MCP-Protocol-Version': '2025-03-26' }, expect: 200, label: 'mcp batch under 2025-03-26' });
+  check(Array.isArray(old.body) && old.body.length === 1 && old.body[0].id === 7, 'mcp batch answered', snip(old.body));
+  // the 403s: another job's token, a foreign Origin
+  await rpc(ping, { headers: { 'Verdict-Claim': `${cl[0].job_id}:${cl[1].claim_token}` }, expect: 403, error: 'claim_mismatch', field: 'Verdict-Claim', label: "mcp another job's token" });
+  await rpc(ping, { headers: { Origin: 'http://evil.example' }, expect: 403, error: 'origin_forbidden', field: 'Origin', label: 'mcp foreign Origin' });
+  for (const id of ['mcpOpenStream', 'mcpEndSession']) {
+    const r = await call(id, { token: null, headers: { Accept: 'text/event-stream' }, expect: 405, error: 'method_not_allowed' });
+    check(r.headers.allow === 'POST', id, `Allow '${r.headers.allow}'`);
+  }
+}
+
 // ------------------------------------------------------------------------------------------
 
 let fatal = null;
@@ -1157,6 +1221,7 @@ try {
   await group('reads', reads);
   await group('admin', admin);
   await group('tools', toolSchemas);
+  await group('mcp', mcp);
   await group('auth', authMatrix);
   await group('bodies', bodyMatrix);
   await group('unrouted', unrouted);
