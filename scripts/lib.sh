@@ -58,19 +58,23 @@ vd_pg_as() {
   fi
 }
 
-# vd_pg_start DIR: initdb DIR/data on first use, start it on a free loopback port, and
-# export VD_PG_PORT and VD_PG_URL (a libpq keyword string for database "postgres").
+# vd_pg_start DIR [SERVER_OPTION...]: initdb DIR/data on first use, start it on a free
+# loopback port, and export VD_PG_PORT and VD_PG_URL (a libpq keyword string for database
+# "postgres"). The cluster is durable (fsync, synchronous_commit and full_page_writes keep their
+# PostgreSQL defaults: on) unless the caller passes options that say otherwise; scripts/test.sh
+# passes its fast, throwaway ones. Extra words are handed to postgres as they are ("-c k=v").
 vd_pg_start() {
-  local dir=$1
+  local dir=$1; shift
+  local extra="$*"
   mkdir -p "$dir"
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; chmod 700 "$dir"; fi
   if [ ! -f "$dir/data/PG_VERSION" ]; then
-    vd_pg_as "$VD_PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 \
+    vd_pg_as "$VD_PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 \
       --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
   fi
   VD_PG_PORT=$(vd_free_port)
   vd_pg_as "$VD_PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $VD_PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+    -o "-p $VD_PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=300 $extra" \
     start >/dev/null || { cat "$dir/postgres.log" >&2; return 1; }
   VD_PG_URL="host=127.0.0.1 port=$VD_PG_PORT user=postgres dbname=postgres"
   export VD_PG_PORT VD_PG_URL

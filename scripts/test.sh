@@ -22,8 +22,9 @@ vd_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERDICT_TESTS=ON
 vd_log "building (address,undefined sanitizers) in build-asan/"
 vd_build build-asan -DCMAKE_BUILD_TYPE=Debug -DVERDICT_SANITIZE=address,undefined -DVERDICT_TESTS=ON
 
-vd_log "starting PostgreSQL"
-vd_pg_start "$TMP/pg"
+vd_log "starting PostgreSQL (throwaway: fsync, synchronous_commit and full_page_writes off for speed)"
+VD_PG_FAST=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
+vd_pg_start "$TMP/pg" "${VD_PG_FAST[@]}"
 export VERDICT_TEST_DATABASE_URL="$VD_PG_URL"
 pgctl="$VD_PG_BIN/pg_ctl -D $TMP/pg/data -l $TMP/pg/postgres.log -w -t 60"
 pgopts="-p $VD_PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$TMP/pg -c fsync=off -c max_connections=300"
