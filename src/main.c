@@ -71,6 +71,7 @@ static int run_serve(const vd_config *cfg)
     db = vd_db_create(cfg->database_url, cfg->db_pool_size);
     if (!db)
         goto out;
+    vd_db_set_timeout(db, cfg->db_timeout_ms);
     srv = vd_server_start(cfg, db);
     if (!srv)
         goto out;

@@ -52,6 +52,11 @@ typedef struct vd_config {
     int max_consecutive_retries;
     int retention_days;
     int db_pool_size;
+    int db_timeout_ms;        /* client-side bound of every database wait */
+    int max_connections;      /* libmicrohttpd's global connection cap */
+    int max_connections_per_ip;
+    int read_timeout_ms;      /* a request's headers and body must arrive within this */
+    int queue_depth;          /* requests waiting for a worker before 503 */
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

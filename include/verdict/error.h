@@ -45,10 +45,16 @@
        "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                    \
     XX(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, false,                               \
        "Send the body as 'Content-Type: application/json'.")                                       \
+    XX(MATCH_BUDGET_EXHAUSTED, "match_budget_exhausted", 422, false,                               \
+       "Simplify the regexes (no nested quantifiers such as (a+)+) or send less text.")          \
     XX(IDEMPOTENCY_KEY_REUSED, "idempotency_key_reused", 422, false,                               \
        "Use a new Idempotency-Key for a different request body.")                                  \
     XX(DATABASE_UNAVAILABLE, "database_unavailable", 503, true,                                    \
        "Retry the same request after the Retry-After delay; nothing was written.")                \
+    XX(OVERLOADED, "overloaded", 503, true,                                                        \
+       "Every worker is busy: retry the same request after the Retry-After delay.")              \
+    XX(UNSUPPORTED_TRANSFER_CODING, "unsupported_transfer_coding", 501, false,                     \
+       "Send the body with a Content-Length, or with 'Transfer-Encoding: chunked'.")             \
     XX(INTERNAL, "internal", 500, false,                                                           \
        "Report this with the X-Request-Id; the request was not applied.")
 

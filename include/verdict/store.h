@@ -22,10 +22,19 @@ typedef struct vd_conn vd_conn;
  * opened lazily. Returns NULL on allocation failure; free with vd_db_destroy. */
 vd_db *vd_db_create(const char *url, int size);
 void vd_db_destroy(vd_db *db);
+/* The client-side bound of a database call (VERDICT_DB_TIMEOUT_MS; default 5000): waiting for
+ * a pooled connection, connecting, and every statement's send and result. Call before use. */
+void vd_db_set_timeout(vd_db *db, int timeout_ms);
 
 /* Borrow a connected, prepared connection for the calling thread. Returns VD_OK and sets
- * *out, or VD_ERR_DATABASE_UNAVAILABLE (nothing to release). */
+ * *out, or VD_ERR_DATABASE_UNAVAILABLE (nothing to release). Waiting for a free connection
+ * and connecting are bounded by the pool's timeout; so is each later call on it, on its own. */
 vd_error vd_db_acquire(vd_db *db, vd_conn **out);
+/* The same, with one deadline (a vd_monotonic() time) for everything: the wait for a free
+ * connection, connecting, and every call on the connection until it is released. A call that
+ * passes it drops the connection (whatever it sent is rolled back by the server) and answers
+ * VD_ERR_DATABASE_UNAVAILABLE. For requests: nothing they do outlives their bound. */
+vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **out);
 /* Give a connection back; a broken one is re-opened by the next acquire. */
 void vd_db_release(vd_db *db, vd_conn *conn);
 /* How many connections are borrowed right now. */

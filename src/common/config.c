@@ -202,6 +202,15 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
            env_int(get, "VERDICT_RETENTION_DAYS", 30, 1, 36500, &cfg->retention_days, err,
                    errlen) &&
            env_int(get, "VERDICT_DB_POOL_SIZE", 0, 0, 512, &cfg->db_pool_size, err, errlen) &&
+           env_int(get, "VERDICT_DB_TIMEOUT_MS", 5000, 100, 600000, &cfg->db_timeout_ms, err,
+                   errlen) &&
+           env_int(get, "VERDICT_MAX_CONNECTIONS", 1024, 16, 60000, &cfg->max_connections, err,
+                   errlen) &&
+           env_int(get, "VERDICT_MAX_CONNECTIONS_PER_IP", 128, 0, 60000,
+                   &cfg->max_connections_per_ip, err, errlen) &&
+           env_int(get, "VERDICT_READ_TIMEOUT_MS", 10000, 100, 600000, &cfg->read_timeout_ms,
+                   err, errlen) &&
+           env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen) &&
            ((cfg->max_body_bytes = (size_t)body), true);
 }
 
@@ -222,6 +231,8 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
     cfg->auto_migrate = automig == 1;
     if (cfg->db_pool_size == 0)
         cfg->db_pool_size = cfg->threads + 1;
+    if (cfg->queue_depth == 0)
+        cfg->queue_depth = 64 * cfg->threads;
     s = get("VERDICT_DATABASE_URL");
     if (s && *s && !(cfg->database_url = strdup(s))) {
         fail(err, errlen, "VERDICT_DATABASE_URL: out of memory");

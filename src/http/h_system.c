@@ -23,7 +23,7 @@ vd_error vd_h_readyz(vd_ctx *ctx)
 {
     vd_conn *conn = NULL;
     int version = 0;
-    vd_error rc = vd_db_acquire(ctx->db, &conn);
+    vd_error rc = vd_db_acquire_until(ctx->db, ctx->deadline, &conn);
     if (rc)
         return vd_fail(ctx, rc, NULL, "the database does not answer");
     rc = vd_store_ready(conn, &version);
@@ -95,7 +95,7 @@ vd_error vd_h_metrics(vd_ctx *ctx)
         char *db = NULL;
         /* the database families are left out (not failed) while the database is down:
          * verdict_up still answers, which is what an alert wants */
-        if (vd_db_acquire(ctx->db, &c) == VD_OK) {
+        if (vd_db_acquire_until(ctx->db, ctx->deadline, &c) == VD_OK) {
             if (vd_store_metrics(c, &db) == VD_OK)
                 vd_buf_printf(&out, "%s", db);
             vd_db_release(ctx->db, c);

@@ -72,6 +72,7 @@ struct vd_ctx {
     char retry_after[16];
     bool idempotent_replayed;
     vd_conn *dbc; /* borrowed from the pool by vd_ctx_db, released after the handler */
+    double deadline; /* vd_monotonic() bound of every database wait of this request */
 };
 
 /* The request's database connection, acquired on first use. VD_ERR_DATABASE_UNAVAILABLE

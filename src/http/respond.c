@@ -79,7 +79,7 @@ vd_error vd_ctx_db(vd_ctx *ctx, vd_conn **out)
 {
     vd_error rc = VD_OK;
     if (!ctx->dbc) {
-        rc = vd_db_acquire(ctx->db, &ctx->dbc);
+        rc = vd_db_acquire_until(ctx->db, ctx->deadline, &ctx->dbc);
         if (rc)
             return vd_store_fail(ctx, rc, NULL);
     }

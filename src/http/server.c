@@ -1,8 +1,12 @@
 /* server.c - the libmicrohttpd glue: accept, accumulate the body under the size cap,
  * authenticate, route, run the handler, answer (errors through the one envelope), log one
- * JSON line per request. Per-request state lives in *req_cls and is freed on completion. */
+ * JSON line per request. Per-request state lives in *req_cls and is freed on completion.
+ * libmicrohttpd's one thread only does socket I/O: a read request is handed to the bounded
+ * worker pool (workers.c) with its connection suspended, and resumed when its answer is
+ * ready, so /healthz (answered inline) never waits for a handler or the database. */
 #include "http_internal.h"
 #include "metrics.h"
+#include "workers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "verdict/server.h"
 #include "verdict/util.h"
@@ -19,19 +25,33 @@ struct vd_server {
     const vd_config *cfg;
     vd_db *db;
     struct MHD_Daemon *daemon;
+    vd_workers *workers;
+    vd_guard *guard;
+    int inflight; /* requests begun and not completed (atomic) */
 };
+
+typedef enum req_state {
+    REQ_READING = 0, /* headers read; the body may be arriving */
+    REQ_RUNNING,     /* queued or running on a worker; the connection is suspended */
+    REQ_READY,       /* the answer is on ctx */
+    REQ_QUEUED,      /* handed to libmicrohttpd */
+} req_state;
 
 typedef struct vd_req {
     char *body;
     size_t len, cap;
     bool too_large;
     double started;
+    req_state state;
+    vd_ctx ctx;
 } vd_req;
 
 static void req_free(vd_req *r)
 {
     if (!r)
         return;
+    cJSON_Delete(r->ctx.json);
+    free(r->ctx.resp_body);
     free(r->body);
     free(r);
 }
@@ -39,11 +59,13 @@ static void req_free(vd_req *r)
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
+    vd_server *srv = cls;
     (void)toe;
+    if (*req_cls)
+        __atomic_fetch_sub(&srv->inflight, 1, __ATOMIC_SEQ_CST);
     req_free(*req_cls);
     *req_cls = NULL;
+    vd_guard_busy(c, false); /* the next request's read window starts now */
 }
 
 /* Append an upload chunk; past the cap the rest is drained and the request answered 413. */
@@ -216,6 +238,128 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
     return ret;
 }
 
+/* The request is read: what the worker (or, for /healthz, the I/O thread) runs. */
+static void run_request(vd_req *r)
+{
+    vd_ctx *ctx = &r->ctx;
+    ctx->err = dispatch(ctx, r);
+    vd_db_release(ctx->db, ctx->dbc); /* rolls back anything a failed handler left open */
+    ctx->dbc = NULL;
+    if (ctx->err == VD_OK && !ctx->resp_body)
+        vd_fail(ctx, VD_ERR_INTERNAL, NULL, "the handler produced no answer");
+    r->state = REQ_READY;
+}
+
+static void work(void *item)
+{
+    vd_req *r = item;
+    run_request(r);
+    MHD_resume_connection(r->ctx.conn); /* libmicrohttpd calls on_access again: finish() */
+}
+
+/* Hand the answer on ctx to libmicrohttpd, count and log it. */
+static enum MHD_Result finish(vd_req *r)
+{
+    vd_ctx *ctx = &r->ctx;
+    enum MHD_Result ret = queue_answer(ctx);
+    double secs = vd_monotonic() - r->started;
+    r->state = REQ_QUEUED;
+    vd_metrics_observe_http(ctx->route ? (long)ctx->match.route_index : -1, ctx->status, secs);
+    access_log(ctx, secs);
+    return ret;
+}
+
+static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *conn,
+                     const char *url, const char *method)
+{
+    vd_ctx *ctx = &r->ctx;
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->cfg = srv->cfg;
+    ctx->db = srv->db;
+    ctx->conn = conn;
+    ctx->method = method;
+    ctx->path = url;
+    ctx->deadline = r->started + srv->cfg->db_timeout_ms / 1000.0;
+    if (sane_request_id(rid))
+        snprintf(ctx->request_id, sizeof(ctx->request_id), "%s", rid);
+    else
+        vd_random_hex(ctx->request_id, 16);
+}
+
+/* What is refused from the headers alone, before any body byte is read: a transfer coding
+ * other than chunked (libmicrohttpd would wait for a body it cannot delimit) and a declared
+ * Content-Length above the cap. */
+static vd_error refuse_early(vd_ctx *ctx)
+{
+    const char *te = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *cl = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (te && strcasecmp(te, "chunked") != 0)
+        return vd_fail(ctx, VD_ERR_UNSUPPORTED_TRANSFER_CODING, "Transfer-Encoding",
+                       "Transfer-Encoding '%s' is not supported: send the body with a "
+                       "Content-Length or 'Transfer-Encoding: chunked'", te);
+    if (cl && !te) {
+        char *end = NULL;
+        unsigned long long n;
+        errno = 0;
+        n = strtoull(cl, &end, 10);
+        if (cl[0] < '0' || cl[0] > '9' || *end != '\0' || errno == ERANGE ||
+            n > ctx->cfg->max_body_bytes)
+            return vd_fail(ctx, VD_ERR_PAYLOAD_TOO_LARGE, "Content-Length",
+                           "the declared body is larger than %zu bytes",
+                           ctx->cfg->max_body_bytes);
+    }
+    return VD_OK;
+}
+
+static bool is_healthz(const char *method, const char *url)
+{
+    return strcmp(url, "/healthz") == 0 &&
+           (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0);
+}
+
+/* A queued request's connection waits, suspended, until its worker resumes it. */
+static void suspend(void *item)
+{
+    vd_req *r = item;
+    r->state = REQ_RUNNING;
+    MHD_suspend_connection(r->ctx.conn);
+}
+
+/* The request is read: answer /healthz here, queue anything else to a worker. */
+static enum MHD_Result start_request(vd_server *srv, vd_req *r)
+{
+    vd_guard_busy(r->ctx.conn, true);
+    if (is_healthz(r->ctx.method, r->ctx.path)) {
+        run_request(r);
+        return finish(r);
+    }
+    if (vd_workers_push(srv->workers, r, suspend))
+        return MHD_YES;
+    vd_fail(&r->ctx, VD_ERR_OVERLOADED, NULL,
+            "every worker is busy and %d requests are waiting; try again shortly",
+            srv->cfg->queue_depth);
+    return finish(r);
+}
+
+/* First call: headers only. Set up the request and refuse at once what cannot be served. */
+static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn,
+                                     const char *url, const char *method, void **req_cls)
+{
+    vd_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return MHD_NO;
+    r->started = vd_monotonic();
+    *req_cls = r;
+    __atomic_fetch_add(&srv->inflight, 1, __ATOMIC_SEQ_CST);
+    ctx_init(srv, r, conn, url, method);
+    if (refuse_early(&r->ctx))
+        return finish(r); /* libmicrohttpd then reads no body and closes the connection */
+    return MHD_YES;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -223,46 +367,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 {
     vd_server *srv = cls;
     vd_req *r = *req_cls;
-    vd_ctx ctx;
-    enum MHD_Result ret;
-    const char *rid = NULL;
     (void)version;
-    if (!r) {
-        r = calloc(1, sizeof(*r));
-        if (!r)
-            return MHD_NO;
-        r->started = vd_monotonic();
-        *req_cls = r;
+    if (!r)
+        return begin_request(srv, conn, url, method, req_cls);
+    if (r->state == REQ_READY)
+        return finish(r);
+    if (r->state != REQ_READING) { /* answered already: swallow the rest */
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
         req_append(r, upload_data, *upload_data_size, srv->cfg->max_body_bytes);
         *upload_data_size = 0;
-        return MHD_YES;
+        if (!r->too_large)
+            return MHD_YES;
+        /* over the cap (a chunked body): refuse now rather than read the rest */
+        vd_fail(&r->ctx, VD_ERR_PAYLOAD_TOO_LARGE, NULL, "the body is larger than %zu bytes",
+                srv->cfg->max_body_bytes);
+        return finish(r);
     }
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.cfg = srv->cfg;
-    ctx.db = srv->db;
-    ctx.conn = conn;
-    ctx.method = method;
-    ctx.path = url;
-    rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    if (sane_request_id(rid))
-        snprintf(ctx.request_id, sizeof(ctx.request_id), "%s", rid);
-    else
-        vd_random_hex(ctx.request_id, 16);
-    ctx.err = dispatch(&ctx, r);
-    vd_db_release(srv->db, ctx.dbc); /* rolls back anything a failed handler left open */
-    ctx.dbc = NULL;
-    if (ctx.err == VD_OK && !ctx.resp_body)
-        vd_fail(&ctx, VD_ERR_INTERNAL, NULL, "the handler produced no answer");
-    ret = queue_answer(&ctx);
-    double secs = vd_monotonic() - r->started;
-    vd_metrics_observe_http(ctx.route ? (long)ctx.match.route_index : -1, ctx.status, secs);
-    access_log(&ctx, secs);
-    cJSON_Delete(ctx.json);
-    free(ctx.resp_body);
-    return ret;
+    return start_request(srv, r);
 }
 
 static bool resolve(const char *host, int port, struct sockaddr_storage *ss)
@@ -294,11 +418,35 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     vd_logf(VD_LOG_WARN, "libmicrohttpd: %s", msg);
 }
 
+/* The global connection cap, lowered to what the process may open: each connection is a
+ * descriptor, and the pool, the listener and libraries need some too. */
+static unsigned connection_cap(const vd_config *cfg)
+{
+    struct rlimit rl;
+    long cap = cfg->max_connections;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long room = (long)rl.rlim_cur - cfg->db_pool_size - 64;
+        if (room < cap) {
+            vd_logf(VD_LOG_WARN, "VERDICT_MAX_CONNECTIONS %ld lowered to %ld (open file limit %ld)",
+                    cap, room < 16 ? 16 : room, (long)rl.rlim_cur);
+            cap = room < 16 ? 16 : room;
+        }
+    }
+    return (unsigned)cap;
+}
+
+static void server_free(vd_server *srv)
+{
+    vd_workers_stop(srv->workers);
+    vd_guard_stop(srv->guard);
+    free(srv);
+}
+
 vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
 {
     struct sockaddr_storage ss;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     vd_server *srv = calloc(1, sizeof(*srv));
     if (!srv)
         return NULL;
@@ -312,18 +460,29 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     }
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
+    srv->guard = vd_guard_start(cfg->read_timeout_ms);
+    if (!srv->workers || !srv->guard) {
+        vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
+        server_free(srv);
+        return NULL;
+    }
     errno = 0;
+    /* one I/O thread: handlers run on the workers, so it only moves bytes */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_END);
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+        MHD_OPTION_CONNECTION_LIMIT, connection_cap(cfg),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+        MHD_OPTION_END);
     if (!srv->daemon) {
         int e = errno;
         vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,
                 e ? strerror(e) : "see the libmicrohttpd message above");
-        free(srv);
+        server_free(srv);
         return NULL;
     }
     return srv;
@@ -334,6 +493,14 @@ void vd_server_stop(vd_server *srv)
     if (!srv)
         return;
     MHD_quiesce_daemon(srv->daemon);
+    /* the workers finish what is queued and resume those connections; then the answers
+     * are given a moment to be written before the daemon closes every connection */
+    vd_workers_stop(srv->workers);
+    srv->workers = NULL;
+    for (int i = 0; i < 500 && __atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     MHD_stop_daemon(srv->daemon);
-    free(srv);
+    server_free(srv);
 }

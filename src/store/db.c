@@ -1,9 +1,14 @@
 /* db.c - the connection pool, statement preparation, SQLSTATE -> error mapping and the
  * transaction helper. A connection belongs to one thread at a time; a lost one is re-opened
- * lazily, so the service recovers by itself when PostgreSQL comes back. */
+ * lazily, so the service recovers by itself when PostgreSQL comes back. libpq runs
+ * non-blocking: every wait (connect, send, result) is one poll() bounded by a deadline, so a
+ * stopped or unreachable server costs a caller at most VERDICT_DB_TIMEOUT_MS. */
 #include "store_internal.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +18,7 @@
 struct vd_db {
     char *url;
     int size;
+    int timeout_ms;
     int in_use;
     vd_conn *conns;
     int *free_stack;
@@ -36,15 +42,30 @@ vd_db *vd_db_create(const char *url, int size)
         return NULL;
     }
     db->size = size;
+    db->timeout_ms = 5000;
     for (int i = 0; i < size; i++) {
         db->conns[i].index = i;
         db->conns[i].url = db->url;
+        db->conns[i].timeout_ms = db->timeout_ms;
         db->conns[i].deferred = -1;
         db->free_stack[db->free_count++] = size - 1 - i;
     }
     pthread_mutex_init(&db->mu, NULL);
-    pthread_cond_init(&db->cv, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* deadlines are vd_monotonic() */
+        pthread_cond_init(&db->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     return db;
+}
+
+void vd_db_set_timeout(vd_db *db, int timeout_ms)
+{
+    db->timeout_ms = timeout_ms;
+    for (int i = 0; i < db->size; i++)
+        db->conns[i].timeout_ms = timeout_ms;
 }
 
 void vd_db_destroy(vd_db *db)
@@ -85,29 +106,178 @@ static void conn_close(vd_conn *c)
     drop_deferred(c);
 }
 
-/* Open the connection and prepare every statement; false leaves it closed. */
+static bool result_ok(const PGresult *res)
+{
+    ExecStatusType st = PQresultStatus(res);
+    return st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+}
+
+/* Start the bound of one call: the borrow's deadline, or the pool timeout from now. */
+static void op_begin(vd_conn *c)
+{
+    c->timed_out = false;
+    c->op_deadline = c->deadline > 0 ? c->deadline : vd_monotonic() + c->timeout_ms / 1000.0;
+}
+
+static int remaining_ms(const vd_conn *c)
+{
+    double left = (c->op_deadline - vd_monotonic()) * 1000.0;
+    return left <= 0 ? 0 : left > 3600e3 ? 3600000 : (int)left + 1;
+}
+
+/* Wait until the socket is ready for `events`; false when the deadline passed first (then
+ * c->timed_out) or the socket is gone. */
+static bool wait_socket(vd_conn *c, short events)
+{
+    int fd = c->pg ? PQsocket(c->pg) : -1;
+    if (fd < 0)
+        return false;
+    for (;;) {
+        struct pollfd p = {fd, events, 0};
+        int ms = remaining_ms(c), n;
+        if (ms <= 0) {
+            c->timed_out = true;
+            return false;
+        }
+        n = poll(&p, 1, ms);
+        if (n > 0)
+            return true;
+        if (n < 0 && errno != EINTR)
+            return false;
+    }
+}
+
+/* The one place the store waits on the server: flush what libpq holds and, when `result`,
+ * read until PQgetResult will not block. False on a broken socket or a passed deadline. */
+static bool conn_pump(vd_conn *c, bool result)
+{
+    for (;;) {
+        int f = PQflush(c->pg);
+        if (f < 0)
+            return false;
+        if (f == 0 && (!result || !PQisBusy(c->pg)))
+            return true;
+        if (!wait_socket(c, (short)(f ? POLLIN | POLLOUT : POLLIN)))
+            return false;
+        if (!PQconsumeInput(c->pg))
+            return false;
+    }
+}
+
+/* The next result (NULL: this query's results are over). False when the wait failed. */
+static bool next_result(vd_conn *c, PGresult **res)
+{
+    *res = NULL;
+    if (!conn_pump(c, true))
+        return false;
+    *res = PQgetResult(c->pg);
+    return true;
+}
+
+static void log_lost(vd_conn *c, const char *what)
+{
+    if (c->timed_out)
+        vd_logf(VD_LOG_WARN, "database %s: no answer within the deadline (%d ms); the "
+                "connection is dropped", what, c->timeout_ms);
+    else
+        vd_logf(VD_LOG_WARN, "database %s failed: %s", what, c->pg ? PQerrorMessage(c->pg) : "");
+}
+
+/* Collect every result of the query just sent: the first failed one, else the last. NULL
+ * (and the connection closed) when the server did not answer in time or the socket broke. */
+static PGresult *collect(vd_conn *c, bool sent)
+{
+    PGresult *keep = NULL, *res = NULL;
+    bool ok = sent && conn_pump(c, false);
+    while (ok && (ok = next_result(c, &res)) && res) {
+        if (keep && !result_ok(keep)) {
+            PQclear(res); /* the first failure is the answer */
+        } else {
+            PQclear(keep);
+            keep = res;
+        }
+    }
+    if (!ok) {
+        PQclear(keep);
+        log_lost(c, "call");
+        conn_close(c);
+        return NULL;
+    }
+    return keep;
+}
+
+/* PQexec, bounded: a command (several allowed) as one simple query. */
+static PGresult *conn_exec(vd_conn *c, const char *command)
+{
+    return c->pg ? collect(c, PQsendQuery(c->pg, command) == 1) : NULL;
+}
+
+/* PQexecPrepared, bounded. */
+static PGresult *conn_exec_prepared(vd_conn *c, const char *name, int n,
+                                    const char *const *params)
+{
+    return c->pg ? collect(c, PQsendQueryPrepared(c->pg, name, n, params, NULL, NULL, 0) == 1)
+                 : NULL;
+}
+
+/* PQconnectdbParams, bounded by the call's deadline; the connection is non-blocking after.
+ * Our keywords come first so that the caller's URL can override them. */
+static bool conn_connect(vd_conn *c)
+{
+    char ct[16], ut[16];
+    int ms = remaining_ms(c);
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    const char *keys[] = {"connect_timeout", "application_name", "keepalives",
+                          "keepalives_idle", "keepalives_interval", "keepalives_count",
+                          "tcp_user_timeout", "dbname", NULL};
+    const char *vals[] = {ct, "verdictd", "1", "5", "2", "3", ut, c->url, NULL};
+    if (ms <= 0) {
+        c->timed_out = true;
+        return false;
+    }
+    /* libpq's own bounds back ours up: whole seconds (2 at least), and unacknowledged
+     * data on a dead peer gives up after the pool timeout */
+    snprintf(ct, sizeof(ct), "%d", ms / 1000 + 2);
+    snprintf(ut, sizeof(ut), "%d", c->timeout_ms);
+    c->pg = PQconnectStartParams(keys, vals, 1);
+    if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD)
+        return false;
+    while (st != PGRES_POLLING_OK) {
+        if (st == PGRES_POLLING_FAILED)
+            return false;
+        if (!wait_socket(c, (short)(st == PGRES_POLLING_READING ? POLLIN : POLLOUT)))
+            return false;
+        st = PQconnectPoll(c->pg);
+    }
+    return PQsetnonblocking(c->pg, 1) == 0;
+}
+
+/* Open the connection and prepare every statement, under the call's deadline; false leaves
+ * it closed. */
 static bool conn_open(vd_conn *c)
 {
-    const char *url = c->url;
-    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-    const char *vals[] = {url, "5", "verdictd", NULL};
+    char setup[160];
     PGresult *res = NULL;
     conn_close(c);
-    c->pg = PQconnectdbParams(keys, vals, 1);
-    if (!c->pg || PQstatus(c->pg) != CONNECTION_OK)
+    if (!conn_connect(c))
         goto fail;
     /* jit off: short OLTP statements never repay compiling, and a custom plan of the stats
-     * query over a big table crossed jit_above_cost (0.5 s of JIT per connection) */
-    res = PQexec(c->pg, "SET statement_timeout = '30s'; SET TIME ZONE 'UTC'; SET jit = off");
+     * query over a big table crossed jit_above_cost (0.5 s of JIT per connection). The
+     * server's statement_timeout matches our deadline, so a statement whose caller gave up
+     * does not run on after the connection is dropped. */
+    snprintf(setup, sizeof(setup),
+             "SET statement_timeout = %d; SET TIME ZONE 'UTC'; SET jit = off", c->timeout_ms);
+    res = conn_exec(c, setup);
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         goto fail;
     PQclear(res);
     for (int i = 0; i < VD_SQL__MAX; i++) {
         const vd_sql_statement *st = &vd_sql_statements[i];
-        res = PQprepare(c->pg, st->name, st->text, 0, NULL);
+        res = c->pg ? collect(c, PQsendPrepare(c->pg, st->name, st->text, 0, NULL) == 1) : NULL;
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            vd_logf(VD_LOG_WARN, "prepare %s failed: %s", st->name,
-                    PQresultErrorMessage(res));
+            if (res)
+                vd_logf(VD_LOG_WARN, "prepare %s failed: %s", st->name,
+                        PQresultErrorMessage(res));
             goto fail;
         }
         PQclear(res);
@@ -115,29 +285,44 @@ static bool conn_open(vd_conn *c)
     c->ready = true;
     return true;
 fail:
-    if (c->pg && PQstatus(c->pg) != CONNECTION_OK)
+    if (c->timed_out)
+        log_lost(c, "connect");
+    else if (c->pg && PQstatus(c->pg) != CONNECTION_OK)
         vd_logf(VD_LOG_WARN, "database connection failed: %s", PQerrorMessage(c->pg));
     PQclear(res);
     conn_close(c);
     return false;
 }
 
-vd_error vd_db_acquire(vd_db *db, vd_conn **out)
+/* Wait for a free connection until `deadline`; NULL when none came. */
+static vd_conn *pool_take(vd_db *db, double deadline)
 {
-    struct timespec deadline;
+    struct timespec ts;
     vd_conn *c = NULL;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;
+    double whole = (double)(long long)deadline;
+    ts.tv_sec = (time_t)whole;
+    ts.tv_nsec = (long)((deadline - whole) * 1e9);
     pthread_mutex_lock(&db->mu);
     while (db->free_count == 0) {
-        if (pthread_cond_timedwait(&db->cv, &db->mu, &deadline) != 0 && db->free_count == 0) {
+        if (pthread_cond_timedwait(&db->cv, &db->mu, &ts) != 0 && db->free_count == 0) {
             pthread_mutex_unlock(&db->mu);
-            return VD_ERR_DATABASE_UNAVAILABLE;
+            return NULL;
         }
     }
     c = &db->conns[db->free_stack[--db->free_count]];
     db->in_use++;
     pthread_mutex_unlock(&db->mu);
+    return c;
+}
+
+static vd_error acquire(vd_db *db, double deadline, bool whole_borrow, vd_conn **out)
+{
+    vd_conn *c = pool_take(db, deadline);
+    if (!c)
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    c->deadline = whole_borrow ? deadline : 0;
+    c->op_deadline = deadline;
+    c->timed_out = false;
     if (c->pg && PQstatus(c->pg) != CONNECTION_OK)
         conn_close(c);
     if (!c->ready && !conn_open(c)) {
@@ -146,6 +331,16 @@ vd_error vd_db_acquire(vd_db *db, vd_conn **out)
     }
     *out = c;
     return VD_OK;
+}
+
+vd_error vd_db_acquire(vd_db *db, vd_conn **out)
+{
+    return acquire(db, vd_monotonic() + db->timeout_ms / 1000.0, false, out);
+}
+
+vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **out)
+{
+    return acquire(db, deadline, true, out);
 }
 
 void vd_db_release(vd_db *db, vd_conn *c)
@@ -208,12 +403,6 @@ vd_error vd_sql_error(vd_conn *c, const PGresult *res)
     return VD_ERR_INTERNAL;
 }
 
-static bool result_ok(const PGresult *res)
-{
-    ExecStatusType st = PQresultStatus(res);
-    return st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
-}
-
 /* One statement of a pipeline: a prepared statement with parameters, or a bare command. */
 typedef struct step {
     const char *prepared;
@@ -235,14 +424,17 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
                    ? PQsendQueryPrepared(c->pg, steps[i].prepared, steps[i].n, steps[i].params,
                                          NULL, NULL, 0) == 1
                    : PQsendQueryParams(c->pg, steps[i].command, 0, NULL, NULL, NULL, NULL, 0) == 1;
-    if (!sent || PQpipelineSync(c->pg) != 1)
+    if (!sent || PQpipelineSync(c->pg) != 1 || !conn_pump(c, false))
         goto broken;
     for (int i = 0; i < count; i++) {
-        PGresult *res = PQgetResult(c->pg), *more;
-        if (!res)
-            goto broken;
-        while ((more = PQgetResult(c->pg)))
+        PGresult *res = NULL, *more = NULL;
+        bool ok = next_result(c, &res) && res;
+        while (ok && (ok = next_result(c, &more)) && more)
             PQclear(more);
+        if (!ok) {
+            PQclear(res);
+            goto broken;
+        }
         if (err == VD_OK && !result_ok(res)) {
             /* an aborted step only echoes the failure before it */
             err = PQresultStatus(res) == PGRES_PIPELINE_ABORTED ? VD_ERR_INTERNAL
@@ -253,8 +445,8 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
         else
             PQclear(res);
     }
-    PGresult *sync = PQgetResult(c->pg);
-    bool synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PGresult *sync = NULL;
+    bool synced = next_result(c, &sync) && sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
     PQclear(sync);
     if (!synced || PQexitPipelineMode(c->pg) != 1)
         goto broken;
@@ -268,7 +460,7 @@ broken:
         PQclear(*kept);
         *kept = NULL;
     }
-    vd_logf(VD_LOG_WARN, "database pipeline failed: %s", c->pg ? PQerrorMessage(c->pg) : "");
+    log_lost(c, "pipeline");
     conn_close(c);
     return VD_ERR_DATABASE_UNAVAILABLE;
 }
@@ -296,9 +488,8 @@ static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
     vd_error err;
     PGresult *res = NULL;
     if (k == 1) {
-        res = tail.prepared
-                  ? PQexecPrepared(c->pg, tail.prepared, tail.n, tail.params, NULL, NULL, 0)
-                  : PQexec(c->pg, tail.command);
+        res = tail.prepared ? conn_exec_prepared(c, tail.prepared, tail.n, tail.params)
+                            : conn_exec(c, tail.command);
         err = result_ok(res) ? VD_OK : vd_sql_error(c, res);
         if (err == VD_OK && out)
             *out = res;
@@ -321,6 +512,7 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     /* nothing has reached the server in this transaction yet: a new connection will do */
     bool fresh = !in_tx || (c->begin_pending && c->deferred < 0);
     *out = NULL;
+    op_begin(c);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!c->ready) {
             if (!fresh || !conn_open(c))
@@ -343,7 +535,7 @@ static vd_error run_committing(vd_conn *c, const step *steps, int count, int kee
 {
     vd_error err = run_pipeline(c, steps, count, keep, out);
     if (err && c->ready) {
-        PGresult *res = PQexec(c->pg, "ROLLBACK");
+        PGresult *res = conn_exec(c, "ROLLBACK");
         PQclear(res);
     }
     return err;
@@ -362,6 +554,7 @@ vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *p
     *out = NULL;
     if (c->in_tx)
         return VD_ERR_INTERNAL;
+    op_begin(c);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!c->ready && !conn_open(c))
             return VD_ERR_DATABASE_UNAVAILABLE;
@@ -405,6 +598,7 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
         vd_sql_rollback(c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
+    op_begin(c);
     k = pending_steps(c, steps, (step){vd_sql_statements[sql].name, NULL, n, params});
     steps[k++] = (step){NULL, "COMMIT", 0, NULL};
     err = run_committing(c, steps, k, k - 2, out);
@@ -416,6 +610,7 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
 
 vd_error vd_sql_begin(vd_conn *c)
 {
+    op_begin(c);
     if (!c->ready && !conn_open(c))
         return VD_ERR_DATABASE_UNAVAILABLE;
     c->in_tx = true;
@@ -435,7 +630,8 @@ vd_error vd_sql_prefer_indexes(vd_conn *c)
     }
     if (!c->ready)
         return VD_ERR_DATABASE_UNAVAILABLE;
-    res = PQexec(c->pg, "SET LOCAL enable_seqscan = off");
+    op_begin(c);
+    res = conn_exec(c, "SET LOCAL enable_seqscan = off");
     err = PQresultStatus(res) == PGRES_COMMAND_OK ? VD_OK : vd_sql_error(c, res);
     PQclear(res);
     return err;
@@ -455,6 +651,7 @@ vd_error vd_sql_commit(vd_conn *c)
         conn_close(c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
+    op_begin(c);
     err = run_with_pending(c, (step){NULL, "COMMIT", 0, NULL}, NULL);
     if (err)
         vd_sql_rollback(c); /* a failed deferred statement leaves the transaction aborted */
@@ -468,7 +665,8 @@ void vd_sql_rollback(vd_conn *c)
     if (!c->in_tx) /* nothing open (vd_sql_exec_commit ended it) */
         return;
     if (!c->begin_pending && c->pg && PQstatus(c->pg) == CONNECTION_OK) {
-        PGresult *res = PQexec(c->pg, "ROLLBACK");
+        op_begin(c); /* past the deadline this drops the connection: that rolls back too */
+        PGresult *res = conn_exec(c, "ROLLBACK");
         PQclear(res);
     }
     c->begin_pending = c->indexed_pending = false;

@@ -1,0 +1,156 @@
+/* guard.c - a total deadline on reading a request. libmicrohttpd's connection timeout is an
+ * idle timeout that every received byte resets, so a caller trickling a byte a second holds
+ * a connection (and its slot) forever. Each connection is registered at accept; a thread
+ * shuts down the socket of any connection still reading its request after the deadline. */
+#include "workers.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "verdict/util.h"
+
+typedef struct link {
+    struct link *prev, *next;
+    vd_guard *g;
+    int fd;
+    double since; /* when the current request's read window opened */
+    bool busy;    /* the request is read: being handled or answered */
+    bool shut;
+} link_t;
+
+struct vd_guard {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    link_t head; /* circular list sentinel */
+    double timeout;
+    bool stop;
+};
+
+/* Shut down every connection past its deadline; called with the mutex held. */
+static void reap(vd_guard *g, double now)
+{
+    for (link_t *l = g->head.next; l != &g->head; l = l->next) {
+        if (!l->busy && !l->shut && now - l->since > g->timeout) {
+            shutdown(l->fd, SHUT_RDWR); /* the fd stays open (MHD closes it): no reuse race */
+            l->shut = true;
+        }
+    }
+}
+
+static void *guard_main(void *arg)
+{
+    vd_guard *g = arg;
+    double period = g->timeout / 4 < 0.25 ? g->timeout / 4 : 0.25;
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop) {
+        struct timespec ts;
+        double at;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + period;
+        ts.tv_sec = (time_t)at;
+        ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+        reap(g, vd_monotonic());
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+vd_guard *vd_guard_start(int read_timeout_ms)
+{
+    pthread_condattr_t ca;
+    vd_guard *g = calloc(1, sizeof(*g));
+    if (!g)
+        return NULL;
+    g->head.next = g->head.prev = &g->head;
+    g->timeout = read_timeout_ms / 1000.0;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->cv);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void vd_guard_stop(vd_guard *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->stop = true;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    pthread_join(g->thread, NULL);
+    while (g->head.next != &g->head) { /* MHD reported every close before; defensive */
+        link_t *l = g->head.next;
+        l->prev->next = l->next;
+        l->next->prev = l->prev;
+        free(l);
+    }
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+}
+
+static void link_add(vd_guard *g, struct MHD_Connection *c, void **socket_context)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    link_t *l = calloc(1, sizeof(*l));
+    if (!l || !ci) {
+        free(l);
+        return; /* unguarded: the idle timeout still applies */
+    }
+    l->fd = ci->connect_fd;
+    l->g = g;
+    l->since = vd_monotonic();
+    pthread_mutex_lock(&g->mu);
+    l->next = g->head.next;
+    l->prev = &g->head;
+    g->head.next->prev = l;
+    g->head.next = l;
+    pthread_mutex_unlock(&g->mu);
+    *socket_context = l;
+}
+
+void vd_guard_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                     enum MHD_ConnectionNotificationCode code)
+{
+    vd_guard *g = cls;
+    link_t *l = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        link_add(g, c, socket_context);
+        return;
+    }
+    if (!l)
+        return;
+    pthread_mutex_lock(&g->mu); /* the fd is closed after this returns */
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    pthread_mutex_unlock(&g->mu);
+    free(l);
+    *socket_context = NULL;
+}
+
+void vd_guard_busy(struct MHD_Connection *c, bool busy)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    link_t *l = ci ? ci->socket_context : NULL;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->g->mu);
+    l->busy = busy;
+    if (!busy)
+        l->since = vd_monotonic();
+    pthread_mutex_unlock(&l->g->mu);
+}
