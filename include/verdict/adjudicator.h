@@ -18,6 +18,17 @@
 /* result_text keeps at most this many code points (the tail). */
 #define VD_RESULT_TEXT_MAX_CHARS 5000
 
+/* Caps on the work one adjudication may ask for (README "Limits"). The caller's regexes run
+ * on text the caller sends, so each dimension is bounded: how many patterns, how long each
+ * is, how much text they are matched against, how hard one match may backtrack, and how long
+ * all matching of one call may take. */
+#define VD_ADJ_MAX_PATTERNS 32          /* per list: expected_output_patterns, expected_when */
+#define VD_ADJ_MAX_PATTERN_BYTES 1024   /* each pattern */
+#define VD_ADJ_MAX_TEXT_BYTES 262144    /* stdout, stderr, result, errors, messages: in total */
+#define VD_ADJ_MATCH_LIMIT 100000       /* PCRE2 match limit, per start position */
+#define VD_ADJ_DEPTH_LIMIT 10000        /* PCRE2 backtracking depth limit */
+#define VD_ADJ_MATCH_BUDGET_MS 1000     /* all regex matching of one call */
+
 /* XX(CONSTANT, "wire string"); the first row of each table is the default (value 0). */
 #define VD_TERMINATION_MAP(XX)                                                                     \
     XX(VD_TERMINATION_NATURAL_EXIT, "natural_exit")                                                \
@@ -181,6 +192,7 @@ typedef struct vd_session_report {
     vd_parsed_session parsed;
     /* Scratch for vd_session_report_from_json's field name on failure; unused otherwise. */
     char invalid_field[96];
+    const char *invalid_reason; /* static text saying which cap was passed, or NULL */
 } vd_session_report;
 
 /* The answer (spec §5). result_text and warnings are heap-owned; free with
@@ -212,8 +224,10 @@ void vd_session_report_init(vd_session_report *r);
  *        with vd_adjudication_cleanup(); on error it is zeroed (cleanup is still safe).
  * Returns VD_OK; VD_ERR_INVALID_FIELD when the report breaks its own contract (an enum out
  * of range, prior < 0, max < 1, a count > 0 with a NULL array, a string that is not valid
- * UTF-8); VD_ERR_INTERNAL when memory runs out. Invalid regexes are not errors: they never
- * match and each adds a warning. Deterministic and thread-safe (no shared state; regexes
+ * UTF-8); VD_ERR_INTERNAL when memory runs out; VD_ERR_MATCH_BUDGET_EXHAUSTED when the
+ * regex matching of the call took longer than VD_ADJ_MATCH_BUDGET_MS (nothing is decided).
+ * Invalid regexes are not errors: they never match and each adds a warning. Deterministic
+ * (but for that budget) and thread-safe (no shared state; regexes
  * are compiled per call, and every PCRE2 match is bounded by a match and heap limit; the
  * one caveat is cJSON itself, whose parser resets a library-global error pointer on every
  * call, for the HTTP layer as much as here). */

@@ -24,6 +24,10 @@ bool vd_ct_streq(const char *given, const char *secret);
 
 /* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 bool vd_utf8_valid(const char *s, size_t len);
+/* Copy the NUL-terminated src into dst (cap bytes, always terminated), writing each byte
+ * that is not part of well-formed UTF-8 as the four characters \xNN; the copy is cut at a
+ * character boundary when it does not fit. For messages that echo caller bytes. */
+void vd_utf8_scrub(char *dst, size_t cap, const char *src);
 /* Number of code points in valid UTF-8 s[0..len). */
 size_t vd_utf8_count(const char *s, size_t len);
 

@@ -57,38 +57,70 @@ bool vd_ct_streq(const char *given, const char *secret)
     return diff == 0;
 }
 
+/* The length of the well-formed UTF-8 sequence at s[0..len) (1 to 4), or 0 if there is none. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+    unsigned c = s[0];
+    size_t n = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        n = 1, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+        n = 2, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+        n = 3, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (len <= n)
+        return 0;
+    for (size_t k = 1; k <= n; k++) {
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n + 1;
+}
+
 bool vd_utf8_valid(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     while (i < len) {
-        unsigned c = s[i];
-        size_t n = 0;
-        uint32_t cp = 0, min = 0;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
+        size_t n = utf8_seq(s + i, len - i);
+        if (n == 0)
             return false;
-        }
-        if (len - i <= n)
-            return false;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += n + 1;
+        i += n;
     }
     return true;
+}
+
+void vd_utf8_scrub(char *dst, size_t cap, const char *src)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t len = strlen(src), i = 0, o = 0;
+    if (cap == 0)
+        return;
+    while (i < len) {
+        size_t n = utf8_seq(s + i, len - i);
+        if (n == 0) { /* one byte that is not UTF-8 becomes the four characters \xNN */
+            if (o + 4 >= cap)
+                break;
+            snprintf(dst + o, cap - o, "\\x%02X", s[i]);
+            o += 4;
+            i++;
+            continue;
+        }
+        if (o + n >= cap)
+            break;
+        memcpy(dst + o, s + i, n);
+        o += n;
+        i += n;
+    }
+    dst[o] = '\0';
 }
 
 size_t vd_utf8_count(const char *s, size_t len)

@@ -20,6 +20,9 @@ static vd_error fail(vd_session_report *r, vd_error err, const char *field)
     return err;
 }
 
+#define VD__STR2(x) #x
+#define VD__STR(x) VD__STR2(x)
+
 static vd_error fail_at(vd_session_report *r, vd_error err, const char *field, size_t i)
 {
     snprintf(r->invalid_field, sizeof r->invalid_field, "%s[%zu]", field, i);
@@ -120,6 +123,29 @@ static vd_error get_strings(const cJSON *obj, const char *key, const char *field
     return VD_OK;
 }
 
+/* A list of the caller's regexes: get_strings under the pattern caps. */
+static vd_error get_patterns(const cJSON *obj, const char *key, const char *field,
+                             vd_session_report *r, const char ***dst, size_t *n)
+{
+    const cJSON *arr = item(obj, key), *el;
+    const cJSON *list = cJSON_IsArray(arr) ? arr : NULL;
+    size_t i = 0;
+    if (list && cJSON_GetArraySize(list) > VD_ADJ_MAX_PATTERNS) {
+        r->invalid_reason = "more patterns than the limit of " VD__STR(VD_ADJ_MAX_PATTERNS);
+        return fail(r, VD_ERR_INVALID_FIELD, field);
+    }
+    cJSON_ArrayForEach(el, list)
+    {
+        if (cJSON_IsString(el) && strlen(el->valuestring) > VD_ADJ_MAX_PATTERN_BYTES) {
+            r->invalid_reason = "a pattern longer than the limit of "
+                VD__STR(VD_ADJ_MAX_PATTERN_BYTES) " bytes";
+            return fail_at(r, VD_ERR_INVALID_FIELD, field, i);
+        }
+        i++;
+    }
+    return get_strings(obj, key, field, r, dst, n);
+}
+
 /* returncode, termination, channel, kill_reason. */
 static vd_error decode_process(const cJSON *session, vd_session_report *r)
 {
@@ -158,8 +184,8 @@ static vd_error decode_write_behavior(const cJSON *session, vd_session_report *r
     if (err == VD_OK && mode != NULL && !vd_write_mode_parse(mode, &r->write_behavior.mode))
         err = fail(r, VD_ERR_INVALID_FIELD, "session.write_behavior.mode");
     if (err == VD_OK)
-        err = get_strings(wb, "expected_when", "session.write_behavior.expected_when", r,
-                          &r->write_behavior.expected_when, &r->write_behavior.n_expected_when);
+        err = get_patterns(wb, "expected_when", "session.write_behavior.expected_when", r,
+                           &r->write_behavior.expected_when, &r->write_behavior.n_expected_when);
     return err;
 }
 
@@ -171,8 +197,9 @@ static vd_error decode_contract(const cJSON *session, vd_session_report *r)
         err = get_string(session, "completion_marker", "session.completion_marker", r,
                          &r->completion_marker);
     if (err == VD_OK)
-        err = get_strings(session, "expected_output_patterns", "session.expected_output_patterns",
-                          r, &r->expected_output_patterns, &r->n_expected_output_patterns);
+        err = get_patterns(session, "expected_output_patterns",
+                           "session.expected_output_patterns", r, &r->expected_output_patterns,
+                           &r->n_expected_output_patterns);
     if (err == VD_OK)
         err = decode_write_behavior(session, r);
     if (err == VD_OK)
@@ -294,6 +321,26 @@ static vd_error decode_output(const cJSON *session, vd_session_report *r)
     return get_string(session, "stdout", "session.stdout", r, &r->stdout_text);
 }
 
+static size_t texts_bytes(const char *const *v, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += v[i] ? strlen(v[i]) : 0;
+    return total;
+}
+
+/* The bytes of text the adjudicator may match the caller's regexes against. */
+static size_t report_text_bytes(const vd_session_report *r)
+{
+    const vd_parsed_session *p = &r->parsed;
+    size_t total = (r->stdout_text ? strlen(r->stdout_text) : 0) +
+                   (r->stderr_text ? strlen(r->stderr_text) : 0);
+    if (r->has_parsed)
+        total += (p->result ? strlen(p->result) : 0) + texts_bytes(p->errors, p->n_errors) +
+                 texts_bytes(p->assistant_messages, p->n_assistant_messages);
+    return total;
+}
+
 vd_error vd_session_report_from_json(const cJSON *session, int default_max_retries,
                                      vd_session_report *out, const char **field_out)
 {
@@ -314,12 +361,19 @@ vd_error vd_session_report_from_json(const cJSON *session, int default_max_retri
         err = decode_contract(session, out);
     if (err == VD_OK)
         err = decode_output(session, out);
+    if (err == VD_OK && report_text_bytes(out) > VD_ADJ_MAX_TEXT_BYTES) {
+        out->invalid_reason = "more text (stdout, stderr, result, errors and messages together) "
+                              "than the limit of " VD__STR(VD_ADJ_MAX_TEXT_BYTES) " bytes";
+        err = fail(out, VD_ERR_PAYLOAD_TOO_LARGE, "session");
+    }
 out:
     if (err != VD_OK) {
         /* Free the partial report but keep the field name for the caller. */
+        const char *reason = out->invalid_reason;
         memcpy(field, out->invalid_field, sizeof field);
         vd_session_report_cleanup(out);
         memcpy(out->invalid_field, field, sizeof field);
+        out->invalid_reason = reason;
         if (field_out != NULL)
             *field_out = out->invalid_field;
     }

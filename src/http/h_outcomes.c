@@ -144,7 +144,8 @@ static vd_error decode_session(vd_ctx *ctx, const cJSON *body, vd_session_report
     rc = vd_session_report_from_json(s, ctx->cfg->max_consecutive_retries, r, &field);
     if (rc)
         return vd_fail(ctx, rc, field, "'%s' is %s", field ? field : "session",
-                       rc == VD_ERR_MISSING_FIELD ? "required (exactly one of stdout, parsed)"
+                       r->invalid_reason ? r->invalid_reason
+                       : rc == VD_ERR_MISSING_FIELD ? "required (exactly one of stdout, parsed)"
                                                   : "not valid");
     return VD_OK;
 }
@@ -164,6 +165,8 @@ vd_error vd_h_adjudications(vd_ctx *ctx)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "adjudication", vd_adjudication_to_json(&a));
         rc = vd_respond_json(ctx, 200, o);
+    } else if (rc == VD_ERR_MATCH_BUDGET_EXHAUSTED) {
+        vd_store_fail(ctx, rc, NULL);
     } else {
         vd_fail(ctx, rc, "session", "the session report cannot be adjudicated");
     }

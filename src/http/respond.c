@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/adjudicator.h"
+#include "verdict/util.h"
+
 vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text,
                          size_t len)
 {
@@ -37,12 +40,15 @@ vd_error vd_respond_json(vd_ctx *ctx, int status, cJSON *value)
 
 vd_error vd_fail(vd_ctx *ctx, vd_error err, const char *field, const char *fmt, ...)
 {
+    char raw[sizeof(ctx->err_message)];
     va_list ap;
     ctx->err = err;
     va_start(ap, fmt);
-    vsnprintf(ctx->err_message, sizeof(ctx->err_message), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
-    snprintf(ctx->err_field, sizeof(ctx->err_field), "%s", field ? field : "");
+    /* messages echo paths, methods and headers: the JSON envelope must stay valid UTF-8 */
+    vd_utf8_scrub(ctx->err_message, sizeof(ctx->err_message), raw);
+    vd_utf8_scrub(ctx->err_field, sizeof(ctx->err_field), field ? field : "");
     return err;
 }
 
@@ -112,6 +118,12 @@ const char *vd_store_message(vd_error err, const char *what, char *msg, size_t l
     case VD_ERR_INVALID_FIELD:
         snprintf(msg, len, "a value is out of the range the database accepts");
         return NULL;
+    case VD_ERR_MATCH_BUDGET_EXHAUSTED:
+        snprintf(msg, len,
+                 "matching the session's regexes against its text took more than the budget of "
+                 "%d ms; nothing was adjudicated",
+                 VD_ADJ_MATCH_BUDGET_MS);
+        return "session.expected_output_patterns";
     default:
         snprintf(msg, len, "the request could not be completed (%s)", vd_error_code(err));
         return NULL;

@@ -20,9 +20,12 @@
 #include <string.h>
 
 /* Bounds every PCRE2 match: a pathological caller pattern fails (counts as "no match") in
- * milliseconds instead of backtracking for hours or taking gigabytes of heap. */
-#define MATCH_LIMIT 1000000u
+ * milliseconds instead of backtracking for hours or taking gigabytes of heap. PCRE2 counts
+ * the match limit afresh at every start position, so a search is run a window of start
+ * positions at a time (pcre2_set_offset_limit) and the call's matching budget is checked
+ * between windows: a window costs at most MATCH_WINDOW x VD_ADJ_MATCH_LIMIT steps. */
 #define MATCH_HEAP_LIMIT_KIB 65536u
+#define MATCH_WINDOW 32u
 /* Same nesting limit as cJSON's parser, so the strict check and cJSON agree. */
 #define JSON_MAX_DEPTH 1000
 
@@ -135,6 +138,8 @@ struct adj {
     pcre2_match_context *mctx;
     struct strv warnings;
     bool oom;
+    double budget_end;    /* vd_monotonic() time the call's matching must end by */
+    bool budget_exhausted; /* a search was cut off by it: the call fails */
 };
 
 /* The running verdict of §4. */
@@ -343,16 +348,38 @@ static void append_joined(struct adj *a, struct sbuf *out, const struct strv *v,
 static pcre2_code *rx_compile(const char *pattern, int *err)
 {
     PCRE2_SIZE off = 0;
-    return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, err,
-                         &off, NULL);
+    return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+                         PCRE2_UTF | PCRE2_UCP | PCRE2_USE_OFFSET_LIMIT, err, &off, NULL);
 }
 
-/* Unanchored search; a NULL (invalid) regex and any match error count as no match. */
+/* Whether the call's matching budget is spent (sticky). */
+static bool over_budget(struct adj *a)
+{
+    if (!a->budget_exhausted && vd_monotonic() > a->budget_end)
+        a->budget_exhausted = true;
+    return a->budget_exhausted;
+}
+
+/* Unanchored search, one window of start positions per pcre2_match; a NULL (invalid) regex
+ * and any match error (a limit) count as no match; a spent budget stops the search. */
 static bool rx_search(struct adj *a, const pcre2_code *re, struct span text)
 {
+    PCRE2_SIZE start = 0;
+    uint32_t opts = 0;
     if (re == NULL || a->md == NULL)
         return false;
-    return pcre2_match(re, (PCRE2_SPTR)text.p, text.len, 0, 0, a->md, a->mctx) >= 0;
+    while (start <= text.len && !over_budget(a)) {
+        int rc;
+        pcre2_set_offset_limit(a->mctx, start + MATCH_WINDOW - 1);
+        rc = pcre2_match(re, (PCRE2_SPTR)text.p, text.len, start, opts, a->md, a->mctx);
+        if (rc != PCRE2_ERROR_NOMATCH)
+            return rc >= 0;
+        opts = PCRE2_NO_UTF_CHECK; /* checked by the first call */
+        start += MATCH_WINDOW;
+        while (start < text.len && ((unsigned char)text.p[start] & 0xC0) == 0x80)
+            start++; /* a start position is a character boundary */
+    }
+    return false;
 }
 
 static void warn_invalid(struct adj *a, const char *field, size_t i, int err)
@@ -408,7 +435,10 @@ static void adj_init(struct adj *a, const vd_session_report *r)
     a->marker = span_of(r->completion_marker);
     a->mctx = pcre2_match_context_create(NULL);
     a->md = pcre2_match_data_create(1, NULL);
-    if (a->mctx == NULL || a->md == NULL || pcre2_set_match_limit(a->mctx, MATCH_LIMIT) != 0 ||
+    a->budget_end = vd_monotonic() + VD_ADJ_MATCH_BUDGET_MS / 1000.0;
+    if (a->mctx == NULL || a->md == NULL ||
+        pcre2_set_match_limit(a->mctx, VD_ADJ_MATCH_LIMIT) != 0 ||
+        pcre2_set_depth_limit(a->mctx, VD_ADJ_DEPTH_LIMIT) != 0 ||
         pcre2_set_heap_limit(a->mctx, MATCH_HEAP_LIMIT_KIB) != 0)
         a->oom = true;
     a->bold = rx_compile("\\*{1,2}(\\w[\\w-]*)\\*{1,2}(\\s*=)", &err);
@@ -1397,9 +1427,9 @@ vd_error vd_adjudicate(const vd_session_report *r, vd_adjudication *out)
         goto out;
     run(&a, &s, out);
 out:
-    if (a.oom) {
+    if (a.oom || a.budget_exhausted) {
         vd_adjudication_cleanup(out);
-        err = VD_ERR_INTERNAL;
+        err = a.oom ? VD_ERR_INTERNAL : VD_ERR_MATCH_BUDGET_EXHAUSTED;
     }
     sess_free(&s);
     adj_free(&a);
