@@ -252,6 +252,34 @@ static bool conn_connect(vd_conn *c)
     return PQsetnonblocking(c->pg, 1) == 0;
 }
 
+/* Prepare every statement in one pipeline (one round trip, so a reconnect after an outage
+ * is quick); false on the first failure. */
+static bool prepare_all(vd_conn *c)
+{
+    bool ok = PQenterPipelineMode(c->pg) == 1;
+    for (int i = 0; ok && i < VD_SQL__MAX; i++)
+        ok = PQsendPrepare(c->pg, vd_sql_statements[i].name, vd_sql_statements[i].text, 0,
+                           NULL) == 1;
+    ok = ok && PQpipelineSync(c->pg) == 1 && conn_pump(c, false);
+    for (int i = 0; ok && i < VD_SQL__MAX; i++) {
+        PGresult *res = NULL, *end = NULL;
+        ok = next_result(c, &res) && res && next_result(c, &end) && !end;
+        if (ok && PQresultStatus(res) != PGRES_COMMAND_OK) {
+            vd_logf(VD_LOG_WARN, "prepare %s failed: %s", vd_sql_statements[i].name,
+                    PQresultErrorMessage(res));
+            ok = false;
+        }
+        PQclear(res);
+    }
+    if (ok) {
+        PGresult *sync = NULL;
+        ok = next_result(c, &sync) && sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+        PQclear(sync);
+        ok = ok && PQexitPipelineMode(c->pg) == 1;
+    }
+    return ok;
+}
+
 /* Open the connection and prepare every statement, under the call's deadline; false leaves
  * it closed. */
 static bool conn_open(vd_conn *c)
@@ -271,17 +299,9 @@ static bool conn_open(vd_conn *c)
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         goto fail;
     PQclear(res);
-    for (int i = 0; i < VD_SQL__MAX; i++) {
-        const vd_sql_statement *st = &vd_sql_statements[i];
-        res = c->pg ? collect(c, PQsendPrepare(c->pg, st->name, st->text, 0, NULL) == 1) : NULL;
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            if (res)
-                vd_logf(VD_LOG_WARN, "prepare %s failed: %s", st->name,
-                        PQresultErrorMessage(res));
-            goto fail;
-        }
-        PQclear(res);
-    }
+    res = NULL;
+    if (!prepare_all(c))
+        goto fail;
     c->ready = true;
     return true;
 fail:
