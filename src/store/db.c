@@ -25,6 +25,12 @@ struct vd_db {
     int free_count;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* After a connect that got no answer in time the server is suspect: one connection
+     * attempt at a time probes it and the other callers answer 503 at once, instead of every
+     * caller waiting out its deadline and leaving a half-open connection in the server's
+     * accept queue (which it would have to work through when it comes back). */
+    bool suspect;
+    bool probing;
 };
 
 static void conn_close(vd_conn *c);
@@ -46,6 +52,7 @@ vd_db *vd_db_create(const char *url, int size)
     for (int i = 0; i < size; i++) {
         db->conns[i].index = i;
         db->conns[i].url = db->url;
+        db->conns[i].db = db;
         db->conns[i].timeout_ms = db->timeout_ms;
         db->conns[i].deferred = -1;
         db->free_stack[db->free_count++] = size - 1 - i;
@@ -335,6 +342,28 @@ static vd_conn *pool_take(vd_db *db, double deadline)
     return c;
 }
 
+/* Open c unless the server is suspect and another caller is already probing it. */
+static bool open_or_skip(vd_db *db, vd_conn *c)
+{
+    bool ok;
+    pthread_mutex_lock(&db->mu);
+    if (db->suspect && db->probing) {
+        pthread_mutex_unlock(&db->mu);
+        return false;
+    }
+    db->probing = db->suspect;
+    pthread_mutex_unlock(&db->mu);
+    ok = conn_open(c);
+    pthread_mutex_lock(&db->mu);
+    db->probing = false;
+    if (ok)
+        db->suspect = false;
+    else if (c->timed_out)
+        db->suspect = true;
+    pthread_mutex_unlock(&db->mu);
+    return ok;
+}
+
 static vd_error acquire(vd_db *db, double deadline, bool whole_borrow, vd_conn **out)
 {
     vd_conn *c = pool_take(db, deadline);
@@ -345,7 +374,7 @@ static vd_error acquire(vd_db *db, double deadline, bool whole_borrow, vd_conn *
     c->timed_out = false;
     if (c->pg && PQstatus(c->pg) != CONNECTION_OK)
         conn_close(c);
-    if (!c->ready && !conn_open(c)) {
+    if (!c->ready && !open_or_skip(db, c)) {
         vd_db_release(db, c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }

@@ -21,6 +21,7 @@ struct vd_conn {
     bool timed_out; /* the last call passed its deadline (the connection was dropped) */
     int index;
     const char *url; /* borrowed from the pool */
+    struct vd_db *db; /* the pool it belongs to */
     int timeout_ms;  /* the pool's VERDICT_DB_TIMEOUT_MS */
     double deadline;    /* vd_monotonic() bound of the whole borrow (request), 0: per call */
     double op_deadline; /* the bound of the call in progress */

@@ -211,6 +211,10 @@ static void *client(void *arg)
             }
             vt_resp_free(&d);
         }
+        if (r.status == 503) { /* a polite client backs off (a little: the test is short) */
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
         vt_resp_free(&r);
     }
     vt_http_thread_cleanup();
