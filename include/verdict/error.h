@@ -50,7 +50,7 @@
     XX(IDEMPOTENCY_KEY_REUSED, "idempotency_key_reused", 422, false,                               \
        "Use a new Idempotency-Key for a different request body.")                                  \
     XX(DATABASE_UNAVAILABLE, "database_unavailable", 503, true,                                    \
-       "Retry the same request after the Retry-After delay; nothing was written.")                \
+       "Retry the same request after the Retry-After delay.")                           \
     XX(OVERLOADED, "overloaded", 503, true,                                                        \
        "Every worker is busy: retry the same request after the Retry-After delay.")              \
     XX(UNSUPPORTED_TRANSFER_CODING, "unsupported_transfer_coding", 501, false,                     \

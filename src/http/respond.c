@@ -98,7 +98,8 @@ const char *vd_store_message(vd_error err, const char *what, char *msg, size_t l
     const char *w = what ? what : "the resource";
     switch (err) {
     case VD_ERR_DATABASE_UNAVAILABLE:
-        snprintf(msg, len, "the database is unavailable; nothing was written");
+        snprintf(msg, len, "the database is unavailable or did not answer in time; retry the "
+                           "same request");
         return NULL;
     case VD_ERR_NOT_FOUND:
         snprintf(msg, len, "%s does not exist", w);
