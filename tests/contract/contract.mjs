@@ -840,6 +840,11 @@ async function outcomes() {
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.parsed', json: { session: { stdout: 'x', parsed: {} } } });
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.returncode', json: { session: { stdout: 'x', returncode: 1.5 } } });
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.parsed.errors[1]', json: { session: { parsed: { errors: ['a', 2] } } } });
+  // limits (README "Limits"): too many patterns, and a regex the matching budget cuts off
+  await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.expected_output_patterns', json: { session: { stdout: 'x', expected_output_patterns: Array(33).fill('x') } }, label: 'too many patterns' });
+  const redos = { returncode: 0, termination: 'completed', channel: 'channel_b', parsed: { subtype: 'success', result: ('a'.repeat(14) + '!').repeat(1200) }, expected_output_patterns: Array(8).fill('(a+)+c|b') };
+  await call('adjudicateSession', { expect: 422, error: 'match_budget_exhausted', json: { session: redos }, label: 'regex budget' });
+  await so({ session: redos }, { expect: 422, error: 'match_budget_exhausted', label: 'regex budget' });
 }
 
 async function reads() {
