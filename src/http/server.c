@@ -355,6 +355,10 @@ static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn
     *req_cls = r;
     __atomic_fetch_add(&srv->inflight, 1, __ATOMIC_SEQ_CST);
     ctx_init(srv, r, conn, url, method);
+    /* the route shapes the refusal (the MCP endpoint answers in JSON-RPC); dispatch matches
+     * again, with authentication, once the request is read */
+    if (vd_route_match(vd_routes, vd_route_count, method, url, &r->ctx.match) == VD_MATCH_FOUND)
+        r->ctx.route = &vd_routes[r->ctx.match.route_index];
     if (refuse_early(&r->ctx))
         return finish(r); /* libmicrohttpd then reads no body and closes the connection */
     return MHD_YES;
