@@ -1,5 +1,5 @@
 /* util.h - small, dependency-free helpers shared by every layer: randomness, constant-time
- * comparison, UTF-8 validation, credential redaction and the JSON access/event log.
+ * comparison, UTF-8 validation and the JSON access/event log (redacted: redact.h).
  * All functions are thread-safe.
  */
 #ifndef VERDICT_UTIL_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "verdict/config.h"
+#include "verdict/redact.h"
 
 /* Fill buf with len cryptographically random bytes (getrandom). */
 void vd_random_bytes(void *buf, size_t len);
@@ -31,10 +32,6 @@ void vd_utf8_scrub(char *dst, size_t cap, const char *src);
 /* Number of code points in valid UTF-8 s[0..len). */
 size_t vd_utf8_count(const char *s, size_t len);
 
-/* A copy of s with credentials replaced by "[REDACTED]": the token after "Bearer " or
- * "Basic ", and the values of api_key=, token=, secret=, password= (case-insensitive).
- * Returns a malloc'd string the caller frees, or NULL on allocation failure. */
-char *vd_redact(const char *s);
 
 /* Current wall-clock time as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
 void vd_now_rfc3339(char *out, size_t len);
@@ -42,7 +39,8 @@ void vd_now_rfc3339(char *out, size_t len);
 double vd_monotonic(void);
 
 /* Logging: one JSON object per line on stderr. `fields` is a pre-rendered JSON fragment
- * (`"k":v,...`, no braces) or NULL; msg is escaped. Lines below the level are dropped. */
+ * (`"k":v,...`, no braces) or NULL; msg is escaped; both are
+ * redacted (vd_redact). Lines below the level are dropped. */
 void vd_log_set_level(vd_log_level level);
 bool vd_log_enabled(vd_log_level level);
 void vd_log(vd_log_level level, const char *msg, const char *fields);

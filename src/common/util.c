@@ -1,8 +1,9 @@
-/* util.c - randomness, constant-time compare, UTF-8 checks, redaction, clocks and the
- * JSON-lines logger. Depends only on libc and the kernel (getrandom). */
+/* util.c - randomness, constant-time compare, UTF-8 checks, clocks and the JSON-lines
+ * logger (every line redacted, redact.c). Depends only on libc and the kernel (getrandom). */
 #include "verdict/util.h"
 
-#include <ctype.h>
+#include "verdict/redact.h"
+
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -131,60 +132,6 @@ size_t vd_utf8_count(const char *s, size_t len)
     return n;
 }
 
-static bool ci_prefix(const char *s, const char *prefix)
-{
-    for (; *prefix; s++, prefix++) {
-        if (tolower((unsigned char)*s) != *prefix)
-            return false;
-    }
-    return true;
-}
-
-/* Length of the credential-looking token at s: up to whitespace, quote, comma, & or ;. */
-static size_t secret_len(const char *s)
-{
-    size_t n = 0;
-    while (s[n] && !isspace((unsigned char)s[n]) && s[n] != '"' && s[n] != '\'' &&
-           s[n] != ',' && s[n] != '&' && s[n] != ';')
-        n++;
-    return n;
-}
-
-char *vd_redact(const char *s)
-{
-    static const char *schemes[] = {"bearer ", "basic "};
-    static const char *keys[] = {"api_key=", "token=", "secret=", "password="};
-    static const char mask[] = "[REDACTED]";
-    size_t len = strlen(s);
-    /* Each secret of >= 1 byte becomes at most sizeof(mask) bytes. */
-    char *out = malloc(len * sizeof(mask) + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < len;) {
-        const char *hit = NULL;
-        for (size_t k = 0; k < 2 && !hit; k++)
-            hit = ci_prefix(s + i, schemes[k]) ? schemes[k] : NULL;
-        for (size_t k = 0; k < 4 && !hit; k++) {
-            bool boundary = i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_');
-            hit = boundary && ci_prefix(s + i, keys[k]) ? keys[k] : NULL;
-        }
-        if (hit) {
-            size_t pl = strlen(hit), sl = secret_len(s + i + pl);
-            memcpy(o, s + i, pl);
-            o += pl;
-            if (sl > 0) {
-                memcpy(o, mask, sizeof(mask) - 1);
-                o += sizeof(mask) - 1;
-            }
-            i += pl + sl;
-            continue;
-        }
-        *o++ = s[i++];
-    }
-    *o = '\0';
-    return out;
-}
-
 void vd_now_rfc3339(char *out, size_t len)
 {
     struct timespec ts;
@@ -235,9 +182,16 @@ void vd_log(vd_log_level level, const char *msg, const char *fields)
 {
     static const char *names[VD_LOG__MAX] = {"debug", "info", "warn", "error"};
     char line[4096], ts[40];
+    char *clean_msg = NULL, *clean_fields = NULL;
     size_t used = 0;
     if (!vd_log_enabled(level))
         return;
+    /* nothing secret reaches the log: both parts pass the redactor (fields stay valid JSON:
+     * no pattern's secret runs over a quote or a backslash) */
+    clean_msg = vd_redact(msg);
+    clean_fields = fields && *fields ? vd_redact(fields) : NULL;
+    msg = clean_msg ? clean_msg : "(out of memory)";
+    fields = clean_fields;
     vd_now_rfc3339(ts, sizeof(ts));
     used = (size_t)snprintf(line, sizeof(line), "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", ts,
                             names[level]);
@@ -247,19 +201,18 @@ void vd_log(vd_log_level level, const char *msg, const char *fields)
     else
         used += (size_t)snprintf(line + used, sizeof(line) - used, "\"}\n");
     fwrite(line, 1, used < sizeof(line) ? used : sizeof(line) - 1, stderr);
+    free(clean_msg);
+    free(clean_fields);
 }
 
 void vd_logf(vd_log_level level, const char *fmt, ...)
 {
     char msg[2048];
-    char *clean = NULL;
     va_list ap;
     if (!vd_log_enabled(level))
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    clean = vd_redact(msg);
-    vd_log(level, clean ? clean : "(out of memory)", NULL);
-    free(clean);
+    vd_log(level, msg, NULL);
 }

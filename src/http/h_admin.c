@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/redact.h"
 #include "verdict/store_ops.h"
 
 vd_error vd_h_requeue_one(vd_ctx *ctx)
@@ -15,7 +16,7 @@ vd_error vd_h_requeue_one(vd_ctx *ctx)
     const char *reason = NULL;
     bool reset = false;
     int64_t id = 0;
-    char *out = NULL, what[48];
+    char *out = NULL, *clean = NULL, what[48];
     vd_conn *c = NULL;
     vd_error rc = vd_param_id(ctx, 0, "item", &id);
     if (rc || (rc = vd_body_object(ctx, &body)))
@@ -25,7 +26,10 @@ vd_error vd_h_requeue_one(vd_ctx *ctx)
         (rc = vd_get_bool(f, "reset_budgets", false, &reset)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_store_requeue_one(c, id, reset, reason, ctx->actor, &out);
+    if (reason && !(clean = vd_redact(reason)))
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    rc = vd_store_requeue_one(c, id, reset, clean, ctx->actor, &out);
+    free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
         return vd_fail(ctx, rc, NULL,
                        "%s is claimed: a live claim cannot be requeued; wait for its "
@@ -39,6 +43,7 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
     static const char *const states[] = {"failed", "manual_review", "rejected", NULL};
     const cJSON *body = NULL;
     const char *fs = NULL, *state = NULL, *code = NULL, *reason = NULL;
+    char *clean = NULL;
     bool reset = false, known = false;
     int64_t limit = 0;
     long count = 0;
@@ -59,7 +64,10 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
                        "'state' must be failed, manual_review or rejected");
     if ((rc = vd_ctx_db(ctx, &c)))
         return rc;
-    rc = vd_store_requeue_bulk(c, fs, state, code, limit, reset, reason, ctx->actor, &count);
+    if (reason && !(clean = vd_redact(reason)))
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    rc = vd_store_requeue_bulk(c, fs, state, code, limit, reset, clean, ctx->actor, &count);
+    free(clean);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
     cJSON *o = cJSON_CreateObject();

@@ -40,15 +40,20 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
     return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be one of: %s", name, list);
 }
 
+/* engine_data, redacted at any depth (vd_json_redact), as the JSON text to store. */
 static vd_error get_engine_data(vd_field f, char **out)
 {
     char name[200];
     const cJSON *o = NULL;
+    cJSON *copy = NULL;
     vd_error rc = vd_get_object(f, "engine_data", false, &o);
     *out = NULL;
     if (rc || !o)
         return rc;
-    *out = cJSON_PrintUnformatted(o);
+    copy = cJSON_Duplicate(o, true);
+    if (copy && vd_json_redact(copy))
+        *out = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
     if (!*out)
         return vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     if (strlen(*out) > MAX_ENGINE_DATA)

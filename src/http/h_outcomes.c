@@ -92,7 +92,8 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
         return rc;
     args = cJSON_GetObjectItemCaseSensitive(body, "args");
     canon = args ? canonical(args) : cJSON_CreateNull();
-    args_text = canon ? cJSON_PrintUnformatted(canon) : NULL;
+    /* stored redacted; the same call redacts the same way, so repeats still count */
+    args_text = canon && vd_json_redact(canon) ? cJSON_PrintUnformatted(canon) : NULL;
     cJSON_Delete(canon);
     if (!args_text)
         return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");

@@ -137,6 +137,12 @@ vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, in
 bool vd_is_uuid(const char *s);
 /* The "claim_token" field: required, a UUID in text form. */
 vd_error vd_get_token(vd_field f, const char **out);
+/* Redact a free-form JSON tree in place before it is stored (engine_data, tool args): the
+ * value of every member whose key names a secret (vd_redact_is_secret_key) becomes
+ * "[REDACTED]", and every other string passes vd_redact. Returns false when memory ran out
+ * (the tree may then be partly redacted; the caller refuses the request). */
+bool vd_json_redact(cJSON *v);
+
 /* A JSON value rendered by the database, embedded as-is (cJSON raw node). */
 cJSON *vd_json_raw(const char *text);
 

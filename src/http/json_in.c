@@ -77,6 +77,30 @@ vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, siz
     return VD_OK;
 }
 
+bool vd_json_redact(cJSON *v)
+{
+    bool ok = true;
+    for (cJSON *e = v ? v->child : NULL; e && ok; e = e->next) {
+        if (cJSON_IsObject(v) && e->string && !cJSON_IsNull(e) &&
+            vd_redact_is_secret_key(e->string)) {
+            cJSON *mask = cJSON_CreateString(VD_REDACTED);
+            ok = mask && cJSON_ReplaceItemViaPointer(v, e, mask);
+            if (!ok)
+                cJSON_Delete(mask);
+            e = mask; /* e was freed by the replacement */
+        } else if (cJSON_IsString(e)) {
+            char *clean = vd_redact(e->valuestring);
+            ok = clean != NULL;
+            if (ok && strcmp(clean, e->valuestring) != 0)
+                ok = cJSON_SetValuestring(e, clean) != NULL;
+            free(clean);
+        } else if (cJSON_IsObject(e) || cJSON_IsArray(e)) {
+            ok = vd_json_redact(e);
+        }
+    }
+    return ok;
+}
+
 const char *vd_field_name(vd_field f, const char *key, char *buf, size_t len)
 {
     if (f.path && *f.path)

@@ -1311,6 +1311,16 @@ static char *result_text(struct adj *a, const struct sess *s)
     return out.p;
 }
 
+/* result_text as it may be stored and served to readers: bounded, then redacted. */
+static char *redacted_result_text(struct adj *a, const struct sess *s)
+{
+    char *raw = result_text(a, s), *clean = raw ? vd_redact(raw) : NULL;
+    free(raw);
+    if (raw && !clean)
+        a->oom = true;
+    return clean;
+}
+
 static void fill_answer(struct adj *a, const struct sess *s, const struct verdict *v,
                         vd_infra_exit infra, bool evidence, vd_adjudication *out)
 {
@@ -1325,7 +1335,7 @@ static void fill_answer(struct adj *a, const struct sess *s, const struct verdic
     out->cli_subtype = s->subtype;
     out->infra_exit = infra;
     out->write_evidence = evidence;
-    out->result_text = result_text(a, s);
+    out->result_text = redacted_result_text(a, s);
     out->warnings = a->warnings.v;
     out->n_warnings = a->warnings.n;
     a->warnings.v = NULL;

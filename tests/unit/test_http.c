@@ -191,8 +191,8 @@ static void test_http_util_helpers(void **state)
     assert_null(strstr(r, "p4ss"));
     assert_non_null(strstr(r, "Bearer [REDACTED]"));
     free(r);
-    r = vd_redact("no secrets; mytoken=keep");
-    assert_string_equal(r, "no secrets; mytoken=keep");
+    r = vd_redact("no secrets; max_tokens=keep");
+    assert_string_equal(r, "no secrets; max_tokens=keep"); /* a key ending in a secret word (mytoken=) is masked: test_redact.c */
     free(r);
     assert_true(vd_ct_streq("abcdef", "abcdef"));
     assert_false(vd_ct_streq("abcdeg", "abcdef"));
