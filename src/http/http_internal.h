@@ -16,6 +16,8 @@
 #define VD_MAX_PARAMS 2
 #define VD_PARAM_MAX 256
 #define VD_JSON_MAX_DEPTH 32
+/* the largest integer magnitude a JSON number is read exactly as (2^53 - 1) */
+#define VD_JSON_MAX_EXACT 9007199254740991LL
 
 typedef struct vd_ctx vd_ctx;
 typedef vd_error (*vd_handler)(vd_ctx *ctx);
@@ -102,10 +104,13 @@ vd_error vd_fail(vd_ctx *ctx, vd_error err, const char *field, const char *fmt, 
 /* The error envelope of SPEC §2 as a JSON object (caller frees). */
 cJSON *vd_error_envelope(vd_error err, const char *message, const char *field);
 
-/* Parse body[0..len) as JSON under SPEC §2's rules (UTF-8, depth <= 32, no \u0000, nothing
- * after the value). On success *out is the tree (caller cJSON_Deletes). On failure returns
- * VD_ERR_INVALID_JSON with a message in msg. Pure; thread-safe. */
-vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen);
+/* Parse body[0..len) as JSON under SPEC §2's rules and the strict scanner's (json_scan.h:
+ * UTF-8, depth <= 32, no \u0000, raw control characters, leading zeros, duplicate keys or
+ * numbers beyond a double, nothing after the value). On success *out is the tree (caller
+ * cJSON_Deletes). On failure returns VD_ERR_INVALID_JSON with a message in msg and the field
+ * it concerns in field ("" when none applies). Pure; thread-safe. */
+vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen,
+                       char *field, size_t fieldlen);
 
 /* Typed field access that records a 400 on the ctx. `path` prefixes the field name
  * ("items[3]" -> "items[3].priority"); NULL for top level. */

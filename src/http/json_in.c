@@ -1,6 +1,8 @@
-/* json_in.c - request JSON under SPEC §2's rules and typed field access that answers bad
- * input with a 400 naming the field. Strings are checked for UTF-8 and length in bytes;
- * integers must be whole numbers in range. */
+/* json_in.c - request JSON under SPEC §2's rules, checked by the strict scanner
+ * (json_scan.h: no duplicate keys, leading zeros, raw control characters or numbers beyond a
+ * double), and typed field access that answers bad input with a 400 naming the field.
+ * Strings are checked for UTF-8 and length in bytes; integers must be whole numbers in range
+ * and exact (at most 2^53 - 1 in magnitude). Also the redaction of free-form trees. */
 #include "http_internal.h"
 
 #include <math.h>
@@ -8,45 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/json_scan.h"
 #include "verdict/util.h"
 
-/* One pass over the raw text: nesting depth and "\u0000" inside strings. */
-static vd_error prescan(const char *s, size_t len, char *msg, size_t msglen)
-{
-    int depth = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\' && i + 1 < len) {
-                if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0) {
-                    snprintf(msg, msglen, "\\u0000 is not allowed in strings");
-                    return VD_ERR_INVALID_JSON;
-                }
-                i++;
-            } else if (c == '"') {
-                in_str = false;
-            }
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > VD_JSON_MAX_DEPTH) {
-                snprintf(msg, msglen, "JSON nesting is deeper than %d", VD_JSON_MAX_DEPTH);
-                return VD_ERR_INVALID_JSON;
-            }
-        } else if (c == ']' || c == '}') {
-            depth--;
-        }
-    }
-    return VD_OK;
-}
-
-vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen)
+vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen,
+                       char *field, size_t fieldlen)
 {
     const char *end = NULL;
+    vd_json_problem why;
     cJSON *v = NULL;
-    vd_error rc = VD_OK;
     *out = NULL;
+    if (fieldlen > 0)
+        field[0] = '\0';
     if (!vd_utf8_valid(body, len)) {
         snprintf(msg, msglen, "the body is not valid UTF-8");
         return VD_ERR_INVALID_JSON;
@@ -55,23 +30,16 @@ vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, siz
         snprintf(msg, msglen, "the body contains a NUL byte");
         return VD_ERR_INVALID_JSON;
     }
-    rc = prescan(body, len, msg, msglen);
-    if (rc)
-        return rc;
-    v = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-    if (!v) {
-        /* cJSON points `end` at the failure (its global error pointer is not thread-safe) */
-        long off = end && end >= body && end <= body + len ? (long)(end - body) : -1;
-        snprintf(msg, msglen, "malformed JSON near byte %ld", off);
+    /* the strict scanner decides what is JSON; cJSON (lenient) only reads what it accepted */
+    if (!vd_json_check(body, len, VD_JSON_MAX_DEPTH, VD_JSON_STRICT, &why)) {
+        snprintf(msg, msglen, "%s", why.message);
+        snprintf(field, fieldlen, "%s", why.field);
         return VD_ERR_INVALID_JSON;
     }
-    for (; end && end < body + len; end++) {
-        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
-            cJSON_Delete(v);
-            snprintf(msg, msglen, "unexpected bytes after the JSON value at byte %ld",
-                     (long)(end - body));
-            return VD_ERR_INVALID_JSON;
-        }
+    v = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!v) {
+        snprintf(msg, msglen, "out of memory parsing the body");
+        return VD_ERR_INTERNAL;
     }
     *out = v;
     return VD_OK;
@@ -150,6 +118,12 @@ vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int
     if (!cJSON_IsNumber(v))
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be an integer", name);
     d = v->valuedouble;
+    /* a double holds every integer exactly only up to 2^53: beyond, 9007199254740993 would
+     * be read as ...992, another id; such a number is refused, never rounded */
+    if (max > VD_JSON_MAX_EXACT)
+        max = VD_JSON_MAX_EXACT;
+    if (min < -VD_JSON_MAX_EXACT)
+        min = -VD_JSON_MAX_EXACT;
     if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max)
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name,
                        "'%s' must be a whole number from %lld to %lld", name, (long long)min,

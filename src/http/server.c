@@ -169,8 +169,11 @@ static vd_error dispatch(vd_ctx *ctx, vd_req *r)
         if (!is_json_ctype(ct))
             return vd_fail(ctx, VD_ERR_UNSUPPORTED_MEDIA_TYPE, NULL,
                            "Content-Type '%s' is not application/json", ct ? ct : "(none)");
-        if (vd_json_parse(r->body, r->len, &ctx->json, msg, sizeof(msg)))
-            return vd_fail(ctx, VD_ERR_INVALID_JSON, NULL, "%s", msg);
+        char field[200];
+        vd_error jrc = vd_json_parse(r->body, r->len, &ctx->json, msg, sizeof(msg), field,
+                                     sizeof(field));
+        if (jrc)
+            return vd_fail(ctx, jrc, field[0] ? field : NULL, "%s", msg);
     }
     return ctx->route->handler(ctx);
 }

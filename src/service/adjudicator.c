@@ -4,12 +4,13 @@
  * I/O, no mutable globals, every allocation belongs to one call. This is the one service file
  * that includes cJSON, the exception to "only http includes cJSON": the agent's stdout is
  * domain data (NDJSON stream-json), not a request body. Each stdout line is checked against
- * strict RFC 8259 first, because cJSON alone would accept `01`, raw control characters and
+ * strict RFC 8259 first (by the scanner request bodies use too, json_scan.h), because cJSON alone would accept `01`, raw control characters and
  * `\u0000`. Regexes are PCRE2 (UTF|UCP), compiled once per call.
  */
 #define _GNU_SOURCE /* memmem: linear-time substring search (glibc two-way) */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "verdict/adjudicator.h"
+#include "verdict/json_scan.h"
 #include "verdict/util.h"
 
 #include <cjson/cJSON.h>
@@ -508,189 +509,12 @@ static bool patterns_ok(struct adj *a, struct span text, const struct rxlist *l)
     return ok && !a->oom;
 }
 
-/* ---- strict JSON check (RFC 8259) ---- */
-
-struct jscan {
-    const unsigned char *p, *end;
-    int depth;
-};
-
-static bool js_value(struct jscan *j);
-
-static void js_ws(struct jscan *j)
-{
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-        j->p++;
-}
-
-static bool js_peek(const struct jscan *j, unsigned char c)
-{
-    return j->p < j->end && *j->p == c;
-}
-
-static long js_hex4(struct jscan *j)
-{
-    long v = 0;
-    if (j->end - j->p < 4)
-        return -1;
-    for (int i = 0; i < 4; i++) {
-        unsigned char c = *j->p++;
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
-
-/* One escape after the backslash. \u0000 is refused: it would silently cut a C string. */
-static bool js_escape(struct jscan *j)
-{
-    unsigned char c;
-    long cp;
-    if (j->p >= j->end)
-        return false;
-    c = *j->p++;
-    if (c != '\0' && strchr("\"\\/bfnrt", c) != NULL)
-        return true;
-    if (c != 'u')
-        return false;
-    cp = js_hex4(j);
-    if (cp <= 0 || (cp >= 0xDC00 && cp <= 0xDFFF))
-        return false;
-    if (cp < 0xD800 || cp > 0xDBFF)
-        return true;
-    /* A high surrogate must be followed by an escaped low one. */
-    if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
-        return false;
-    j->p += 2;
-    cp = js_hex4(j);
-    return cp >= 0xDC00 && cp <= 0xDFFF;
-}
-
-static bool js_string(struct jscan *j)
-{
-    j->p++; /* the opening quote */
-    while (j->p < j->end) {
-        unsigned char c = *j->p++;
-        if (c == '"')
-            return true;
-        if (c < 0x20)
-            return false;
-        if (c == '\\' && !js_escape(j))
-            return false;
-    }
-    return false;
-}
-
-static bool js_digits(struct jscan *j)
-{
-    const unsigned char *start = j->p;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-        j->p++;
-    return j->p > start;
-}
-
-static bool js_number(struct jscan *j)
-{
-    if (js_peek(j, '-'))
-        j->p++;
-    if (js_peek(j, '0'))
-        j->p++;
-    else if (j->p >= j->end || *j->p < '1' || *j->p > '9' || !js_digits(j))
-        return false;
-    if (js_peek(j, '.')) {
-        j->p++;
-        if (!js_digits(j))
-            return false;
-    }
-    if (js_peek(j, 'e') || js_peek(j, 'E')) {
-        j->p++;
-        if (js_peek(j, '+') || js_peek(j, '-'))
-            j->p++;
-        if (!js_digits(j))
-            return false;
-    }
-    return true;
-}
-
-static bool js_literal(struct jscan *j, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0)
-        return false;
-    j->p += n;
-    return true;
-}
-
-/* An object (close '}') or array (close ']'), at most JSON_MAX_DEPTH deep. */
-static bool js_container(struct jscan *j, unsigned char close)
-{
-    if (++j->depth > JSON_MAX_DEPTH)
-        return false;
-    j->p++;
-    js_ws(j);
-    if (!js_peek(j, close)) {
-        for (;;) {
-            if (close == '}') {
-                if (!js_peek(j, '"') || !js_string(j))
-                    return false;
-                js_ws(j);
-                if (!js_peek(j, ':'))
-                    return false;
-                j->p++;
-                js_ws(j);
-            }
-            if (!js_value(j))
-                return false;
-            js_ws(j);
-            if (!js_peek(j, ','))
-                break;
-            j->p++;
-            js_ws(j);
-        }
-        if (!js_peek(j, close))
-            return false;
-    }
-    j->p++;
-    j->depth--;
-    return true;
-}
-
-static bool js_value(struct jscan *j)
-{
-    if (j->p >= j->end)
-        return false;
-    switch (*j->p) {
-    case '{':
-        return js_container(j, '}');
-    case '[':
-        return js_container(j, ']');
-    case '"':
-        return js_string(j);
-    case 't':
-        return js_literal(j, "true");
-    case 'f':
-        return js_literal(j, "false");
-    case 'n':
-        return js_literal(j, "null");
-    default:
-        return js_number(j);
-    }
-}
+/* ---- strict JSON check: the shared scanner (src/common/json_scan.c) ---- */
 
 /* Whether text is exactly one JSON object (NaN, Infinity, trailing garbage: not JSON). */
 static bool is_json_object(struct span text)
 {
-    struct jscan j = {(const unsigned char *)text.p, (const unsigned char *)text.p + text.len, 0};
-    js_ws(&j);
-    if (!js_peek(&j, '{') || !js_value(&j))
-        return false;
-    js_ws(&j);
-    return j.p == j.end;
+    return vd_json_check(text.p, text.len, JSON_MAX_DEPTH, VD_JSON_OBJECT_ONLY, NULL);
 }
 
 /* Parses text as one JSON object; NULL when it is not one. cJSON failing on text the strict

@@ -143,8 +143,8 @@ static void test_http_error_table_complete(void **state)
 static vd_error parse(const char *s)
 {
     cJSON *v = NULL;
-    char msg[200];
-    vd_error rc = vd_json_parse(s, strlen(s), &v, msg, sizeof(msg));
+    char msg[200], field[200];
+    vd_error rc = vd_json_parse(s, strlen(s), &v, msg, sizeof(msg), field, sizeof(field));
     cJSON_Delete(v);
     return rc;
 }
