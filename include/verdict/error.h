@@ -40,7 +40,7 @@
        "The item is not in a state that allows this; read it with GET /v1/items/{id}.")          \
     XX(TOOL_FAILURE_PENDING, "tool_failure_pending", 409, false,                                   \
        "A required tool failed in this job: use defer_item (the source stays eligible) or "       \
-       "fail, not reject_source.")                                                                 \
+       "fail. reject_source, and complete after the tool was given up, need force: true.")        \
     XX(PAYLOAD_TOO_LARGE, "payload_too_large", 413, false,                                         \
        "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                    \
     XX(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, false,                               \

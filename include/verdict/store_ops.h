@@ -106,7 +106,8 @@ typedef struct vd_job_snapshot {
     bool token_ok;           /* the claim_token given is the job's */
     char status[16];         /* the job's status */
     char disposition[24];    /* the job's disposition, "" when none */
-    bool required_tool_failed;
+    bool required_tool_failed;  /* a `required: true` tool failed in this job */
+    bool required_tool_blocked; /* ... and was answered retryable: false (do not call again) */
     bool same_request;       /* the stored finishing request equals this one */
     char *final_response;    /* the stored answer (malloc'd) or NULL */
     int64_t item_id;

@@ -20,8 +20,11 @@ typedef enum vd_tool_kind {
 
 /* "deterministic" / "transient" / "unknown". */
 const char *vd_tool_kind_name(vd_tool_kind k);
-/* Classify an `unknown` failure by its error text: transient when it shows a timeout, rate
- * limit, 429, 502, 503, 504, connection reset or refused; deterministic otherwise. */
+/* Classify an `unknown` failure by its error text: transient when it shows a refused or
+ * reset connection; else deterministic when the provider refused the request (a refusal,
+ * content or usage policy, content filter, moderation, safety system, forbidden or 403,
+ * declined, not permitted); else transient when it shows a timeout, rate limit, overload,
+ * 429, 502, 503 or 504; deterministic otherwise. Pure. */
 vd_tool_kind vd_tool_kind_classify(const char *error);
 
 typedef struct vd_tool_failure {
@@ -41,9 +44,25 @@ typedef struct vd_tool_verdict {
     char hint[512];
 } vd_tool_verdict;
 
-/* Whether a retry can work and the hint, for the n-th failure of a (tool, args). Pure. */
-void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, long repeat_count,
-                            int loop_threshold, vd_tool_verdict *out);
+/* Whether a retry can work and the hint, for the n-th failure of a (tool, args). When the
+ * tool is required and will not be called again, the hint steers to defer_item or fail.
+ * Pure. */
+void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required,
+                            long repeat_count, int loop_threshold, vd_tool_verdict *out);
+
+/* The required-tool rule for a call that finishes a job. */
+typedef struct vd_tool_guard_input {
+    bool rejects;          /* reject_source (or skip_item mapped to it) */
+    bool completes;        /* complete */
+    bool force;            /* the caller insists; recorded on the transition */
+    bool required_failed;  /* a required tool failed in the job */
+    bool required_blocked; /* ... and was answered retryable: false */
+} vd_tool_guard_input;
+
+/* Whether the call is refused with VD_ERR_TOOL_FAILURE_PENDING: reject_source after any
+ * failure of a required tool, complete after one the model was told not to call again
+ * (nothing it should have written was written), unless force. Pure. */
+bool vd_tool_guard_refuses(const vd_tool_guard_input *in);
 
 /* Record f in one transaction on conn: fenced by the claim token like every job write.
  * Errors: VD_ERR_NOT_FOUND, CLAIM_LOST, JOB_FINALIZED, DATABASE_UNAVAILABLE. */

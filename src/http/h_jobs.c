@@ -162,9 +162,10 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
 }
 
 /* Why a job write was refused: the message (in msg) and the field it names, or NULL. */
-static const char *refusal(vd_error rc, int64_t job, const vd_job_answer *ans, char *msg,
-                           size_t len)
+static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answer *ans,
+                           char *msg, size_t len)
 {
+    int64_t job = w->job_id;
     char what[48];
     snprintf(what, sizeof(what), "job %lld", (long long)job);
     if (rc == VD_ERR_JOB_FINALIZED) {
@@ -172,6 +173,14 @@ static const char *refusal(vd_error rc, int64_t job, const vd_job_answer *ans, c
                  "%s is already finished with disposition '%s'; a different call cannot replace "
                  "it (repeat the identical call to read the stored answer)",
                  what, ans->standing);
+        return "disposition";
+    }
+    if (rc == VD_ERR_TOOL_FAILURE_PENDING && w->event.kind == VD_EVENT_COMPLETE) {
+        snprintf(msg, len,
+                 "a required tool failed in %s and is not to be called again, so what it "
+                 "should have written was not written: call defer_item or fail (complete needs "
+                 "force: true)",
+                 what);
         return "disposition";
     }
     if (rc == VD_ERR_TOOL_FAILURE_PENDING) {
@@ -199,7 +208,7 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
     rc = vd_job_apply(c, ctx->cfg, &in.w, &ans);
     if (rc) {
         char msg[sizeof(ctx->err_message)];
-        const char *field = refusal(rc, in.w.job_id, &ans, msg, sizeof(msg));
+        const char *field = refusal(rc, &in.w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
         *answer = ans.body;
@@ -302,7 +311,7 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
         const char *body = ans[i].body;
         if (ans[i].rc) {
             char msg[600], name[200];
-            const char *field = refusal(ans[i].rc, in[i].w.job_id, &ans[i], msg, sizeof(msg));
+            const char *field = refusal(ans[i].rc, &in[i].w, &ans[i], msg, sizeof(msg));
             if (field)
                 snprintf(name, sizeof(name), "dispositions[%d].%s", i, field);
             cJSON *o = vd_error_envelope(ans[i].rc, msg, field ? name : NULL);

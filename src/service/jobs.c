@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verdict/store_ops.h"
+#include "verdict/tool_failures.h"
 #include "verdict/util.h"
 
 typedef struct apply_ctx {
@@ -93,9 +94,19 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
         return finished_job(snap, out);
     if (!snap->holds)
         return VD_ERR_CLAIM_LOST;
-    if (w->is_reject && snap->required_tool_failed && !w->force)
+    if (vd_tool_guard_refuses(&(vd_tool_guard_input){
+            w->is_reject, w->event.kind == VD_EVENT_COMPLETE, w->force,
+            snap->required_tool_failed, snap->required_tool_blocked}))
         return VD_ERR_TOOL_FAILURE_PENDING;
     return VD_OK;
+}
+
+/* Whether the call overrides the required-tool rule with force (the transition's `forced`). */
+static bool forced(const vd_job_snapshot *snap, const vd_job_write *w)
+{
+    return w->force && vd_tool_guard_refuses(&(vd_tool_guard_input){
+                           w->is_reject, w->event.kind == VD_EVENT_COMPLETE, false,
+                           snap->required_tool_failed, snap->required_tool_blocked});
 }
 
 static void reset_run(apply_ctx *a)
@@ -134,7 +145,7 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
         w->job_id,    snap->item_id, o.to_state, o.job_status,
         w->cause,     w->disposition, o.reason_code ? o.reason_code : w->reason_code,
         a->reason[i], o.failures,    o.defers,   o.delay_seconds,
-        w->force && w->is_reject && snap->required_tool_failed,
+        forced(snap, w),
         w->actor,     w->engine_data, w->adjudication, w->request_json,
         w->head,      w->tail};
     a->fin_of[(*nfin)++] = i;

@@ -41,49 +41,86 @@ static bool has_code(const char *s, const char *code)
     return false;
 }
 
+static bool any_ci(const char *hay, const char *const *needles, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (contains_ci(hay, needles[i]))
+            return true;
+    }
+    return false;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 vd_tool_kind vd_tool_kind_classify(const char *error)
 {
-    static const char *words[] = {"timeout",          "timed out",  "time out",
-                                  "rate limit",       "ratelimit",  "rate-limit",
-                                  "too many requests", "connection reset", "econnreset",
-                                  "connection refused", "econnrefused", "refused"};
-    static const char *codes[] = {"429", "502", "503", "504"};
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
-        if (contains_ci(error, words[i]))
-            return VD_TOOL_KIND_TRANSIENT;
-    }
-    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+    /* the network refused a connection: try again later */
+    static const char *const network[] = {"connection refused", "econnrefused",
+                                          "connection reset", "econnreset"};
+    /* the provider refused this request: the same request is refused again */
+    static const char *const refusal[] = {
+        "refused",       "refusal",        "content policy", "content_policy",
+        "usage polic",   "policy violation", "violates",     "content filter",
+        "content_filter", "safety system", "moderation",     "forbidden",
+        "not permitted", "blocked by",     "declined"};
+    static const char *const words[] = {"timeout",          "timed out",  "time out",
+                                        "rate limit",       "ratelimit",  "rate-limit",
+                                        "too many requests", "temporarily", "overloaded"};
+    static const char *const codes[] = {"429", "502", "503", "504"};
+    if (any_ci(error, network, COUNT(network)))
+        return VD_TOOL_KIND_TRANSIENT;
+    if (any_ci(error, refusal, COUNT(refusal)) || has_code(error, "403"))
+        return VD_TOOL_KIND_DETERMINISTIC;
+    if (any_ci(error, words, COUNT(words)))
+        return VD_TOOL_KIND_TRANSIENT;
+    for (size_t i = 0; i < COUNT(codes); i++) {
         if (has_code(error, codes[i]))
             return VD_TOOL_KIND_TRANSIENT;
     }
     return VD_TOOL_KIND_DETERMINISTIC;
 }
 
-void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, long repeat_count,
-                            int loop_threshold, vd_tool_verdict *out)
+void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required,
+                            long repeat_count, int loop_threshold, vd_tool_verdict *out)
 {
+    /* a required tool that will not be called again leaves the task unfinishable */
+    static const char required_tail[] =
+        " '%s' is required: this job cannot be finished without it. Call defer_item with "
+        "reason_code tool_error (the source is still usable) or fail; do not complete "
+        "(nothing it should have written was written) and do not reject_source.";
+    char tail[400] = "";
     out->kind = kind;
     out->repeat_count = repeat_count;
+    out->retryable = kind != VD_TOOL_KIND_DETERMINISTIC && repeat_count < loop_threshold;
+    if (required && !out->retryable)
+        snprintf(tail, sizeof(tail), required_tail, tool);
     if (kind == VD_TOOL_KIND_DETERMINISTIC) {
-        out->retryable = false;
         snprintf(out->hint, sizeof(out->hint),
-                 "Do not call '%s' again in this job: the same input gives the same result. "
-                 "Continue without it and answer with what you already have.",
-                 tool);
-    } else if (repeat_count < loop_threshold) {
-        out->retryable = true;
+                 "Do not call '%s' again in this job: the same input gives the same result.%s",
+                 tool,
+                 required ? tail : " Continue without it and answer with what you already have.");
+    } else if (out->retryable) {
         snprintf(out->hint, sizeof(out->hint),
                  "'%s' failed for a transient reason (network, rate limit or provider); calling "
                  "it again may succeed.",
                  tool);
     } else {
-        out->retryable = false;
         snprintf(out->hint, sizeof(out->hint),
-                 "Stop calling '%s': this call has failed %ld times in this job. If the task "
-                 "cannot be finished without it, call defer_item (the source is still usable), "
-                 "not reject_source.",
-                 tool, repeat_count);
+                 "Stop calling '%s': this call has failed %ld times in this job.%s", tool,
+                 repeat_count,
+                 required ? tail
+                          : " If the task cannot be finished without it, call defer_item (the "
+                            "source is still usable), not reject_source.");
     }
+}
+
+bool vd_tool_guard_refuses(const vd_tool_guard_input *in)
+{
+    if (in->force)
+        return false;
+    if (in->rejects && in->required_failed)
+        return true; /* a tooling failure is no reason to reject a source (SPEC §6) */
+    return in->completes && in->required_blocked;
 }
 
 typedef struct record_ctx {
@@ -114,7 +151,8 @@ static vd_error record_tx(vd_conn *c, void *arg)
         goto out;
     vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error)
                                                         : f->kind;
-    vd_tool_verdict_decide(kind, f->tool, before + 1, r->cfg->loop_threshold, r->out);
+    vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold,
+                           r->out);
     rc = vd_store_tool_failure_insert(c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind),
                                       r->out->retryable, f->required, r->redacted);
 out:

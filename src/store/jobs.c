@@ -112,6 +112,7 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
         s->defers = atoi(PQgetvalue(res, r, 11));
         s->max_attempts = atoi(PQgetvalue(res, r, 12));
         s->max_defers = atoi(PQgetvalue(res, r, 13));
+        s->required_tool_blocked = flag(res, r, 14);
     }
     return VD_OK;
 }

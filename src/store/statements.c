@@ -8,6 +8,13 @@
     " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"    \
     " max_attempts int, max_defers int))"
 
+/* The lock statements' last column: a required tool of the job failed and the envelope said
+ * not to call it again (deterministic, or transient past the loop threshold). Looked up only
+ * for the rare job with a required tool failure (the index tool_failures_job). */
+#define VD_SQL_REQUIRED_BLOCKED                                                                    \
+    "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                           \
+    "  WHERE f.job_id = j.id AND f.required AND NOT f.retryable))"
+
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_SCHEMA_VERSION] = {"schema_version",
                                "SELECT coalesce(max(version), 0) FROM schema_migrations"},
@@ -184,10 +191,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * columns as jobs_lock, for one job (its positional form plans and runs faster). */
     [VD_SQL_JOB_LOCK] = {"job_lock",
         "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
-        "  j.required_tool_failed, coalesce(a.request = $3::jsonb, false),"
+        "  j.required_tool_failed,"
+        "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
         "  a.response, i.id, i.state,"
         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-        "  i.failures, i.defers, i.max_attempts, i.max_defers"
+        "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
         " FROM jobs j JOIN items i ON i.id = j.item_id"
         " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
         " FOR UPDATE OF j, i"},
@@ -220,25 +228,27 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  SELECT '{' || coalesce($17::text || ',', '') || '\"job\":' || uj.job::text"
         "         || ',\"item\":' || ui.item::text"
         "         || coalesce(',' || $18::text, '') AS answer FROM ui, uj),"
-        " s AS (INSERT INTO job_answers (job_id, request, response)"
-        "       SELECT $1, $16::jsonb, a.answer FROM a)"
+        " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
+        "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
         " SELECT $1, answer FROM a"},
 
     /* The answer a finished job keeps, read again after its row lock was granted: the lock
      * statement's snapshot predates a finisher it waited for (READ COMMITTED re-reads only the
      * locked rows), so its join to job_answers cannot see that finisher's answer. */
     [VD_SQL_JOB_ANSWER] = {"job_answer",
-        "SELECT coalesce(request = $2::jsonb, false), response FROM job_answers"
+        "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false), response"
+        " FROM job_answers"
         " WHERE job_id = $1"},
 
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
     [VD_SQL_JOBS_LOCK] = {"jobs_lock",
         "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
-        "  j.required_tool_failed, coalesce(a.request = x.request, false), a.response,"
+        "  j.required_tool_failed,"
+        "  coalesce(a.request_digest = verdict_request_digest(x.request), false), a.response,"
         "  i.id, i.state,"
         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-        "  i.failures, i.defers, i.max_attempts, i.max_defers"
+        "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
         " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
         "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
         " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
@@ -286,8 +296,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  SELECT r.job_id, r.request, '{' || coalesce(r.head || ',', '') || '\"job\":' || uj.job::text"
         "         || ',\"item\":' || ui.item::text || coalesce(',' || r.tail, '') AS answer"
         "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id),"
-        " s AS (INSERT INTO job_answers (job_id, request, response)"
-        "       SELECT job_id, request, answer FROM a)"
+        " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
+        "       SELECT job_id, verdict_request_digest(request), answer FROM a)"
         " SELECT job_id, answer FROM a"},
 
     [VD_SQL_JOB_GET] = {"job_get",

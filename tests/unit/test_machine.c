@@ -151,20 +151,81 @@ static void test_machine_tool_classification(void **state)
         {"Connection refused", VD_TOOL_KIND_TRANSIENT},
         {"id 15030 not found", VD_TOOL_KIND_DETERMINISTIC},
         {"schema validation failed", VD_TOOL_KIND_DETERMINISTIC},
+        /* the provider refused the request: the same request is refused again */
+        {"Request refused: content policy violation", VD_TOOL_KIND_DETERMINISTIC},
+        {"The model refused to answer", VD_TOOL_KIND_DETERMINISTIC},
+        {"400 content_filter: the prompt was flagged", VD_TOOL_KIND_DETERMINISTIC},
+        {"HTTP 403 Forbidden", VD_TOOL_KIND_DETERMINISTIC},
+        {"403", VD_TOOL_KIND_DETERMINISTIC},
+        {"This request violates our usage policies", VD_TOOL_KIND_DETERMINISTIC},
+        {"rejected as a result of our safety system", VD_TOOL_KIND_DETERMINISTIC},
+        {"flagged by moderation", VD_TOOL_KIND_DETERMINISTIC},
+        {"operation not permitted for this key", VD_TOOL_KIND_DETERMINISTIC},
+        {"the provider declined the request", VD_TOOL_KIND_DETERMINISTIC},
+        {"blocked by provider", VD_TOOL_KIND_DETERMINISTIC},
+        {"429 Too Many Requests (rate limit policy)", VD_TOOL_KIND_TRANSIENT},
+        {"upstream reset: connection refused", VD_TOOL_KIND_TRANSIENT},
+        {"model overloaded, try later", VD_TOOL_KIND_TRANSIENT},
+        {"service temporarily unavailable", VD_TOOL_KIND_TRANSIENT},
+        {"id 4031 not found", VD_TOOL_KIND_DETERMINISTIC},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (vd_tool_kind_classify(cases[i].error) != cases[i].kind)
             fail_msg("'%s' misclassified", cases[i].error);
     }
     vd_tool_verdict v;
-    vd_tool_verdict_decide(VD_TOOL_KIND_DETERMINISTIC, "skills__tldr", 1, 3, &v);
+    vd_tool_verdict_decide(VD_TOOL_KIND_DETERMINISTIC, "skills__tldr", false, 1, 3, &v);
     assert_false(v.retryable);
     assert_non_null(strstr(v.hint, "'skills__tldr'"));
-    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", 2, 3, &v);
+    assert_non_null(strstr(v.hint, "Continue without it"));
+    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", false, 2, 3, &v);
     assert_true(v.retryable);
-    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", 3, 3, &v);
+    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", false, 3, 3, &v);
     assert_false(v.retryable);
     assert_non_null(strstr(v.hint, "defer_item"));
+}
+
+/* A required tool the model must not call again: the hint steers to defer_item / fail,
+ * never "continue without it"; a retryable one keeps the transient hint. */
+static void test_machine_required_tool_hint(void **state)
+{
+    (void)state;
+    vd_tool_verdict v;
+    vd_tool_verdict_decide(VD_TOOL_KIND_DETERMINISTIC, "wp_upsert", true, 1, 3, &v);
+    assert_false(v.retryable);
+    assert_null(strstr(v.hint, "Continue without it"));
+    assert_non_null(strstr(v.hint, "defer_item"));
+    assert_non_null(strstr(v.hint, "fail"));
+    assert_non_null(strstr(v.hint, "do not complete"));
+    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "wp_upsert", true, 3, 3, &v);
+    assert_false(v.retryable);
+    assert_non_null(strstr(v.hint, "do not complete"));
+    vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "wp_upsert", true, 1, 3, &v);
+    assert_true(v.retryable);
+    assert_null(strstr(v.hint, "do not complete"));
+}
+
+/* The rule as a table: which finishing calls a required tool failure refuses. */
+static void test_machine_required_tool_guard(void **state)
+{
+    (void)state;
+    static const struct {
+        vd_tool_guard_input in;
+        bool refuses;
+    } rows[] = {
+        {{true, false, false, true, false}, true},   /* reject after any required failure */
+        {{true, false, true, true, true}, false},    /* ... unless forced */
+        {{false, true, false, true, false}, false},  /* complete after a retryable one */
+        {{false, true, false, true, true}, true},    /* complete after a given-up one */
+        {{false, true, true, true, true}, false},    /* ... unless forced */
+        {{false, false, false, true, true}, false},  /* defer_item / fail: always */
+        {{true, false, false, false, false}, false}, /* no required failure */
+        {{false, true, false, false, false}, false},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (vd_tool_guard_refuses(&rows[i].in) != rows[i].refuses)
+            fail_msg("row %zu", i);
+    }
 }
 
 int main(void)
@@ -176,6 +237,8 @@ int main(void)
         cmocka_unit_test(test_machine_always_terminates),
         cmocka_unit_test(test_machine_skip_item_mapping),
         cmocka_unit_test(test_machine_tool_classification),
+        cmocka_unit_test(test_machine_required_tool_hint),
+        cmocka_unit_test(test_machine_required_tool_guard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
