@@ -1,7 +1,8 @@
 /* config.h - verdictd's configuration, read from the environment (SPEC §9).
  *
  * vd_config_load validates every variable up front so a bad value stops the process at
- * start with a message naming the variable. No I/O besides the injected getter.
+ * start with a message naming the variable. No I/O besides the injected getter and the
+ * secret files it names (VERDICT_API_KEYS_FILE, VERDICT_DATABASE_URL_FILE).
  */
 #ifndef VERDICT_CONFIG_H
 #define VERDICT_CONFIG_H
@@ -32,7 +33,7 @@ typedef struct vd_api_key {
 } vd_api_key;
 
 typedef struct vd_config {
-    char *database_url;     /* NULL when unset */
+    char *database_url;     /* NULL when unset (from VERDICT_DATABASE_URL or ..._FILE) */
     char *listen_host;      /* e.g. "127.0.0.1", "::1", "0.0.0.0" */
     int listen_port;
     bool listen_loopback;   /* the host is a loopback address */
@@ -57,6 +58,8 @@ typedef struct vd_config {
     int max_connections_per_ip;
     int read_timeout_ms;      /* a request's headers and body must arrive within this */
     int queue_depth;          /* requests waiting for a worker before 503 */
+    char *tls_cert_file;      /* PEM certificate chain; NULL: plain HTTP */
+    char *tls_key_file;       /* its PEM private key; set exactly when tls_cert_file is */
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

@@ -1,5 +1,7 @@
 /* config.c - parse and validate verdictd's environment configuration (SPEC §9).
- * Depends only on libc; every failure names the variable it could not accept. */
+ * Depends only on libc; every failure names the variable it could not accept. Secrets may
+ * come from files (VERDICT_API_KEYS_FILE, VERDICT_DATABASE_URL_FILE: the Docker/Kubernetes
+ * secrets convention), read here once at start. */
 #include "verdict/config.h"
 
 #include <errno.h>
@@ -162,6 +164,74 @@ static bool parse_keys(vd_config *cfg, const char *s, char *err, size_t errlen)
     return true;
 }
 
+#define MAX_SECRET_FILE 1048576
+
+/* The content of the file named by variable `var` (malloc'd in *out), trailing whitespace
+ * and newlines cut; newlines inside become `sep` (',' joins one API key per line). */
+static bool read_secret_file(const char *var, const char *path, char sep, char **out,
+                             char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0;
+    *out = NULL;
+    if (!f)
+        return fail(err, errlen, "%s: cannot read '%s': %s", var, path, strerror(errno));
+    buf = malloc(MAX_SECRET_FILE + 1);
+    if (buf)
+        n = fread(buf, 1, MAX_SECRET_FILE + 1, f);
+    fclose(f);
+    if (!buf)
+        return fail(err, errlen, "%s: out of memory", var);
+    if (n > MAX_SECRET_FILE || memchr(buf, '\0', n)) {
+        free(buf);
+        return fail(err, errlen, "%s: '%s' is not a text file of at most 1 MiB", var, path);
+    }
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
+                     buf[n - 1] == '\t'))
+        n--;
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\r' || buf[i] == '\n')
+            buf[i] = sep;
+    }
+    *out = buf;
+    return true;
+}
+
+/* A secret given either in `var` or in the file named by `var`_FILE, never both. *out is
+ * malloc'd (NULL when neither is set or the value is empty). */
+static bool env_or_file(vd_env_getter get, const char *var, char sep, char **out, char *err,
+                        size_t errlen)
+{
+    char file_var[64];
+    const char *v = get(var), *path = NULL;
+    snprintf(file_var, sizeof(file_var), "%s_FILE", var);
+    path = get(file_var);
+    *out = NULL;
+    if (v && *v && path && *path)
+        return fail(err, errlen, "%s and %s are both set: set one of them", var, file_var);
+    if (path && *path)
+        return read_secret_file(file_var, path, sep, out, err, errlen);
+    if (v && *v && !(*out = strdup(v)))
+        return fail(err, errlen, "%s: out of memory", var);
+    return true;
+}
+
+/* VERDICT_TLS_CERT_FILE and VERDICT_TLS_KEY_FILE: both or neither (server.c loads them). */
+static bool load_tls(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
+{
+    const char *cert = get("VERDICT_TLS_CERT_FILE"), *key = get("VERDICT_TLS_KEY_FILE");
+    bool has_cert = cert && *cert, has_key = key && *key;
+    if (has_cert != has_key)
+        return fail(err, errlen, "%s: set together with %s (a certificate needs its key)",
+                    has_cert ? "VERDICT_TLS_KEY_FILE" : "VERDICT_TLS_CERT_FILE",
+                    has_cert ? "VERDICT_TLS_CERT_FILE" : "VERDICT_TLS_KEY_FILE");
+    if (has_cert && (!(cfg->tls_cert_file = strdup(cert)) || !(cfg->tls_key_file = strdup(key))))
+        return fail(err, errlen, "VERDICT_TLS_CERT_FILE: out of memory");
+    return true;
+}
+
 static bool parse_log_level(vd_config *cfg, const char *s, char *err, size_t errlen)
 {
     static const char *names[VD_LOG__MAX] = {"debug", "info", "warn", "error"};
@@ -217,6 +287,7 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
 bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
 {
     const char *s = NULL;
+    char *keys = NULL;
     int automig = 1;
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = VD_LOG_INFO;
@@ -233,16 +304,13 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
         cfg->db_pool_size = cfg->threads + 1;
     if (cfg->queue_depth == 0)
         cfg->queue_depth = 64 * cfg->threads;
-    s = get("VERDICT_DATABASE_URL");
-    if (s && *s && !(cfg->database_url = strdup(s))) {
-        fail(err, errlen, "VERDICT_DATABASE_URL: out of memory");
+    if (!env_or_file(get, "VERDICT_DATABASE_URL", ' ', &cfg->database_url, err, errlen))
         goto bad;
-    }
     s = get("VERDICT_LISTEN");
     if (!parse_listen(cfg, s && *s ? s : "127.0.0.1:8080", err, errlen))
         goto bad;
-    s = get("VERDICT_API_KEYS");
-    if (s && *s && !parse_keys(cfg, s, err, errlen))
+    if (!env_or_file(get, "VERDICT_API_KEYS", ',', &keys, err, errlen) ||
+        (keys && *keys && !parse_keys(cfg, keys, err, errlen)) || !load_tls(cfg, get, err, errlen))
         goto bad;
     s = get("VERDICT_LOG_LEVEL");
     if (s && *s && !parse_log_level(cfg, s, err, errlen))
@@ -253,8 +321,10 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
              cfg->listen_host);
         goto bad;
     }
+    free(keys);
     return true;
 bad:
+    free(keys);
     vd_config_cleanup(cfg);
     return false;
 }
@@ -268,5 +338,7 @@ void vd_config_cleanup(vd_config *cfg)
     free(cfg->api_keys);
     free(cfg->database_url);
     free(cfg->listen_host);
+    free(cfg->tls_cert_file);
+    free(cfg->tls_key_file);
     memset(cfg, 0, sizeof(*cfg));
 }

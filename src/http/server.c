@@ -6,6 +6,7 @@
  * ready, so /healthz (answered inline) never waits for a handler or the database. */
 #include "http_internal.h"
 #include "metrics.h"
+#include "tls.h"
 #include "workers.h"
 
 #include <arpa/inet.h>
@@ -28,6 +29,7 @@ struct vd_server {
     vd_workers *workers;
     vd_guard *guard;
     int inflight; /* requests begun and not completed (atomic) */
+    vd_tls tls;   /* optional HTTPS (tls.c) */
 };
 
 typedef enum req_state {
@@ -234,6 +236,8 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ctx->retry_after);
     if (ctx->err == VD_ERR_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, ctx->match.allow);
+    if (ctx->err == VD_ERR_UNAUTHORIZED) /* RFC 6750 §3: the scheme a 401 wants */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (ctx->idempotent_replayed)
         MHD_add_response_header(resp, "Idempotent-Replayed", "true");
     ret = MHD_queue_response(ctx->conn, (unsigned)ctx->status, resp);
@@ -443,6 +447,7 @@ static void server_free(vd_server *srv)
 {
     vd_workers_stop(srv->workers);
     vd_guard_stop(srv->guard);
+    vd_tls_cleanup(&srv->tls);
     free(srv);
 }
 
@@ -464,6 +469,10 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     }
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (!vd_tls_load(cfg, &srv->tls)) {
+        server_free(srv);
+        return NULL;
+    }
     srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
     srv->guard = vd_guard_start(cfg->read_timeout_ms);
     if (!srv->workers || !srv->guard) {
@@ -474,8 +483,9 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     errno = 0;
     /* one I/O thread: handlers run on the workers, so it only moves bytes */
     srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_SOCK_ADDR,
+        flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
+        MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,

@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -122,6 +125,82 @@ static void test_config_public_with_keys(void **state)
     vd_config_cleanup(&cfg);
 }
 
+/* Write text to a fresh temporary file; its path in path (>= 64 bytes). */
+static void temp_file(char *path, const char *text)
+{
+    snprintf(path, 64, "/tmp/vd-config-test-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+/* Docker/Kubernetes secrets: the values come from files, one API key per line or comma
+ * separated, trailing newlines cut. */
+static void test_config_secret_files(void **state)
+{
+    (void)state;
+    vd_config cfg;
+    char err[256], keys[64], url[64], keys_env[100], url_env[100];
+    temp_file(keys, "ops:admin:abcdefgh:with:colons\ndash:reader:12345678,bot:worker:87654321\n");
+    temp_file(url, "postgresql://u:secret@db/verdict\n");
+    snprintf(keys_env, sizeof(keys_env), "VERDICT_API_KEYS_FILE=%s", keys);
+    snprintf(url_env, sizeof(url_env), "VERDICT_DATABASE_URL_FILE=%s", url);
+    const char *env[] = {keys_env, url_env, "VERDICT_LISTEN=0.0.0.0:8080", NULL};
+    fake_env = env;
+    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_string_equal(cfg.database_url, "postgresql://u:secret@db/verdict");
+    assert_int_equal(cfg.api_key_count, 3);
+    assert_string_equal(cfg.api_keys[0].token, "abcdefgh:with:colons");
+    assert_string_equal(cfg.api_keys[1].name, "dash");
+    assert_string_equal(cfg.api_keys[2].token, "87654321");
+    vd_config_cleanup(&cfg);
+    unlink(keys);
+    unlink(url);
+}
+
+static void test_config_secret_file_errors(void **state)
+{
+    (void)state;
+    char keys[64], keys_env[100], bad_env[100];
+    temp_file(keys, "ops:admin:abcdefgh\n");
+    snprintf(keys_env, sizeof(keys_env), "VERDICT_API_KEYS_FILE=%s", keys);
+    snprintf(bad_env, sizeof(bad_env), "VERDICT_DATABASE_URL_FILE=%s.missing", keys);
+    static const char *names[] = {"VERDICT_API_KEYS_FILE", "VERDICT_DATABASE_URL_FILE",
+                                  "VERDICT_DATABASE_URL_FILE", "VERDICT_TLS_KEY_FILE",
+                                  "VERDICT_TLS_CERT_FILE"};
+    const char *envs[][4] = {
+        {keys_env, "VERDICT_API_KEYS=ops:admin:abcdefgh", NULL, NULL}, /* both set */
+        {bad_env, NULL, NULL, NULL},                                   /* unreadable */
+        {bad_env, "VERDICT_DATABASE_URL=postgresql://x/y", NULL, NULL}, /* both set */
+        {"VERDICT_TLS_CERT_FILE=/x/cert.pem", NULL, NULL, NULL},
+        {"VERDICT_TLS_KEY_FILE=/x/key.pem", NULL, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        vd_config cfg;
+        char err[256] = "";
+        fake_env = envs[i];
+        assert_false(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+        if (!strstr(err, names[i]))
+            fail_msg("case %zu: message '%s' does not name %s", i, err, names[i]);
+    }
+    unlink(keys);
+}
+
+static void test_config_tls_files(void **state)
+{
+    (void)state;
+    vd_config cfg;
+    char err[256];
+    const char *env[] = {"VERDICT_TLS_CERT_FILE=/run/secrets/cert.pem",
+                         "VERDICT_TLS_KEY_FILE=/run/secrets/key.pem", NULL};
+    fake_env = env;
+    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_string_equal(cfg.tls_cert_file, "/run/secrets/cert.pem");
+    assert_string_equal(cfg.tls_key_file, "/run/secrets/key.pem");
+    vd_config_cleanup(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +208,9 @@ int main(void)
         cmocka_unit_test(test_config_valid_values),
         cmocka_unit_test(test_config_invalid_cases),
         cmocka_unit_test(test_config_public_with_keys),
+        cmocka_unit_test(test_config_secret_files),
+        cmocka_unit_test(test_config_secret_file_errors),
+        cmocka_unit_test(test_config_tls_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,26 @@
+/* tls.h - optional HTTPS for verdictd's listener (VERDICT_TLS_CERT_FILE / _KEY_FILE) through
+ * libmicrohttpd's GnuTLS support: what vd_server_start adds to its flags and options.
+ * Only src/http/ includes this. */
+#ifndef VERDICT_HTTP_TLS_H
+#define VERDICT_HTTP_TLS_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "verdict/config.h"
+
+typedef struct vd_tls {
+    char *cert; /* PEM text, kept for the daemon's life */
+    char *key;
+    unsigned flags;                     /* MHD_USE_TLS, or 0 */
+    struct MHD_OptionItem options[3];   /* for MHD_OPTION_ARRAY; ends with MHD_OPTION_END */
+} vd_tls;
+
+/* Read cfg's certificate and key (none configured: plain HTTP, flags 0, no options), and warn
+ * when API keys would travel in clear on a non-loopback address. Returns false, logged and
+ * with nothing to clean up, when a file cannot be read or libmicrohttpd lacks TLS. */
+bool vd_tls_load(const vd_config *cfg, vd_tls *out);
+/* Free what vd_tls_load read; safe on a zeroed struct. */
+void vd_tls_cleanup(vd_tls *t);
+
+#endif
