@@ -93,13 +93,19 @@ vd_error vd_h_metrics(vd_ctx *ctx)
     {
         vd_conn *c = NULL;
         char *db = NULL;
+        bool db_up = false;
         /* the database families are left out (not failed) while the database is down:
-         * verdict_up still answers, which is what an alert wants */
+         * verdict_up still answers and verdict_db_up says 0, which is what an alert wants */
         if (vd_db_acquire_until(ctx->db, ctx->deadline, &c) == VD_OK) {
-            if (vd_store_metrics(c, &db) == VD_OK)
+            db_up = vd_store_metrics(c, &db) == VD_OK;
+            if (db_up)
                 vd_buf_printf(&out, "%s", db);
             vd_db_release(ctx->db, c);
         }
+        vd_buf_printf(&out,
+                      "# HELP verdict_db_up Whether this scrape could read verdict's database "
+                      "(1) or not (0).\n# TYPE verdict_db_up gauge\nverdict_db_up %d\n",
+                      db_up ? 1 : 0);
         free(db);
     }
     if (out.failed)

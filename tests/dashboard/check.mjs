@@ -213,6 +213,8 @@ function staticChecks(root, scrapeFile) {
   for (const [, labels] of series) for (const [k, v] of Object.entries(target)) labels.set(k, new Set(v));
   series.set('up', new Map(Object.entries(target).map(([k, v]) => [k, new Set(v)]))); // written by Prometheus
 
+  alertChecks(root, yaml, prom, series);
+
   // provisioning: the datasource uid the dashboard must use
   const dsProv = yaml.load(fs.readFileSync(path.join(root, 'docker/grafana/provisioning/datasources/prometheus.yaml'), 'utf8'));
   const ds = (dsProv.datasources || []).find((d) => d.type === 'prometheus');
@@ -301,6 +303,32 @@ function staticChecks(root, scrapeFile) {
     fail('no p99 latency panel (histogram_quantile(0.99, ... verdict_http_request_duration_seconds_bucket))');
 
   composeChecks(root, yaml, job, credFile, ds);
+}
+
+// ---- alert rules: every rule file prometheus.yml loads, every series they name is scraped ----
+function alertChecks(root, yaml, prom, series) {
+  const files = prom.rule_files || [];
+  if (!files.length) { fail('prometheus.yml: no rule_files (docker/prometheus/alerts.yml)'); return; }
+  const names = new Set();
+  for (const f of files) {
+    const file = path.resolve(root, 'docker/prometheus', f);
+    let doc;
+    try { doc = yaml.load(fs.readFileSync(file, 'utf8')); } catch (e) { fail(`rule file ${f}: ${e.message}`); continue; }
+    for (const g of doc.groups || []) {
+      for (const r of g.rules || []) {
+        if (!r.alert) continue;
+        names.add(r.alert);
+        let sels;
+        try { sels = analyse(r.expr).selectors; } catch (e) { fail(`alert ${r.alert}: ${e.message}`); continue; }
+        const missing = sels.map((x) => x.name).filter((n) => n && !series.has(n));
+        if (missing.length) fail(`alert ${r.alert}: names series the scrape does not have: ${missing.join(', ')}`);
+        else if (!r.annotations?.summary) fail(`alert ${r.alert}: no summary annotation`);
+        else pass(`alert ${r.alert}: ${sels.map((x) => x.name).join(', ')} (for ${r.for || '0s'})`);
+      }
+    }
+  }
+  for (const want of ['VerdictDatabaseDown', 'VerdictStuckClaims', 'VerdictBacklogOld', 'VerdictHigh5xxRate'])
+    if (!names.has(want)) fail(`alert rules: no ${want}`);
 }
 
 // ---- compose --------------------------------------------------------------------------------
@@ -396,6 +424,10 @@ function promConfig(root, outDir, target, token) {
     if (cf) fs.writeFileSync(path.resolve(outDir, cf), `${token}\n`);
   }
   if (n !== 1) throw new Error(`expected one verdict:<port> target, found ${n}`);
+  // the rule files keep their relative names too; evaluated every second for the live check
+  cfg.global.evaluation_interval = '1s';
+  for (const f of cfg.rule_files || [])
+    fs.copyFileSync(path.resolve(root, 'docker/prometheus', f), path.resolve(outDir, f));
   fs.writeFileSync(path.join(outDir, 'prometheus.yml'), yaml.dump(cfg));
 }
 
@@ -412,6 +444,19 @@ async function live(root, promUrl) {
   const bad = targets.filter((t) => t.health !== 'up');
   if (!targets.length || bad.length) fail(`Prometheus targets: ${JSON.stringify(targets.map((t) => [t.scrapeUrl, t.health, t.lastError]))}`);
   else pass(`Prometheus scrapes ${targets.map((t) => t.scrapeUrl).join(', ')} with the config's bearer token: up`);
+
+  // every alert rule evaluates without error against the real scrape
+  let rules = [];
+  for (let i = 0; i < 50; i++) {
+    rules = (await get('/api/v1/rules')).groups.flatMap((g) => g.rules);
+    if (rules.length && rules.every((r) => r.health !== 'unknown')) break;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  if (!rules.length) fail('live: Prometheus loaded no alert rules');
+  for (const r of rules) {
+    if (r.health !== 'ok') fail(`live: alert ${r.name}: health ${r.health} ${r.lastError || ''}`);
+    else pass(`live: alert ${r.name} evaluates (state ${r.state})`);
+  }
 
   const varNames = templateValues(dash);
   const intervals = { __rate_interval: '30s', __interval: '1s', __range: '10m', __auto: '30s' };

@@ -8,7 +8,8 @@
 #   2. run a real Prometheus with docker/prometheus/prometheus.yml (target, interval and the
 #      token's content changed for the test; its bearer-token-file scheme kept) against it;
 #   3. scrape /metrics with a reader key: `promtool check metrics` passes;
-#   4. `promtool check config docker/prometheus/prometheus.yml` passes;
+#   4. `promtool check config docker/prometheus/prometheus.yml` and `promtool check rules
+#      docker/prometheus/alerts.yml` pass (the live Prometheus evaluates every rule too);
 #   5. check.mjs static: the dashboard parses, every query names only series and labels of the
 #      scrape (matcher values too), the template variables, datasource uids, compose mounts and
 #      the default scrape token are consistent;
@@ -191,7 +192,9 @@ api GET /v1/stats >/dev/null
 psql_admin "ALTER DATABASE $DB ALLOW_CONNECTIONS false" >/dev/null
 psql_admin "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$DB'" >/dev/null
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ADMIN_TOKEN" "$BASE/v1/stats")
+dbup=$(curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$BASE/metrics" | grep '^verdict_db_up ' || true)
 psql_admin "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
+[ "$dbup" = "verdict_db_up 0" ] || die "/metrics during the database outage said '$dbup', not verdict_db_up 0"
 [ "$code" = 503 ] || die "GET /v1/stats during the database outage answered $code, not 503"
 for _ in $(seq 1 100); do curl -fs "$BASE/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 api GET /v1/stats >/dev/null
@@ -216,6 +219,11 @@ else failc "promtool check metrics: $out"; fi
 if out=$(cd / && promtool check config "$ROOT/docker/prometheus/prometheus.yml" 2>&1); then
   pass "promtool check config docker/prometheus/prometheus.yml"
 else failc "promtool check config: $out"; fi
+
+if out=$(promtool check rules "$ROOT/docker/prometheus/alerts.yml" 2>&1); then
+  pass "promtool check rules docker/prometheus/alerts.yml"
+else failc "promtool check rules: $out"; fi
+grep -q '^verdict_db_up 1$' "$TMP/metrics.txt" || failc "the scrape has no verdict_db_up 1"
 
 node "$HERE/check.mjs" static "$ROOT" "$TMP/metrics.txt" || status=1
 node "$HERE/check.mjs" live "$ROOT" "$PROM" || status=1
