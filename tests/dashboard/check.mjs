@@ -344,14 +344,39 @@ function composeChecks(root, yaml, job, credFile, ds) {
   if (!/^grafana\/grafana(:|$)/.test(svc.grafana.image || '')) fail(`compose.yaml: grafana image ${svc.grafana.image}`);
 
   const defaults = (s) => String(s).replace(/\$\{([A-Za-z0-9_]+)(?::?-([^}]*))?\}/g, (_, n, d) => d ?? '');
+  // ${NAME:?message}: a value the operator must give (no default); `required` names it
+  const REQUIRED = /\$\{([A-Za-z0-9_]+):?\?[^}]*\}/;
   const mounts = (name) => (svc[name].volumes || []).map((v) => {
     if (typeof v === 'object') return { source: defaults(v.source), target: v.target, ro: !!v.read_only, bind: v.type === 'bind' };
-    const parts = defaults(v).split(':');
+    const req = REQUIRED.exec(String(v));
+    const parts = defaults(String(v).replace(REQUIRED, '@REQUIRED@')).split(':');
+    if (req) return { source: null, required: req[1], target: parts[1], ro: parts[2] === 'ro', bind: true };
     return { source: parts[0], target: parts[1], ro: parts[2] === 'ro', bind: /^[.\/~]/.test(parts[0]) };
   });
+  // safe defaults: nothing published beyond loopback, and no secret with a default value
+  for (const name of Object.keys(svc)) {
+    for (const p of svc[name].ports || []) {
+      const port = defaults(typeof p === 'object' ? `${p.host_ip || ''}:${p.published}:${p.target}` : p);
+      if (!port.startsWith('127.0.0.1:')) fail(`compose.yaml: ${name} publishes ${port} beyond loopback by default`);
+      else pass(`compose.yaml: ${name} publishes ${port} (loopback by default)`);
+    }
+  }
+  const secretEnv = { verdict: ['VERDICT_API_KEYS', 'VERDICT_DATABASE_URL'], postgres: ['POSTGRES_PASSWORD'], grafana: ['GF_SECURITY_ADMIN_PASSWORD'] };
+  for (const [name, vars] of Object.entries(secretEnv)) {
+    for (const v of vars) {
+      const val = String(svc[name]?.environment?.[v] ?? '');
+      if (!REQUIRED.test(val) || /:-|change-me/.test(val)) fail(`compose.yaml: ${name} ${v} has a default or placeholder secret (${val})`);
+      else pass(`compose.yaml: ${name} ${v} is required (${REQUIRED.exec(val)[1]}), no default`);
+    }
+  }
   const named = new Set(Object.keys(compose.volumes || {}));
   for (const name of Object.keys(svc)) {
     for (const m of mounts(name)) {
+      if (m.required) {
+        if (!m.ro) fail(`compose.yaml: ${name} mounts \${${m.required}} read-write`);
+        else pass(`compose.yaml: ${name} mounts the operator's \${${m.required}} -> ${m.target} (ro, required)`);
+        continue;
+      }
       if (!m.bind) { if (!named.has(m.source)) fail(`compose.yaml: ${name} mounts volume ${m.source}, not declared under volumes`); continue; }
       const host = path.resolve(dockerDir, m.source);
       if (!fs.existsSync(host)) fail(`compose.yaml: ${name} mounts ${m.source} -> ${m.target}, but ${path.relative(root, host)} does not exist`);
@@ -370,7 +395,9 @@ function composeChecks(root, yaml, job, credFile, ds) {
     const inContainer = path.posix.resolve(path.posix.dirname(cfgArg), credFile);
     const tokMount = promMounts.find((m) => m.target === inContainer || (inContainer.startsWith(m.target + '/')));
     if (!tokMount) fail(`compose.yaml: nothing is mounted at ${inContainer} (credentials_file of prometheus.yml)`);
-    else {
+    else if (tokMount.required) {
+      pass(`compose.yaml: Prometheus' token file ${inContainer} is the operator's \${${tokMount.required}} (no default token)`);
+    } else {
       const hostTok = tokMount.target === inContainer ? path.resolve(dockerDir, tokMount.source)
         : path.join(path.resolve(dockerDir, tokMount.source), path.posix.relative(tokMount.target, inContainer));
       const token = fs.existsSync(hostTok) ? fs.readFileSync(hostTok, 'utf8').trim() : null;
