@@ -13,7 +13,9 @@
 /* XX(NAME, code, http_status, retryable, hint) */
 #define VD_ERROR_MAP(XX)                                                                           \
     XX(INVALID_JSON, "invalid_json", 400, false,                                                   \
-       "Send one well-formed JSON value (UTF-8, nesting at most 32 deep, nothing after it).")      \
+       "Send one strict JSON value (RFC 8259, UTF-8, nesting at most 32 deep, each key once "      \
+       "per object, numbers without leading zeros and within a double's range, nothing after "     \
+       "it); 'field' names where it failed.")                                                      \
     XX(INVALID_FIELD, "invalid_field", 400, false,                                                 \
        "Fix the field named in 'field' (type, range or length) and send the request again.")      \
     XX(MISSING_FIELD, "missing_field", 400, false,                                                 \

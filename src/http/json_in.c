@@ -51,10 +51,13 @@ bool vd_json_redact(cJSON *v)
     for (cJSON *e = v ? v->child : NULL; e && ok; e = e->next) {
         if (cJSON_IsObject(v) && e->string && !cJSON_IsNull(e) &&
             vd_redact_is_secret_key(e->string)) {
+            /* by name (it copies the key; keys are unique: the scanner refused duplicates) */
             cJSON *mask = cJSON_CreateString(VD_REDACTED);
-            ok = mask && cJSON_ReplaceItemViaPointer(v, e, mask);
-            if (!ok)
+            ok = mask && cJSON_ReplaceItemInObjectCaseSensitive(v, e->string, mask);
+            if (!ok) {
                 cJSON_Delete(mask);
+                break;
+            }
             e = mask; /* e was freed by the replacement */
         } else if (cJSON_IsString(e)) {
             char *clean = vd_redact(e->valuestring);

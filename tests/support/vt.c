@@ -135,13 +135,18 @@ static int free_port(void)
 
 void vt_server_start(vt_server *s, const char *const *env)
 {
+    vt_server_start_listen(s, "127.0.0.1", env);
+}
+
+void vt_server_start_listen(vt_server *s, const char *host, const char *const *env)
+{
     char listen[64], dburl[600];
     memset(s, 0, sizeof(*s));
     s->port = free_port();
     snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
     snprintf(s->log_path, sizeof(s->log_path), "/tmp/verdictd-test-%d-%d.log", (int)getpid(),
              s->port);
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
+    snprintf(listen, sizeof(listen), "%s:%d", host, s->port);
     snprintf(dburl, sizeof(dburl), "%s", db_url);
     s->pid = fork();
     if (s->pid == 0) {
@@ -238,6 +243,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     header_value(p, size * n, "Retry-After", r->retry_after, sizeof(r->retry_after));
     header_value(p, size * n, "Content-Type", r->content_type, sizeof(r->content_type));
     header_value(p, size * n, "Idempotent-Replayed", replayed, sizeof(replayed));
+    header_value(p, size * n, "WWW-Authenticate", r->www_authenticate,
+                 sizeof(r->www_authenticate));
     if (strcmp(replayed, "true") == 0)
         r->replayed = true;
     return size * n;

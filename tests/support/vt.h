@@ -29,6 +29,7 @@ typedef struct vt_resp {
     char retry_after[32];
     char content_type[128];
     bool replayed;        /* Idempotent-Replayed: true */
+    char www_authenticate[64];
 } vt_resp;
 
 /* Skip the program (exit 77) unless VERDICT_TEST_DATABASE_URL is set; create a fresh
@@ -44,6 +45,8 @@ long vt_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start verdictd against the test database with extra environment entries ("K=V", NULL
  * terminated; may be NULL). Waits until /healthz answers. */
 void vt_server_start(vt_server *s, const char *const *env);
+/* The same, listening on host (e.g. "0.0.0.0"); the test still talks to 127.0.0.1. */
+void vt_server_start_listen(vt_server *s, const char *host, const char *const *env);
 /* SIGTERM, wait, assert exit status 0 (also proves no leak under ASan). */
 void vt_server_stop(vt_server *s);
 

@@ -1,0 +1,446 @@
+/* test_secrets.c - issue 15 over HTTP against PostgreSQL: strict JSON on every POST route,
+ * ids beyond 2^53, credentials redacted wherever text is stored (tool errors and args,
+ * reasons, engine_data at any depth, session result_text, logs), finished jobs keeping a
+ * digest instead of the request, the required-tool rule for complete, provider refusals
+ * classified deterministic, WWW-Authenticate on 401, verdict_db_up during an outage, and the
+ * start-up warning for keys in clear off loopback. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "http/http_internal.h"
+#include "vt.h"
+#include "vt_api.h"
+
+static vt_server srv;
+
+typedef struct bad_body {
+    const char *body;
+    const char *field; /* "" when no field applies */
+} bad_body;
+
+/* Bodies PHP's json_decode, Node's JSON.parse or jsonb reject or read differently. */
+static const bad_body bad_bodies[] = {
+    {"{\"limit\":01}", "limit"},
+    {"{\"a\":-01}", "a"},
+    {"{\"a\":00}", "a"},
+    {"{\"s\":\"tab\there\"}", "s"},
+    {"{\"s\":\"new\nline\"}", "s"},
+    {"{\"o\":{\"s\":\"\x01\"}}", "o.s"},
+    {"{\"a\":1,\"a\":2}", "a"},
+    {"{\"claim_token\":\"x\",\"claim_token\":\"y\"}", "claim_token"},
+    {"{\"p\":{\"k\":1,\"j\":2,\"k\":3}}", "p.k"},
+    {"{\"items\":[{\"payload\":{\"x\":1,\"x\":1}}]}", "items[0].payload.x"},
+    {"{\"a\":1,\"\\u0061\":2}", "a"},
+    {"{\"n\":1e999}", "n"},
+    {"{\"n\":-1e999}", "n"},
+    {"{\"l\":[1,2e400]}", "l[1]"},
+    {"{\"s\":\"\\u0000\"}", "s"},
+    {"{\"s\":\"\\ud800\"}", "s"},
+    {"{\"s\":\"\\q\"}", "s"},
+    {"{\"a\":NaN}", "a"},
+    {"{\"a\":Infinity}", "a"},
+    {"{\"a\":.5}", "a"},
+    {"{\"a\":1.}", "a"},
+    {"{\"a\":+1}", "a"},
+    {"{\"a\":tru}", "a"},
+    {"{\"a\" 1}", "a"},
+    {"{\"a\":\"unterminated}", "a"},
+    {"{\"a\":1,}", ""},
+    {"[1,2,]", ""},
+    {"{'a':1}", ""},
+    {"{a:1}", ""},
+    {"{\"a\":1} x", ""},
+};
+
+/* Every POST route of the route table (so a route added later is covered too). */
+static void test_secrets_strict_json_every_post_route(void **state)
+{
+    (void)state;
+    size_t nb = sizeof(bad_bodies) / sizeof(bad_bodies[0]), routes = 0;
+    assert_true(nb >= 25);
+    for (size_t r = 0; r < vd_route_count; r++) {
+        const vd_route *rt = &vd_routes[r];
+        char path[256];
+        size_t o = 0;
+        if (strcmp(rt->method, "POST") != 0)
+            continue;
+        routes++;
+        for (const char *p = rt->pattern; *p && o + 8 < sizeof(path);) {
+            if (*p == '{') {
+                o += (size_t)snprintf(path + o, sizeof(path) - o, "1");
+                while (*p && *p != '}')
+                    p++;
+                p += *p == '}';
+            } else {
+                path[o++] = *p++;
+            }
+        }
+        path[o] = '\0';
+        for (size_t i = 0; i < nb; i++) {
+            vt_resp resp = vt_http(&srv, "POST", path, VT_ADMIN, bad_bodies[i].body, NULL);
+            const char *code = resp.json ? vt_str(resp.json, "error") : NULL;
+            if (resp.status != 400 || !code || strcmp(code, "invalid_json") != 0)
+                fail_msg("POST %s %s: %ld %s", path, bad_bodies[i].body, resp.status, resp.body);
+            const char *field = vt_str(resp.json, "field");
+            if (strcmp(field ? field : "", bad_bodies[i].field) != 0)
+                fail_msg("POST %s %s: field '%s', want '%s'", path, bad_bodies[i].body,
+                         field ? field : "", bad_bodies[i].field);
+            vt_resp_free(&resp);
+        }
+    }
+    assert_true(routes >= 13);
+}
+
+/* Integers beyond 2^53 in id fields are refused, never rounded to another job. */
+static void test_secrets_ids_beyond_2_53(void **state)
+{
+    (void)state;
+    static const char *ids[] = {"9007199254740992", "9007199254740993", "1e300"};
+    for (size_t i = 0; i < 3; i++) {
+        char body[300];
+        snprintf(body, sizeof(body),
+                 "{\"dispositions\":[{\"job_id\":%s,\"claim_token\":"
+                 "\"6f1c2a9e-8d3b-4c57-9e1a-0b2c3d4e5f60\",\"disposition\":\"complete\"}]}",
+                 ids[i]);
+        vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+        vt_assert_error(&r, 400, "invalid_field");
+        assert_string_equal(vt_str(r.json, "field"), "dispositions[0].job_id");
+        vt_resp_free(&r);
+    }
+    vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER,
+                        "{\"dispositions\":[{\"job_id\":9007199254740991,\"claim_token\":"
+                        "\"6f1c2a9e-8d3b-4c57-9e1a-0b2c3d4e5f60\",\"disposition\":\"complete\"}]}",
+                        NULL);
+    assert_int_equal(r.status, 200); /* 2^53 - 1 is exact: read, and not found */
+    assert_int_equal((long)vt_num(r.json, "results.0.status"), 404);
+    vt_resp_free(&r);
+}
+
+static vt_resp tool_failure(const vt_claim *c, const char *members)
+{
+    char path[80], body[4096];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)c->job_id);
+    snprintf(body, sizeof(body), "{\"claim_token\": \"%s\", %s}", c->token, members);
+    return vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+}
+
+/* Whether any stored text or the log holds s. */
+static void assert_nowhere(const char *s)
+{
+    char cmd[600];
+    long n = vt_sql_long(
+        "SELECT (SELECT count(*) FROM tool_failures WHERE error LIKE '%%%s%%' OR args LIKE"
+        " '%%%s%%') + (SELECT count(*) FROM transitions WHERE reason LIKE '%%%s%%')"
+        " + (SELECT count(*) FROM items WHERE last_reason LIKE '%%%s%%')"
+        " + (SELECT count(*) FROM jobs WHERE reason LIKE '%%%s%%' OR engine_data::text LIKE"
+        " '%%%s%%' OR adjudication::text LIKE '%%%s%%')"
+        " + (SELECT count(*) FROM job_answers WHERE response LIKE '%%%s%%')",
+        s, s, s, s, s, s, s, s);
+    if (n != 0)
+        fail_msg("'%s' is stored in clear (%ld rows)", s, n);
+    snprintf(cmd, sizeof(cmd), "grep -q -F -e '%s' %s", s, srv.log_path);
+    if (system(cmd) == 0)
+        fail_msg("'%s' is in the log", s);
+}
+
+static void test_secrets_redacted_everywhere_stored(void **state)
+{
+    (void)state;
+    vt_register(&srv, "red", "a", NULL);
+    vt_claim c = vt_claim1(&srv, "red");
+    const char *tf =
+        "\"tool\": \"wp_upsert\", \"error\": \"403 with client_secret=CS-one1 and X-API-Key:"
+        " XK-two2\", \"args\": {\"q\": \"cats\", \"auth\": {\"password\": \"PW-three3\"},"
+        " \"url\": \"https://bob:UP-four4@example.com/x\", \"list\": [{\"api_key\": 7}]}";
+    for (int i = 1; i <= 2; i++) {
+        vt_resp r = tool_failure(&c, tf);
+        assert_int_equal(r.status, 200);
+        /* redacting the args the same way each time keeps counting the same call */
+        assert_int_equal((long)vt_num(r.json, "repeat_count"), i);
+        vt_resp_free(&r);
+    }
+    vt_resp r = vt_dispose(
+        &srv, &c,
+        "\"disposition\": \"fail\", \"retryable\": false, \"error\": \"upsert refused:"
+        " refresh_token=RT-five5 Authorization: Basic dXNlcjpwYXNzd29yZA==\","
+        " \"engine_data\": {\"tokens\": 1234, \"deep\": {\"deeper\": {\"access_token\":"
+        " \"AT-six6\", \"note\": \"key sk-proj-AbCdEfGhIjKlMnOpQrStUv7\"}},"
+        " \"list\": [{\"secret\": {\"x\": \"SX-eight8\"}}]}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    static const char *secrets[] = {"CS-one1", "XK-two2", "PW-three3", "UP-four4", "RT-five5",
+                                    "dXNlcjpwYXNzd29yZA", "AT-six6", "AbCdEfGhIjKlMnOpQrStUv7",
+                                    "SX-eight8"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        assert_nowhere(secrets[i]);
+    /* ordinary members stay readable */
+    assert_int_equal(vt_sql_long("SELECT (engine_data->>'tokens')::int FROM jobs WHERE id = %lld",
+                                 (long long)c.job_id),
+                     1234);
+    char *args = vt_sql("SELECT args FROM tool_failures WHERE job_id = %lld LIMIT 1",
+                        (long long)c.job_id);
+    assert_non_null(strstr(args, "\"q\":\"cats\""));
+    if (!strstr(args, "\"auth\":\"[REDACTED]\"")) /* a secret key: all of it */
+        fail_msg("args: %s", args);
+    free(args);
+}
+
+#define SECRET_SESSION                                                                           \
+    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"          \
+    " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"deployed with"              \
+    " ghp_0123456789abcdefghijABCDEFGHIJ012345 and wp_password=WP-nine9\\\"}\"}"
+
+/* The transcript's result_text is stored redacted; the finishing request is kept only as a
+ * digest (the session report is not stored), and replays keep their exact semantics. */
+static void test_secrets_session_transcript(void **state)
+{
+    (void)state;
+    char path[80], body[2048], other[2048];
+    vt_register(&srv, "sess", "a", NULL);
+    vt_claim c = vt_claim1(&srv, "sess");
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/session-outcome", (long long)c.job_id);
+    snprintf(body, sizeof(body), "{\"claim_token\": \"%s\", \"session\": %s}", c.token,
+             SECRET_SESSION);
+    vt_resp r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(vt_str(r.json, "adjudication.result_text"), "[REDACTED]"));
+    vt_resp_free(&r);
+    assert_nowhere("ghp_0123456789abcdefghij");
+    assert_nowhere("WP-nine9");
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM information_schema.columns WHERE"
+                                 " table_name = 'job_answers' AND column_name = 'request'"),
+                     0);
+    assert_int_equal(vt_sql_long("SELECT octet_length(request_digest) FROM job_answers WHERE"
+                                 " job_id = %lld",
+                                 (long long)c.job_id),
+                     32);
+    /* the identical call (other spacing and key order) replays; another is refused */
+    snprintf(other, sizeof(other), "{ \"session\" : %s ,\"claim_token\":\"%s\"}", SECRET_SESSION,
+             c.token);
+    r = vt_http(&srv, "POST", path, VT_WORKER, other, NULL);
+    assert_int_equal(r.status, 200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
+    vt_resp_free(&r);
+    snprintf(other, sizeof(other),
+             "{\"claim_token\": \"%s\", \"session\": {\"returncode\": 1, \"stdout\": \"\"}}",
+             c.token);
+    r = vt_http(&srv, "POST", path, VT_WORKER, other, NULL);
+    vt_assert_error(&r, 409, "job_finalized");
+    vt_resp_free(&r);
+}
+
+/* A batch entry and the single call replay each other through the digest. */
+static void test_secrets_digest_replays_across_endpoints(void **state)
+{
+    (void)state;
+    char body[512];
+    vt_register(&srv, "dig", "a", NULL);
+    vt_claim c = vt_claim1(&srv, "dig");
+    snprintf(body, sizeof(body),
+             "{\"dispositions\":[{\"job_id\":%lld,\"claim_token\":\"%s\",\"disposition\":"
+             "\"defer_item\",\"reason_code\":\"tool_error\",\"reason\":\"later\"}]}",
+             (long long)c.job_id, c.token);
+    vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    assert_int_equal((long)vt_num(r.json, "results.0.status"), 200);
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c, "\"reason\": \"later\", \"reason_code\": \"tool_error\","
+                             " \"disposition\": \"defer_item\"");
+    assert_int_equal(r.status, 200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c, "\"reason\": \"sooner\", \"reason_code\": \"tool_error\","
+                             " \"disposition\": \"defer_item\"");
+    vt_assert_error(&r, 409, "job_finalized");
+    vt_resp_free(&r);
+}
+
+/* After a required tool's deterministic failure: the hint steers to defer_item / fail, and
+ * complete is 409 tool_failure_pending unless forced (recorded on the transition). */
+static void test_secrets_required_tool_blocks_complete(void **state)
+{
+    (void)state;
+    vt_register(&srv, "req", "a", NULL);
+    vt_register(&srv, "req", "b", NULL);
+    vt_register(&srv, "req", "c", NULL);
+    vt_claim c = vt_claim1(&srv, "req");
+    vt_resp r = tool_failure(&c, "\"tool\": \"wp_upsert\", \"error\": \"Request refused:"
+                                 " content policy violation\", \"required\": true");
+    assert_int_equal(r.status, 200);
+    assert_string_equal(vt_str(r.json, "kind"), "deterministic");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "retryable")));
+    const char *hint = vt_str(r.json, "hint");
+    assert_null(strstr(hint, "Continue without it"));
+    assert_non_null(strstr(hint, "defer_item"));
+    assert_non_null(strstr(hint, "fail"));
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
+    vt_assert_error(&r, 409, "tool_failure_pending");
+    assert_string_equal(vt_str(r.json, "field"), "disposition");
+    vt_resp_free(&r);
+    char body[400];
+    snprintf(body, sizeof(body),
+             "{\"dispositions\":[{\"job_id\":%lld,\"claim_token\":\"%s\",\"disposition\":"
+             "\"complete\"}]}",
+             (long long)c.job_id, c.token);
+    r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    assert_int_equal((long)vt_num(r.json, "results.0.status"), 409);
+    assert_string_equal(vt_str(r.json, "results.0.error"), "tool_failure_pending");
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv, c.item_id), "claimed");
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\", \"force\": true");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND"
+                                 " forced AND cause = 'complete'",
+                                 (long long)c.job_id),
+                     1);
+    /* a required tool that failed transiently (may still succeed) does not block complete */
+    vt_claim d = vt_claim1(&srv, "req");
+    r = tool_failure(&d, "\"tool\": \"fetch\", \"error\": \"HTTP 503\", \"required\": true");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "retryable")));
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &d, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND"
+                                 " forced",
+                                 (long long)d.job_id),
+                     0);
+    /* a non-required tool's failure never blocks complete */
+    vt_claim e = vt_claim1(&srv, "req");
+    r = tool_failure(&e, "\"tool\": \"tldr\", \"error\": \"iteration_cap\"");
+    assert_non_null(strstr(vt_str(r.json, "hint"), "Continue without it"));
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &e, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+}
+
+static void test_secrets_www_authenticate(void **state)
+{
+    (void)state;
+    vt_resp r = vt_http(&srv, "GET", "/v1/stats", NULL, NULL, NULL);
+    vt_assert_error(&r, 401, "unauthorized");
+    assert_string_equal(r.www_authenticate, "Bearer");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "GET", "/v1/stats", "not-a-key-at-all", NULL, NULL);
+    vt_assert_error(&r, 401, "unauthorized");
+    assert_string_equal(r.www_authenticate, "Bearer");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/items/requeue", VT_READER, "{}", NULL);
+    vt_assert_error(&r, 403, "forbidden");
+    assert_string_equal(r.www_authenticate, "");
+    vt_resp_free(&r);
+}
+
+static const char *metric_line(const char *body, const char *name, char *out, size_t len)
+{
+    size_t n = strlen(name);
+    out[0] = '\0';
+    for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, n) == 0 && p[n] == ' ') {
+            size_t l = strcspn(p, "\n");
+            snprintf(out, len, "%.*s", (int)l, p);
+            break;
+        }
+    }
+    return out;
+}
+
+/* SQL on the cluster's maintenance database (ALTER DATABASE cannot name the current one). */
+static void admin_sql(const char *sql)
+{
+    PGconn *pg = PQconnectdb(getenv("VERDICT_TEST_DATABASE_URL"));
+    PGresult *res = PQexec(pg, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+    PQfinish(pg);
+}
+
+/* A real outage of the server's database: it refuses connections and verdictd's are closed. */
+static void test_secrets_db_up_gauge(void **state)
+{
+    (void)state;
+    char line[128], sql[300], *db = vt_sql("SELECT current_database()");
+    vt_resp r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_string_equal(metric_line(r.body, "verdict_db_up", line, sizeof(line)), "verdict_db_up 1");
+    vt_resp_free(&r);
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS false", db);
+    admin_sql(sql);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '%s'",
+             db);
+    admin_sql(sql);
+    r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS true", db);
+    admin_sql(sql); /* restore before asserting */
+    assert_int_equal(r.status, 200);
+    assert_string_equal(metric_line(r.body, "verdict_db_up", line, sizeof(line)), "verdict_db_up 0");
+    assert_string_equal(metric_line(r.body, "verdict_up", line, sizeof(line)), "verdict_up 1");
+    assert_null(strstr(r.body, "\nverdict_items{"));
+    vt_resp_free(&r);
+    for (int i = 0; i < 100; i++) { /* verdictd reconnects on the next scrape */
+        r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+        bool up = strcmp(metric_line(r.body, "verdict_db_up", line, sizeof(line)),
+                         "verdict_db_up 1") == 0;
+        vt_resp_free(&r);
+        if (up)
+            break;
+        assert_true(i < 99);
+    }
+    free(db);
+}
+
+/* Off loopback without TLS verdictd says at start that tokens travel in clear. */
+static void test_secrets_plain_http_warning(void **state)
+{
+    (void)state;
+    char cmd[400];
+    vt_server pub;
+    snprintf(cmd, sizeof(cmd), "grep -q 'travel in clear' %s", srv.log_path);
+    assert_int_not_equal(system(cmd), 0); /* loopback: no warning */
+    vt_server_start_listen(&pub, "0.0.0.0", NULL);
+    snprintf(cmd, sizeof(cmd), "grep -q 'travel in clear' %s", pub.log_path);
+    assert_int_equal(system(cmd), 0);
+    vt_server_stop(&pub);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    vt_db_setup();
+    vt_server_start(&srv, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    vt_server_stop(&srv);
+    vt_db_teardown();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_secrets_strict_json_every_post_route),
+        cmocka_unit_test(test_secrets_ids_beyond_2_53),
+        cmocka_unit_test(test_secrets_redacted_everywhere_stored),
+        cmocka_unit_test(test_secrets_session_transcript),
+        cmocka_unit_test(test_secrets_digest_replays_across_endpoints),
+        cmocka_unit_test(test_secrets_required_tool_blocks_complete),
+        cmocka_unit_test(test_secrets_www_authenticate),
+        cmocka_unit_test(test_secrets_db_up_gauge),
+        cmocka_unit_test(test_secrets_plain_http_warning),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
