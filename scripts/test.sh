@@ -7,7 +7,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$VD_ROOT"
 
-vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus
+vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus gnutls-bin
 # the PHP client's PHPUnit suite and the WordPress end-to-end test (ctest label slow)
 vd_apt_install php-cli php-curl php-mysql php-xml php-mbstring phpunit wordpress mariadb-server
 command -v npm >/dev/null 2>&1 || vd_apt_install nodejs npm
