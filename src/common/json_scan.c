@@ -19,6 +19,8 @@ typedef struct scan {
     bool failed;
     char path[200];
     size_t plen;
+    char *scratch; /* unescaped keys (duplicate checks), reused */
+    size_t scratch_cap;
 } scan;
 
 static bool value(scan *j);
@@ -142,39 +144,53 @@ static size_t put_utf8(char *o, uint32_t cp)
     return 4;
 }
 
-/* A string at j->p; when out is given, its unescaped text (malloc'd) for duplicate checks. */
+/* Room for n more bytes in the scratch buffer the keys are unescaped into. */
+static bool scratch_reserve(scan *j, size_t used, size_t n)
+{
+    if (used + n <= j->scratch_cap)
+        return true;
+    size_t cap = (used + n) * 2;
+    char *p = realloc(j->scratch, cap);
+    if (!p)
+        return fail(j, "out of memory");
+    j->scratch = p;
+    j->scratch_cap = cap;
+    return true;
+}
+
+/* A string at j->p; when out is given, its unescaped text (malloc'd, exactly its size) for
+ * duplicate checks. */
 static bool string(scan *j, char **out)
 {
     const unsigned char *open = j->p++;
-    char *dec = out ? malloc((size_t)(j->end - open) + 1) : NULL;
     size_t n = 0;
-    if (out && !dec)
-        return fail(j, "out of memory");
     while (j->p < j->end) {
         unsigned char c = *j->p++;
         uint32_t cp = 0;
         if (c == '"') {
-            if (out)
-                dec[n] = '\0', *out = dec;
+            if (out && (!scratch_reserve(j, n, 1) || !(*out = malloc(n + 1))))
+                return fail(j, "out of memory");
+            if (out) {
+                memcpy(*out, j->scratch, n);
+                (*out)[n] = '\0';
+            }
             return true;
         }
         if (c < 0x20) {
             j->p--;
-            free(dec);
             return fail(j, "raw control character 0x%02x in a string (escape it)", c);
         }
-        if (c == '\\') {
-            if (!escape(j, &cp)) {
-                free(dec);
-                return false;
-            }
-            if (dec)
-                n += put_utf8(dec + n, cp);
-        } else if (dec) {
-            dec[n++] = (char)c;
-        }
+        if (c == '\\' && !escape(j, &cp))
+            return false;
+        if (!out)
+            continue;
+        if (!scratch_reserve(j, n, 4))
+            return false;
+        if (c == '\\')
+            n += put_utf8(j->scratch + n, cp);
+        else
+            j->scratch[n++] = (char)c;
     }
-    free(dec);
     j->p = open;
     return fail(j, "unterminated string");
 }
@@ -380,13 +396,16 @@ bool vd_json_check(const char *text, size_t len, int max_depth, unsigned flags,
                    vd_json_problem *why)
 {
     const unsigned char *s = (const unsigned char *)text;
-    scan j = {s, s, s + len, 0, max_depth, flags, why, false, "", 0};
+    scan j = {s, s, s + len, 0, max_depth, flags, why, false, "", 0, NULL, 0};
+    bool ok;
     if (why)
         memset(why, 0, sizeof(*why));
     ws(&j);
     if ((flags & VD_JSON_OBJECT_ONLY) && !peek(&j, '{'))
         return fail(&j, "the value must be a JSON object");
-    if (!value(&j))
+    ok = value(&j);
+    free(j.scratch);
+    if (!ok)
         return false;
     j.plen = 0;
     ws(&j);
