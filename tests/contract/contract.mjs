@@ -664,6 +664,15 @@ async function items() {
     'not an object': '[]',
   };
   for (const [what, raw] of Object.entries(bad)) await call('registerItems', { expect: 400, error: 'invalid_json', raw, label: what });
+  // strict JSON (parser differentials): refused, naming where
+  const strict = {
+    'duplicate key': ['{"items": [], "items": [{}]}', 'items'],
+    'duplicate nested key': ['{"items": [{"payload": {"a": 1, "a": 2}}]}', 'items[0].payload.a'],
+    'leading zero': ['{"items": [{"priority": 01}]}', 'items[0].priority'],
+    'number beyond a double': ['{"items": [{"priority": 1e999}]}', 'items[0].priority'],
+    'raw control character': ['{"items": [{"item_identifier": "a\tb"}]}', 'items[0].item_identifier'],
+  };
+  for (const [what, [raw, field]] of Object.entries(strict)) await call('registerItems', { expect: 400, error: 'invalid_json', field, raw, label: what });
   await call('registerItems', { expect: 400, error: 'invalid_json', raw: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), label: 'invalid UTF-8' });
   // an unknown field is ignored; null for an optional field is absent (info.description says
   // so; the request schemas do not allow null, so the schema check is off for this one)
@@ -775,6 +784,8 @@ async function outcomes() {
   // j2: a required tool failed, so reject_source is refused unless forced
   await call('reportToolFailure', { expect: 200, params: { job_id: j2.job_id }, json: { claim_token: j2.claim_token, tool: 'wp_update', error: 'HTTP 500', kind: 'deterministic', required: true } });
   await call('reportDisposition', { expect: 409, error: 'tool_failure_pending', params: { job_id: j2.job_id }, json: { claim_token: j2.claim_token, disposition: 'reject_source', reason_code: 'too_thin' } });
+  // ... and complete too: the required tool was given up (retryable: false), nothing it should have written was written
+  await call('reportDisposition', { expect: 409, error: 'tool_failure_pending', field: 'disposition', params: { job_id: j2.job_id }, json: { claim_token: j2.claim_token, disposition: 'complete' }, label: 'complete after a required tool was given up' });
   const forced = await call('reportDisposition', { expect: 200, params: { job_id: j2.job_id }, json: { claim_token: j2.claim_token, disposition: 'reject_source', reason_code: 'too_thin', reason: 'one-line post', force: true } });
   check(forced.body.item.state === 'rejected', 'forced reject_source', snip(forced.body));
 
