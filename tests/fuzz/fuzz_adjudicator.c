@@ -9,7 +9,8 @@
  *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_DEFAULT_SOURCE \
  *     -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc tests/fuzz/fuzz_adjudicator.c \
  *     src/service/adjudicator.c src/http/adjudication_codec.c src/common/error.c \
- *     src/common/util.c -lcjson -lpcre2-8 -lm -o fuzz_adjudicator
+ *     src/common/util.c src/common/json_scan.c src/common/redact.c -lpthread -lcjson \
+ *     -lpcre2-8 -lm -o fuzz_adjudicator
  *   ./fuzz_adjudicator -max_len=65536 -dict=... corpus_dir/
  */
 #include <stdint.h>
