@@ -294,6 +294,8 @@ static bool keys_add(scan *j, keyset *ks, char *key)
 /* After an object's last member: a key seen twice is refused, naming it. */
 static bool keys_distinct(scan *j, keyset *ks, const unsigned char *open)
 {
+    if (ks->n < 2)
+        return true; /* (an empty object has no key array at all) */
     qsort(ks->k, ks->n, sizeof(*ks->k), cmp_key);
     for (size_t i = 1; i < ks->n; i++) {
         if (strcmp(ks->k[i - 1], ks->k[i]) == 0) {
