@@ -7,33 +7,6 @@
 
 #include <string.h>
 
-<<<<<<< HEAD
-=======
-typedef struct tool_def {
-    const char *name;
-    const char *disposition;
-    const char *description;
-} tool_def;
-
-static const tool_def tools[] = {
-    {"complete_item", "complete",
-     "Use when the pipeline's output for this item has been written successfully, by every "
-     "tool the task requires. The item is marked processed and will not be offered again."},
-    {"reject_source", "reject_source",
-     "Use when you have judged the source itself not worth processing: irrelevant to the "
-     "topic, too thin, a duplicate, spam or low quality. This is a reasoned judgement about "
-     "the source's content; the item is closed for good, so state the reason."},
-    {"defer_item", "defer_item",
-     "Use when you cannot finish this item safely right now: a tool (such as a required tool "
-     "the tool-failure answer told you to stop calling), quality gate, provider or dependency "
-     "failed, or your confidence is low. The source stays eligible and the item is offered "
-     "again later; set manual_review when a person should look at it first."},
-    {"fail_item", "fail",
-     "Use when the engine itself failed, for example a required update or upsert tool "
-     "returned an error. Report the error text; a retryable failure is retried with backoff."},
-};
-
->>>>>>> 3eb48e1 (tool definitions: complete means every required tool wrote; defer_item covers a required tool given up)
 static cJSON *string_prop(const char *desc, int min, int max)
 {
     cJSON *p = cJSON_CreateObject();
@@ -143,8 +116,8 @@ static cJSON *schema_tool_failure(void)
 
 const vd_agent_tool vd_agent_tools[] = {
     {"complete_item", "complete",
-     "Use when the pipeline's output for this item has been written successfully. The item is "
-     "marked processed and will not be offered again.",
+     "Use when the pipeline's output for this item has been written successfully, by every "
+     "tool the task requires. The item is marked processed and will not be offered again.",
      schema_complete, false},
     {"reject_source", "reject_source",
      "Use when you have judged the source itself not worth processing: irrelevant to the "
@@ -152,9 +125,10 @@ const vd_agent_tool vd_agent_tools[] = {
      "the source's content; the item is closed for good, so state the reason.",
      schema_reject, false},
     {"defer_item", "defer_item",
-     "Use when you cannot finish this item safely right now: a tool, quality gate, provider or "
-     "dependency failed, or your confidence is low. The source stays eligible and the item is "
-     "offered again later; set manual_review when a person should look at it first.",
+     "Use when you cannot finish this item safely right now: a tool (such as a required tool "
+     "the tool-failure answer told you to stop calling), quality gate, provider or dependency "
+     "failed, or your confidence is low. The source stays eligible and the item is offered "
+     "again later; set manual_review when a person should look at it first.",
      schema_defer, false},
     {"fail_item", "fail",
      "Use when the engine itself failed, for example a required update or upsert tool "
