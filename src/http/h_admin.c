@@ -80,7 +80,7 @@ vd_error vd_h_release_item(vd_ctx *ctx)
     const cJSON *body = NULL;
     const char *reason = NULL;
     int64_t id = 0;
-    char *out = NULL, what[48], state[16] = "";
+    char *out = NULL, *clean = NULL, what[48], state[16] = "";
     vd_conn *c = NULL;
     vd_error rc = vd_param_id(ctx, 0, "item", &id);
     if (rc || (rc = vd_body_object(ctx, &body)))
@@ -89,7 +89,10 @@ vd_error vd_h_release_item(vd_ctx *ctx)
     if ((rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_store_item_release(c, id, reason, ctx->actor, &out, state, sizeof(state));
+    if (reason && !(clean = vd_redact(reason)))
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    rc = vd_store_item_release(c, id, clean, ctx->actor, &out, state, sizeof(state));
+    free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
         return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release",
                        what, state);

@@ -258,7 +258,7 @@ vd_error vd_h_release(vd_ctx *ctx)
     rc = vd_job_apply(c, ctx->cfg, &w, &ans);
     if (rc) {
         char msg[sizeof(ctx->err_message)];
-        const char *field = refusal(rc, w.job_id, &ans, msg, sizeof(msg));
+        const char *field = refusal(rc, &w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
         rc = vd_respond_owned(ctx, ans.body), ans.body = NULL;

@@ -85,10 +85,15 @@ static void test_secrets_strict_json_every_post_route(void **state)
         path[o] = '\0';
         for (size_t i = 0; i < nb; i++) {
             vt_resp resp = vt_http(&srv, "POST", path, VT_ADMIN, bad_bodies[i].body, NULL);
-            const char *code = resp.json ? vt_str(resp.json, "error") : NULL;
+            /* the MCP endpoint answers JSON-RPC: the envelope is its error's data */
+            const cJSON *env = resp.json && cJSON_GetObjectItem(resp.json, "jsonrpc")
+                                   ? cJSON_GetObjectItem(cJSON_GetObjectItem(resp.json, "error"),
+                                                         "data")
+                                   : resp.json;
+            const char *code = env ? vt_str(env, "error") : NULL;
             if (resp.status != 400 || !code || strcmp(code, "invalid_json") != 0)
                 fail_msg("POST %s %s: %ld %s", path, bad_bodies[i].body, resp.status, resp.body);
-            const char *field = vt_str(resp.json, "field");
+            const char *field = vt_str(env, "field");
             if (strcmp(field ? field : "", bad_bodies[i].field) != 0)
                 fail_msg("POST %s %s: field '%s', want '%s'", path, bad_bodies[i].body,
                          field ? field : "", bad_bodies[i].field);
@@ -175,9 +180,30 @@ static void test_secrets_redacted_everywhere_stored(void **state)
         " \"list\": [{\"secret\": {\"x\": \"SX-eight8\"}}]}");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    static const char *secrets[] = {"CS-one1", "XK-two2", "PW-three3", "UP-four4", "RT-five5",
-                                    "dXNlcjpwYXNzd29yZA", "AT-six6", "AbCdEfGhIjKlMnOpQrStUv7",
-                                    "SX-eight8"};
+    /* the releases' reasons (the holder's and an admin's) and a requeue's */
+    char path[80];
+    vt_register(&srv, "red", "b", NULL);
+    vt_register(&srv, "red", "c", NULL);
+    vt_claim h = vt_claim1(&srv, "red"), a = vt_claim1(&srv, "red");
+    char body[200];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/release", (long long)h.job_id);
+    snprintf(body, sizeof(body), "{\"claim_token\":\"%s\",\"reason\":\"token=RL-ten10\"}",
+             h.token);
+    r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/items/%lld/release", (long long)a.item_id);
+    r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\":\"api_key=AR-eleven11\"}", NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/items/%lld/requeue", (long long)c.item_id);
+    r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\":\"password=RQ-twelve12\"}", NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    static const char *secrets[] = {"CS-one1",   "XK-two2",    "PW-three3",
+                                    "UP-four4",  "RT-five5",   "dXNlcjpwYXNzd29yZA",
+                                    "AT-six6",   "AbCdEfGhIjKlMnOpQrStUv7", "SX-eight8",
+                                    "RL-ten10",  "AR-eleven11", "RQ-twelve12"};
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
         assert_nowhere(secrets[i]);
     /* ordinary members stay readable */
