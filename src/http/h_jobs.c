@@ -175,7 +175,7 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
                  what, ans->standing);
         return "disposition";
     }
-    if (rc == VD_ERR_TOOL_FAILURE_PENDING && w->event.kind == VD_EVENT_COMPLETE) {
+    if (rc == VD_ERR_TOOL_FAILURE_PENDING && !w->is_reject) { /* complete */
         snprintf(msg, len,
                  "a required tool failed in %s and is not to be called again, so what it "
                  "should have written was not written: call defer_item or fail (complete needs "

@@ -83,6 +83,13 @@ static vd_error record_only(vd_conn *c, const vd_job_write *w, vd_job_answer *ou
     return rc;
 }
 
+/* Whether w is the `complete` disposition (not a session outcome, whose event is decided
+ * later inside the transaction, nor a release). */
+static bool completes(const vd_job_write *w)
+{
+    return w->disposition && strcmp(w->disposition, "complete") == 0;
+}
+
 /* Whether write w may go on to the state machine; if not, out says why (or replays). */
 static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job_answer *out)
 {
@@ -95,7 +102,7 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
     if (!snap->holds)
         return VD_ERR_CLAIM_LOST;
     if (vd_tool_guard_refuses(&(vd_tool_guard_input){
-            w->is_reject, w->event.kind == VD_EVENT_COMPLETE, w->force,
+            w->is_reject, completes(w), w->force,
             snap->required_tool_failed, snap->required_tool_blocked}))
         return VD_ERR_TOOL_FAILURE_PENDING;
     return VD_OK;
@@ -105,7 +112,7 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
 static bool forced(const vd_job_snapshot *snap, const vd_job_write *w)
 {
     return w->force && vd_tool_guard_refuses(&(vd_tool_guard_input){
-                           w->is_reject, w->event.kind == VD_EVENT_COMPLETE, false,
+                           w->is_reject, completes(w), false,
                            snap->required_tool_failed, snap->required_tool_blocked});
 }
 

@@ -339,6 +339,19 @@ static void test_secrets_required_tool_blocks_complete(void **state)
                                  " forced",
                                  (long long)d.job_id),
                      0);
+    /* a session outcome is adjudicated from the transcript: the rule is complete's only */
+    vt_register(&srv, "req", "d", NULL);
+    vt_claim so = vt_claim1(&srv, "req");
+    r = tool_failure(&so, "\"tool\": \"wp_upsert\", \"error\": \"iteration_cap\","
+                          " \"kind\": \"deterministic\", \"required\": true");
+    vt_resp_free(&r);
+    snprintf(body, sizeof(body), "{\"claim_token\": \"%s\", \"session\": %s}", so.token,
+             "{\"returncode\": -1, \"termination\": \"stale\", \"stdout\": \"\"}");
+    char path[80];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/session-outcome", (long long)so.job_id);
+    r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
     /* a non-required tool's failure never blocks complete */
     vt_claim e = vt_claim1(&srv, "req");
     r = tool_failure(&e, "\"tool\": \"tldr\", \"error\": \"iteration_cap\"");
