@@ -315,8 +315,7 @@ static bool member(scan *j, keyset *ks)
     size_t saved;
     bool ok;
     if (!peek(j, '"'))
-        return fail(j, "an object key must be a string (near byte %zu)",
-                    (size_t)(j->p - j->start));
+        return fail(j, "an object key must be a string (near byte %zu)", (size_t)(j->p - j->start));
     if (!string(j, ks ? &key : NULL) || (ks && !keys_add(j, ks, key)))
         return false;
     saved = path_push(j, kp, (size_t)(j->p - 1 - kp), 0);

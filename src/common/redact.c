@@ -18,8 +18,8 @@ typedef struct pattern {
 
 /* The words a key ends with when it names a secret (alone or as wp_password, access_token,
  * clientSecret, x-api-key, ...). "tokens" and "max_tokens" do not end with one. */
-#define SECRET_WORDS                                                                            \
-    "(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"   \
+#define SECRET_WORDS                                                                               \
+    "(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"       \
     "auth|authorization|credentials?|cookie)"
 
 static const pattern table[] = {

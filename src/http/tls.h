@@ -12,8 +12,8 @@
 typedef struct vd_tls {
     char *cert; /* PEM text, kept for the daemon's life */
     char *key;
-    unsigned flags;                     /* MHD_USE_TLS, or 0 */
-    struct MHD_OptionItem options[3];   /* for MHD_OPTION_ARRAY; ends with MHD_OPTION_END */
+    unsigned flags;                   /* MHD_USE_TLS, or 0 */
+    struct MHD_OptionItem options[3]; /* for MHD_OPTION_ARRAY; ends with MHD_OPTION_END */
 } vd_tls;
 
 /* Read cfg's certificate and key (none configured: plain HTTP, flags 0, no options), and warn

@@ -86,10 +86,10 @@ static void test_secrets_strict_json_every_post_route(void **state)
         for (size_t i = 0; i < nb; i++) {
             vt_resp resp = vt_http(&srv, "POST", path, VT_ADMIN, bad_bodies[i].body, NULL);
             /* the MCP endpoint answers JSON-RPC: the envelope is its error's data */
-            const cJSON *env = resp.json && cJSON_GetObjectItem(resp.json, "jsonrpc")
-                                   ? cJSON_GetObjectItem(cJSON_GetObjectItem(resp.json, "error"),
-                                                         "data")
-                                   : resp.json;
+            const cJSON *env =
+                resp.json && cJSON_GetObjectItem(resp.json, "jsonrpc")
+                    ? cJSON_GetObjectItem(cJSON_GetObjectItem(resp.json, "error"), "data")
+                    : resp.json;
             const char *code = env ? vt_str(env, "error") : NULL;
             if (resp.status != 400 || !code || strcmp(code, "invalid_json") != 0)
                 fail_msg("POST %s %s: %ld %s", path, bad_bodies[i].body, resp.status, resp.body);
@@ -171,13 +171,13 @@ static void test_secrets_redacted_everywhere_stored(void **state)
         assert_int_equal((long)vt_num(r.json, "repeat_count"), i);
         vt_resp_free(&r);
     }
-    vt_resp r = vt_dispose(
-        &srv, &c,
-        "\"disposition\": \"fail\", \"retryable\": false, \"error\": \"upsert refused:"
-        " refresh_token=RT-five5 Authorization: Basic dXNlcjpwYXNzd29yZA==\","
-        " \"engine_data\": {\"tokens\": 1234, \"deep\": {\"deeper\": {\"access_token\":"
-        " \"AT-six6\", \"note\": \"key sk-proj-AbCdEfGhIjKlMnOpQrStUv7\"}},"
-        " \"list\": [{\"secret\": {\"x\": \"SX-eight8\"}}]}");
+    vt_resp r =
+        vt_dispose(&srv, &c,
+                   "\"disposition\": \"fail\", \"retryable\": false, \"error\": \"upsert refused:"
+                   " refresh_token=RT-five5 Authorization: Basic dXNlcjpwYXNzd29yZA==\","
+                   " \"engine_data\": {\"tokens\": 1234, \"deep\": {\"deeper\": {\"access_token\":"
+                   " \"AT-six6\", \"note\": \"key sk-proj-AbCdEfGhIjKlMnOpQrStUv7\"}},"
+                   " \"list\": [{\"secret\": {\"x\": \"SX-eight8\"}}]}");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
     /* the releases' reasons (the holder's and an admin's) and a requeue's */
@@ -187,8 +187,7 @@ static void test_secrets_redacted_everywhere_stored(void **state)
     vt_claim h = vt_claim1(&srv, "red"), a = vt_claim1(&srv, "red");
     char body[200];
     snprintf(path, sizeof(path), "/v1/jobs/%lld/release", (long long)h.job_id);
-    snprintf(body, sizeof(body), "{\"claim_token\":\"%s\",\"reason\":\"token=RL-ten10\"}",
-             h.token);
+    snprintf(body, sizeof(body), "{\"claim_token\":\"%s\",\"reason\":\"token=RL-ten10\"}", h.token);
     r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
@@ -200,27 +199,29 @@ static void test_secrets_redacted_everywhere_stored(void **state)
     r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\":\"password=RQ-twelve12\"}", NULL);
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    static const char *secrets[] = {"CS-one1",   "XK-two2",    "PW-three3",
-                                    "UP-four4",  "RT-five5",   "dXNlcjpwYXNzd29yZA",
-                                    "AT-six6",   "AbCdEfGhIjKlMnOpQrStUv7", "SX-eight8",
-                                    "RL-ten10",  "AR-eleven11", "RQ-twelve12"};
+    static const char *secrets[] = {"CS-one1",     "XK-two2",
+                                    "PW-three3",   "UP-four4",
+                                    "RT-five5",    "dXNlcjpwYXNzd29yZA",
+                                    "AT-six6",     "AbCdEfGhIjKlMnOpQrStUv7",
+                                    "SX-eight8",   "RL-ten10",
+                                    "AR-eleven11", "RQ-twelve12"};
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
         assert_nowhere(secrets[i]);
     /* ordinary members stay readable */
     assert_int_equal(vt_sql_long("SELECT (engine_data->>'tokens')::int FROM jobs WHERE id = %lld",
                                  (long long)c.job_id),
                      1234);
-    char *args = vt_sql("SELECT args FROM tool_failures WHERE job_id = %lld LIMIT 1",
-                        (long long)c.job_id);
+    char *args =
+        vt_sql("SELECT args FROM tool_failures WHERE job_id = %lld LIMIT 1", (long long)c.job_id);
     assert_non_null(strstr(args, "\"q\":\"cats\""));
     if (!strstr(args, "\"auth\":\"[REDACTED]\"")) /* a secret key: all of it */
         fail_msg("args: %s", args);
     free(args);
 }
 
-#define SECRET_SESSION                                                                           \
-    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"          \
-    " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"deployed with"              \
+#define SECRET_SESSION                                                                             \
+    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"            \
+    " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"deployed with"                 \
     " ghp_0123456789abcdefghijABCDEFGHIJ012345 and wp_password=WP-nine9\\\"}\"}"
 
 /* The transcript's result_text is stored redacted; the finishing request is kept only as a
@@ -276,13 +277,15 @@ static void test_secrets_digest_replays_across_endpoints(void **state)
     vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
     assert_int_equal((long)vt_num(r.json, "results.0.status"), 200);
     vt_resp_free(&r);
-    r = vt_dispose(&srv, &c, "\"reason\": \"later\", \"reason_code\": \"tool_error\","
-                             " \"disposition\": \"defer_item\"");
+    r = vt_dispose(&srv, &c,
+                   "\"reason\": \"later\", \"reason_code\": \"tool_error\","
+                   " \"disposition\": \"defer_item\"");
     assert_int_equal(r.status, 200);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
     vt_resp_free(&r);
-    r = vt_dispose(&srv, &c, "\"reason\": \"sooner\", \"reason_code\": \"tool_error\","
-                             " \"disposition\": \"defer_item\"");
+    r = vt_dispose(&srv, &c,
+                   "\"reason\": \"sooner\", \"reason_code\": \"tool_error\","
+                   " \"disposition\": \"defer_item\"");
     vt_assert_error(&r, 409, "job_finalized");
     vt_resp_free(&r);
 }
@@ -410,7 +413,8 @@ static void test_secrets_db_up_gauge(void **state)
     (void)state;
     char line[128], sql[300], *db = vt_sql("SELECT current_database()");
     vt_resp r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
-    assert_string_equal(metric_line(r.body, "verdict_db_up", line, sizeof(line)), "verdict_db_up 1");
+    assert_string_equal(metric_line(r.body, "verdict_db_up", line, sizeof(line)),
+                        "verdict_db_up 1");
     vt_resp_free(&r);
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS false", db);
     admin_sql(sql);
@@ -422,7 +426,8 @@ static void test_secrets_db_up_gauge(void **state)
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS true", db);
     admin_sql(sql); /* restore before asserting */
     assert_int_equal(r.status, 200);
-    assert_string_equal(metric_line(r.body, "verdict_db_up", line, sizeof(line)), "verdict_db_up 0");
+    assert_string_equal(metric_line(r.body, "verdict_db_up", line, sizeof(line)),
+                        "verdict_db_up 0");
     assert_string_equal(metric_line(r.body, "verdict_up", line, sizeof(line)), "verdict_up 1");
     assert_null(strstr(r.body, "\nverdict_items{"));
     vt_resp_free(&r);

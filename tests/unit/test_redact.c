@@ -32,7 +32,8 @@ static const redact_case cases[] = {
     {"DB_PASSWORD=pw in env", "DB_PASSWORD=" R " in env"},
     /* JSON members, any depth */
     {"{\"user\":\"bob\",\"password\":\"hunter2\"}", "{\"user\":\"bob\",\"password\":\"" R "\"}"},
-    {"args: {\"api_key\": \"k-123\", \"q\": \"cats\"}", "args: {\"api_key\": \"" R "\", \"q\": \"cats\"}"},
+    {"args: {\"api_key\": \"k-123\", \"q\": \"cats\"}",
+     "args: {\"api_key\": \"" R "\", \"q\": \"cats\"}"},
     {"{\"a\":{\"b\":{\"secret\":\"x\\\"y\"}}}", "{\"a\":{\"b\":{\"secret\":\"" R "\"}}}"},
     {"{\"token\": \"abc\"}", "{\"token\": \"" R "\"}"},
     {"{\"clientSecret\":\"v\"}", "{\"clientSecret\":\"" R "\"}"},
@@ -107,10 +108,10 @@ static void test_redact_pattern_names(void **state)
 static void test_redact_secret_keys(void **state)
 {
     (void)state;
-    static const char *yes[] = {"password",   "PASSWORD",    "wp_password", "api_key",
-                                "apiKey",     "x-api-key",   "secret",      "client_secret",
-                                "token",      "access_token", "refreshToken", "authorization",
-                                "credentials", "auth",        "passwd",      NULL};
+    static const char *yes[] = {"password",    "PASSWORD",     "wp_password",  "api_key",
+                                "apiKey",      "x-api-key",    "secret",       "client_secret",
+                                "token",       "access_token", "refreshToken", "authorization",
+                                "credentials", "auth",         "passwd",       NULL};
     static const char *no[] = {"tokens", "max_tokens", "input_tokens", "token_count",
                                "author", "keyword",    "title",        "password_hint_shown",
                                NULL};
