@@ -71,6 +71,9 @@ struct vd_ctx {
     char err_field[200];
     char retry_after[16];
     bool idempotent_replayed;
+    bool console;          /* a /ui answer: CSP, caching and framing headers */
+    const char *etag;      /* ETag of an embedded asset, or NULL */
+    const char *location;  /* Location of a redirect, or NULL */
     vd_conn *dbc; /* borrowed from the pool by vd_ctx_db, released after the handler */
 };
 
@@ -134,6 +137,10 @@ vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, in
                       int64_t *out);
 /* Whether s is a UUID in text form (8-4-4-4-12 hex digits). Pure. */
 bool vd_is_uuid(const char *s);
+/* Optional query string of 1..max bytes of UTF-8 (NULL when absent); 400 naming it. */
+vd_error vd_query_str(vd_ctx *ctx, const char *key, size_t max, const char **out);
+/* The `order` query argument: asc (default) or desc. */
+vd_error vd_query_order(vd_ctx *ctx, bool *desc);
 /* The "claim_token" field: required, a UUID in text form. */
 vd_error vd_get_token(vd_field f, const char **out);
 /* A JSON value rendered by the database, embedded as-is (cJSON raw node). */
@@ -236,6 +243,13 @@ int vd_rpc_code_of(vd_error err);
 extern const char *const vd_reject_codes[];
 extern const char *const vd_defer_codes[];
 vd_error vd_h_flow_steps_list(vd_ctx *ctx);
+vd_error vd_h_resolve_one(vd_ctx *ctx);
+vd_error vd_h_resolve_bulk(vd_ctx *ctx);
+vd_error vd_h_transitions(vd_ctx *ctx);
+vd_error vd_h_whoami(vd_ctx *ctx);
+vd_error vd_h_ui_redirect(vd_ctx *ctx);
+vd_error vd_h_ui_index(vd_ctx *ctx);
+vd_error vd_h_ui_asset(vd_ctx *ctx);
 vd_error vd_h_flow_step_pause(vd_ctx *ctx);
 vd_error vd_h_flow_step_resume(vd_ctx *ctx);
 

@@ -214,6 +214,25 @@ vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, in
     return VD_OK;
 }
 
+vd_error vd_query_str(vd_ctx *ctx, const char *key, size_t max, const char **out)
+{
+    const char *s = vd_query(ctx, key);
+    *out = s;
+    if (s && (strlen(s) < 1 || strlen(s) > max || !vd_utf8_valid(s, strlen(s))))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, key,
+                       "query argument '%s' must be 1 to %zu bytes of UTF-8", key, max);
+    return VD_OK;
+}
+
+vd_error vd_query_order(vd_ctx *ctx, bool *desc)
+{
+    const char *s = vd_query(ctx, "order");
+    *desc = s && strcmp(s, "desc") == 0;
+    if (s && !*desc && strcmp(s, "asc") != 0)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "order", "'order' must be asc or desc");
+    return VD_OK;
+}
+
 vd_error vd_idempotency_key(vd_ctx *ctx, const char **key)
 {
     const char *k = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND, "Idempotency-Key");
