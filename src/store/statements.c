@@ -336,8 +336,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* The change feed: transitions after an id, oldest first, each with its item's flow step
      * and identifiers. A scan of transitions_pkey from $1 joined to items_pkey: its cost is
-     * the transitions written since $1, filtered or not. next_after is the last id returned,
-     * or $1 when none (a poller passes it back as is). */
+     * the transitions written since $1, filtered or not. It stops before the first row made
+     * after the oldest open writing transaction began (sql/0008_feed.sql): a smaller id may
+     * still commit there. next_after is the last id returned, or $1 when none (a poller
+     * passes it back as is). */
     [VD_SQL_TRANSITIONS_FEED] = {"transitions_feed",
         "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), '[]'::json),"
         "  'next_after', coalesce(max(s.id), $1),"
@@ -347,6 +349,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "         'item_identifier', i.item_identifier) AS j"
         "       FROM transitions t JOIN items i ON i.id = t.item_id"
         "       WHERE t.id > $1 AND ($2::text IS NULL OR i.flow_step_id = $2)"
+        "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
+        "                              WHERE u.logged_at >= verdict_feed_horizon()),"
+        "                             9223372036854775807)"
         "       ORDER BY t.id LIMIT $3) s"},
 
     /* An admin decides a parked item (manual_review or failed -> processed or rejected).
