@@ -242,7 +242,7 @@ async function viewFlowSteps() {
         h('div', {}, h('dt', {}, 'Oldest claimable'), h('dd', {}, age(f.oldest_claimable_age_seconds))),
         h('div', {}, h('dt', {}, 'Stuck claims'), h('dd', { class: f.stuck_claims ? 'warn' : '' }, String(f.stuck_claims))),
         h('div', {}, h('dt', {}, 'Jobs last hour'), h('dd', {}, String(jobsTotal),
-          lastHour.length ? h('span', { class: 'muted' }, ` (${lastHour.map(([k, n]) => `${k} ${n}`).join(', ')})`) : ''))),
+          lastHour.length ? h('span', { class: 'muted' }, lastHour.map(([k, n]) => `${k} ${n}`).join(', ')) : ''))),
       actions,
       known.get(f.flow_step_id) ? null : h('p', { class: 'muted' }, 'not registered as a flow step'));
   });
@@ -394,7 +394,7 @@ async function viewItem(id) {
     h('section', { class: 'card', 'aria-labelledby': 'h-tl' }, h('h2', { id: 'h-tl' }, 'Timeline'),
       h('ol', { class: 'timeline', reversed: true }, r.transitions.map((t) => h('li', { 'data-transition': t.id },
         h('div', { class: 'tl-head' }, t.from_state ? stateBadge(t.from_state) : '', t.from_state ? ' → ' : '', stateBadge(t.to_state),
-          h('strong', {}, ` ${t.cause}`), t.job_id ? h('a', { href: `#/job/${t.job_id}` }, ` job ${t.job_id}`) : ''),
+          ' ', h('strong', {}, t.cause), t.job_id ? [' ', h('a', { href: `#/job/${t.job_id}` }, `job ${t.job_id}`)] : ''),
         h('div', { class: 'muted' }, `${fmt(t.actor)} · `, h('time', { datetime: t.at, title: t.at }, ago(t.at)),
           t.reason_code ? ` · ${t.reason_code}` : '', t.forced ? ' · forced' : ''),
         t.reason ? h('div', { class: 'reason' }, t.reason) : null)))),
