@@ -32,7 +32,7 @@ export VERDICT_TEST_PG_STOP="$run_as $pgctl -m fast stop"
 export VERDICT_TEST_PG_START="$run_as $pgctl -o '$pgopts' start"
 
 status=0
-# the console's browser test (ctest ui.console) drives this chromium with playwright-core
+# the console's browser test (ctest slow.ui_console) drives this chromium with playwright-core
 (cd tests/ui && [ -d node_modules/playwright-core ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
   npm ci --no-audit --no-fund --loglevel=error) || status=1
 # first: it installs the npm tools that the contract test (a ctest) uses too
