@@ -1,6 +1,8 @@
-# embed.cmake - run with `cmake -DOUT=file.c -DMIGRATIONS="a.sql;b.sql" -DOPENAPI_YAML=..
-# -DOPENAPI_JSON=.. -P embed.cmake`: writes a C file holding the migrations and the OpenAPI
-# documents, so the binary is self-contained (a container needs no sql/ beside it).
+# embed.cmake - run with `cmake -DOUT=file.c -DMIGRATIONS="a.sql|b.sql" -DOPENAPI_YAML=..
+# -DOPENAPI_JSON=.. -DUI_FILES="ui/index.html|ui/app.js" -P embed.cmake`: writes a C file
+# holding the migrations, the OpenAPI documents and the operator console's files (each with
+# an ETag: the MD5 of its bytes), so the binary is self-contained (a container needs no sql/
+# or ui/ beside it).
 function(embed_one var path out_var)
   file(READ "${path}" hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
@@ -26,5 +28,18 @@ embed_one("openapi_json" "${OPENAPI_JSON}" chunk)
 string(APPEND body "${chunk}")
 string(APPEND body "const vd_embedded_file vd_openapi_yaml = {\"verdict.yaml\", (const char *)openapi_yaml, sizeof(openapi_yaml) - 1};\n")
 string(APPEND body "const vd_embedded_file vd_openapi_json = {\"verdict.json\", (const char *)openapi_json, sizeof(openapi_json) - 1};\n")
+string(REPLACE "|" ";" UI_FILES "${UI_FILES}")
+set(table "")
+set(i 0)
+foreach(f ${UI_FILES})
+  get_filename_component(name "${f}" NAME)
+  file(MD5 "${f}" md5)
+  embed_one("ui_${i}" "${f}" chunk)
+  string(APPEND body "${chunk}")
+  string(APPEND table "    {\"${name}\", (const char *)ui_${i}, sizeof(ui_${i}) - 1, \"\\\"${md5}\\\"\"},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst vd_ui_file vd_ui_files[] = {\n${table}};\n")
+string(APPEND body "const size_t vd_ui_file_count = ${i};\n")
 file(WRITE "${OUT}.tmp" "${body}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

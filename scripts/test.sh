@@ -7,7 +7,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$VD_ROOT"
 
-vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus gnutls-bin
+vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus gnutls-bin chromium
 # the PHP client's PHPUnit suite and the WordPress end-to-end test (ctest label slow)
 vd_apt_install php-cli php-curl php-mysql php-xml php-mbstring phpunit wordpress mariadb-server
 command -v npm >/dev/null 2>&1 || vd_apt_install nodejs npm
@@ -33,6 +33,9 @@ export VERDICT_TEST_PG_STOP="$run_as $pgctl -m fast stop"
 export VERDICT_TEST_PG_START="$run_as $pgctl -o '$pgopts' start"
 
 status=0
+# the console's browser test (ctest slow.ui_console) drives this chromium with playwright-core
+(cd tests/ui && [ -d node_modules/playwright-core ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+  npm ci --no-audit --no-fund --loglevel=error) || status=1
 # first: it installs the npm tools that the contract test (a ctest) uses too
 vd_log "OpenAPI lint and sync"
 scripts/openapi.sh check || status=1

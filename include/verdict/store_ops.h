@@ -40,9 +40,44 @@ vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char 
                                const char *identifiers_json, char **out);
 /* {"item": {...}, "transitions": [... last 100, newest first]} or VD_ERR_NOT_FOUND. */
 vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
-/* {"items": [...], "next_after": id|null}; filters may be NULL. */
-vd_error vd_store_items_list(vd_conn *c, const char *flow_step_id, const char *state,
-                             int64_t after, int64_t limit, char **out);
+/* What a list shows: every string filter may be NULL (any); `state` is the job status for
+ * jobs; item_id 0 is any item; after is the keyset cursor (ids above it, or below it when
+ * desc; 0 starts at the oldest or the newest). */
+typedef struct vd_list_filter {
+    const char *flow_step_id, *state, *reason_code, *worker_id;
+    const char *since; /* jobs: RFC 3339, claimed at or after */
+    int64_t item_id;   /* jobs only */
+    int64_t after, limit;
+    bool desc;
+} vd_list_filter;
+
+/* {"items": [...], "next_after": id|null}. For items, worker_id is the worker of the item's
+ * latest job and reason_code its last_reason_code. */
+vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out);
+/* The change feed: {"transitions": [... oldest first], "next_after": id, "last_id": id}. */
+vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
+                                   int64_t limit, char **out);
+
+/* Which parked or done items a bulk call takes: up to `limit` of a flow step in `state`,
+ * optionally only those whose last_reason_code is reason_code (may be NULL), lowest ids
+ * first. */
+typedef struct vd_bulk_select {
+    const char *flow_step_id, *state, *reason_code;
+    int64_t limit;
+} vd_bulk_select;
+/* The ids a bulk call would take now, as a JSON array (dry run; locks nothing). */
+vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json);
+/* Resolve one parked item (manual_review or failed) to `outcome` (processed or rejected),
+ * audited with cause 'resolve': {"item": {...}, "transition": {...}}; VD_ERR_NOT_FOUND, or
+ * VD_ERR_INVALID_TRANSITION when it is not parked. */
+vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
+                              const char *reason_code, const char *reason, const char *actor,
+                              char **out);
+/* Resolve the items sel takes (sel->state must be manual_review or failed), skipping rows
+ * locked by others; *ids_json receives the ids resolved as a JSON array. */
+vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char *outcome,
+                               const char *reason_code, const char *reason, const char *actor,
+                               char **ids_json);
 
 /* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED). Answers
  * {"claims": [...]}. */
@@ -66,9 +101,8 @@ vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
  * whatever the job's status; VD_ERR_NOT_FOUND when there is no such job or the token is
  * another's. */
 vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out);
-/* {"jobs": [...], "next_after": id|null}; filters may be NULL (since: RFC 3339). */
-vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *status,
-                            const char *since, int64_t after, int64_t limit, char **out);
+/* {"jobs": [...], "next_after": id|null}; see vd_list_filter. */
+vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* Requeue one item (any state but claimed): {"item": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,

@@ -171,21 +171,22 @@ vd_error vd_h_item_get(vd_ctx *ctx)
 
 vd_error vd_h_items_list(vd_ctx *ctx)
 {
-    const char *fs = vd_query(ctx, "flow_step_id"), *state = vd_query(ctx, "state");
-    int64_t limit = 0, after = 0;
+    vd_list_filter f = {0};
     char *out = NULL;
     vd_conn *c = NULL;
-    vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &limit);
-    if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &after)))
+    vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &f.limit);
+    if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &f.after)) ||
+        (rc = vd_query_str(ctx, "flow_step_id", 200, &f.flow_step_id)) ||
+        (rc = vd_query_str(ctx, "reason_code", 200, &f.reason_code)) ||
+        (rc = vd_query_str(ctx, "worker_id", 200, &f.worker_id)) ||
+        (rc = vd_query_order(ctx, &f.desc)))
         return rc;
-    if (fs && (strlen(fs) < 1 || strlen(fs) > 200))
-        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
-                       "'flow_step_id' must be 1 to 200 bytes");
-    if (state && !in_list(state, item_states))
+    f.state = vd_query(ctx, "state");
+    if (f.state && !in_list(f.state, item_states))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "state", "'state' is not an item state");
     if ((rc = vd_ctx_db(ctx, &c)))
         return rc;
-    rc = vd_store_items_list(c, fs, state, after, limit, &out);
+    rc = vd_store_items_list(c, &f, &out);
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }
 

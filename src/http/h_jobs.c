@@ -413,26 +413,28 @@ vd_error vd_h_jobs_list(vd_ctx *ctx)
 {
     static const char *const statuses[] = {"processing", "completed", "rejected", "deferred",
                                            "failed",     "expired",   "released", NULL};
-    const char *fs = vd_query(ctx, "flow_step_id"), *status = vd_query(ctx, "status");
-    const char *since = vd_query(ctx, "since");
-    int64_t limit = 0, after = 0;
+    vd_list_filter f = {0};
     char *out = NULL;
     vd_conn *c = NULL;
     bool known = false;
-    vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &limit);
-    if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &after)))
+    vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &f.limit);
+    if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &f.after)) ||
+        (rc = vd_query_int(ctx, "item_id", 1, INT64_MAX, 0, &f.item_id)) ||
+        (rc = vd_query_str(ctx, "flow_step_id", 200, &f.flow_step_id)) ||
+        (rc = vd_query_str(ctx, "reason_code", 200, &f.reason_code)) ||
+        (rc = vd_query_str(ctx, "worker_id", 200, &f.worker_id)) ||
+        (rc = vd_query_order(ctx, &f.desc)))
         return rc;
-    for (size_t i = 0; status && statuses[i]; i++)
-        known |= strcmp(status, statuses[i]) == 0;
-    if (status && !known)
+    f.state = vd_query(ctx, "status");
+    f.since = vd_query(ctx, "since");
+    for (size_t i = 0; f.state && statuses[i]; i++)
+        known |= strcmp(f.state, statuses[i]) == 0;
+    if (f.state && !known)
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "status", "'status' is not a job status");
-    if (fs && (strlen(fs) < 1 || strlen(fs) > 200))
-        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
-                       "'flow_step_id' must be 1 to 200 bytes");
-    if (since && !valid_since(since))
+    if (f.since && !valid_since(f.since))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "since", "'since' must be an RFC 3339 time");
     if ((rc = vd_ctx_db(ctx, &c)))
         return rc;
-    rc = vd_store_jobs_list(c, fs, status, since, after, limit, &out);
+    rc = vd_store_jobs_list(c, &f, &out);
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }

@@ -73,6 +73,9 @@ struct vd_ctx {
     char err_field[200];
     char retry_after[16];
     bool idempotent_replayed;
+    bool console;          /* a /ui answer: CSP, caching and framing headers */
+    const char *etag;      /* ETag of an embedded asset, or NULL */
+    const char *location;  /* Location of a redirect, or NULL */
     vd_conn *dbc; /* borrowed from the pool by vd_ctx_db, released after the handler */
     double deadline; /* vd_monotonic() bound of every database wait of this request */
 };
@@ -122,6 +125,10 @@ typedef struct vd_field {
 
 /* The name a 400 gives key of f: "key" or "path.key" (in buf). */
 const char *vd_field_name(vd_field f, const char *key, char *buf, size_t len);
+/* A free-text field that is stored (a reason): read like vd_get_string, then redacted. *out is
+ * a malloc'd copy the caller frees, or NULL when the field is absent. */
+vd_error vd_get_redacted(vd_field f, const char *key, bool required, size_t min, size_t max,
+                         char **out);
 vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, size_t max,
                        const char **out);
 vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int64_t max,
@@ -140,6 +147,10 @@ vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, in
                       int64_t *out);
 /* Whether s is a UUID in text form (8-4-4-4-12 hex digits). Pure. */
 bool vd_is_uuid(const char *s);
+/* Optional query string of 1..max bytes of UTF-8 (NULL when absent); 400 naming it. */
+vd_error vd_query_str(vd_ctx *ctx, const char *key, size_t max, const char **out);
+/* The `order` query argument: asc (default) or desc. */
+vd_error vd_query_order(vd_ctx *ctx, bool *desc);
 /* The "claim_token" field: required, a UUID in text form. */
 vd_error vd_get_token(vd_field f, const char **out);
 /* Redact a free-form JSON tree in place before it is stored (engine_data, tool args): the
@@ -248,6 +259,13 @@ int vd_rpc_code_of(vd_error err);
 extern const char *const vd_reject_codes[];
 extern const char *const vd_defer_codes[];
 vd_error vd_h_flow_steps_list(vd_ctx *ctx);
+vd_error vd_h_resolve_one(vd_ctx *ctx);
+vd_error vd_h_resolve_bulk(vd_ctx *ctx);
+vd_error vd_h_transitions(vd_ctx *ctx);
+vd_error vd_h_whoami(vd_ctx *ctx);
+vd_error vd_h_ui_redirect(vd_ctx *ctx);
+vd_error vd_h_ui_index(vd_ctx *ctx);
+vd_error vd_h_ui_asset(vd_ctx *ctx);
 vd_error vd_h_flow_step_pause(vd_ctx *ctx);
 vd_error vd_h_flow_step_resume(vd_ctx *ctx);
 

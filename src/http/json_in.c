@@ -81,6 +81,18 @@ const char *vd_field_name(vd_field f, const char *key, char *buf, size_t len)
     return buf;
 }
 
+vd_error vd_get_redacted(vd_field f, const char *key, bool required, size_t min, size_t max,
+                         char **out)
+{
+    const char *raw = NULL;
+    vd_error rc = vd_get_string(f, key, required, min, max, &raw);
+    *out = NULL;
+    if (rc || !raw)
+        return rc;
+    *out = vd_redact(raw);
+    return *out ? VD_OK : vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+}
+
 vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, size_t max,
                        const char **out)
 {
@@ -212,6 +224,25 @@ vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, in
                        "query argument '%s' must be a whole number from %lld to %lld", key,
                        (long long)min, (long long)max);
     *out = v;
+    return VD_OK;
+}
+
+vd_error vd_query_str(vd_ctx *ctx, const char *key, size_t max, const char **out)
+{
+    const char *s = vd_query(ctx, key);
+    *out = s;
+    if (s && (strlen(s) < 1 || strlen(s) > max || !vd_utf8_valid(s, strlen(s))))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, key,
+                       "query argument '%s' must be 1 to %zu bytes of UTF-8", key, max);
+    return VD_OK;
+}
+
+vd_error vd_query_order(vd_ctx *ctx, bool *desc)
+{
+    const char *s = vd_query(ctx, "order");
+    *desc = s && strcmp(s, "desc") == 0;
+    if (s && !*desc && strcmp(s, "asc") != 0)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "order", "'order' must be asc or desc");
     return VD_OK;
 }
 

@@ -25,8 +25,10 @@ static bool pattern_matches(const char *pattern, const char *path, vd_match *out
     const char *pp = pattern, *ap = path, *ps = NULL, *as = NULL;
     size_t pl = 0, al = 0;
     int n = 0;
-    /* a trailing slash is not the same resource */
-    if (path[0] != '/' || (strlen(path) > 1 && path[strlen(path) - 1] == '/'))
+    /* a trailing slash is not the same resource: only a pattern that ends in one (/ui/)
+     * matches a path that does */
+    size_t plen = strlen(path), patlen = strlen(pattern);
+    if (path[0] != '/' || (plen > 1 && path[plen - 1] == '/') != (pattern[patlen - 1] == '/'))
         return false;
     for (;;) {
         bool hp = next_segment(&pp, &ps, &pl), ha = next_segment(&ap, &as, &al);

@@ -206,6 +206,21 @@ static bool speaks_jsonrpc(const vd_route *r)
     return r && (r->handler == vd_h_mcp || r->handler == vd_h_mcp_no_stream);
 }
 
+/* The console's files: scripts and styles only from this origin (no inline code), no
+ * framing, no referrer; revalidated on every load by ETag (the binary may have changed). */
+static void add_console_headers(const vd_ctx *ctx, struct MHD_Response *resp)
+{
+    MHD_add_response_header(resp, "Content-Security-Policy",
+                            "default-src 'self'; script-src 'self'; style-src 'self'; "
+                            "img-src 'self'; connect-src 'self'; object-src 'none'; "
+                            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    if (ctx->etag)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ctx->etag);
+}
+
 static enum MHD_Result queue_answer(vd_ctx *ctx)
 {
     struct MHD_Response *resp = NULL;
@@ -240,6 +255,11 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (ctx->idempotent_replayed)
         MHD_add_response_header(resp, "Idempotent-Replayed", "true");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (ctx->location)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, ctx->location);
+    if (ctx->console)
+        add_console_headers(ctx, resp);
     ret = MHD_queue_response(ctx->conn, (unsigned)ctx->status, resp);
     MHD_destroy_response(resp);
     return ret;

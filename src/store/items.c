@@ -169,12 +169,64 @@ vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out)
     return first_text(c, VD_SQL_ITEM_GET, 1, p, out);
 }
 
-vd_error vd_store_items_list(vd_conn *c, const char *flow_step_id, const char *state,
-                             int64_t after, int64_t limit, char **out)
+/* A filter string, or NULL when absent or empty. */
+static const char *opt(const char *s)
+{
+    return s && *s ? s : NULL;
+}
+
+vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out)
+{
+    i64s a = i64_str(f->after), l = i64_str(f->limit);
+    const char *p[] = {opt(f->flow_step_id), opt(f->state), a.s, l.s, opt(f->reason_code),
+                       opt(f->worker_id)};
+    return first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 6, p, out);
+}
+
+vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
+                                   int64_t limit, char **out)
 {
     i64s a = i64_str(after), l = i64_str(limit);
-    const char *p[] = {flow_step_id, state, a.s, l.s};
-    return first_text(c, VD_SQL_ITEMS_LIST, 4, p, out);
+    const char *p[] = {a.s, opt(flow_step_id), l.s};
+    return first_text(c, VD_SQL_TRANSITIONS_FEED, 3, p, out);
+}
+
+vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
+                              const char *reason_code, const char *reason, const char *actor,
+                              char **out)
+{
+    i64s ids = i64_str(id);
+    const char *p[] = {ids.s, outcome, reason_code, reason, actor};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_RESOLVE_ONE, 5, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = VD_ERR_NOT_FOUND;
+    else if (PQgetisnull(res, 0, 1))
+        rc = VD_ERR_INVALID_TRANSITION;
+    else if (!(*out = strdup(PQgetvalue(res, 0, 1))))
+        rc = VD_ERR_INTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char *outcome,
+                               const char *reason_code, const char *reason, const char *actor,
+                               char **ids_json)
+{
+    i64s l = i64_str(sel->limit);
+    const char *p[] = {sel->flow_step_id, sel->state, opt(sel->reason_code), l.s, outcome,
+                       reason_code, reason, actor};
+    return first_text(c, VD_SQL_RESOLVE_BULK, 8, p, ids_json);
+}
+
+vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json)
+{
+    i64s l = i64_str(sel->limit);
+    const char *p[] = {sel->flow_step_id, sel->state, opt(sel->reason_code), l.s};
+    return first_text(c, VD_SQL_ITEMS_SELECT, 4, p, ids_json);
 }
 
 typedef struct claim_args {
@@ -254,12 +306,12 @@ vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **
     return first_text(c, VD_SQL_JOB_CLAIMED, 2, p, out);
 }
 
-vd_error vd_store_jobs_list(vd_conn *c, const char *flow_step_id, const char *status,
-                            const char *since, int64_t after, int64_t limit, char **out)
+vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
-    i64s a = i64_str(after), l = i64_str(limit);
-    const char *p[] = {flow_step_id, status, since, a.s, l.s};
-    return first_text(c, VD_SQL_JOBS_LIST, 5, p, out);
+    i64s a = i64_str(f->after), l = i64_str(f->limit), item = i64_str(f->item_id);
+    const char *p[] = {opt(f->flow_step_id), opt(f->state), opt(f->since), a.s, l.s,
+                       opt(f->reason_code), opt(f->worker_id), f->item_id > 0 ? item.s : NULL};
+    return first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
 }
 
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,

@@ -14,6 +14,20 @@
 #define VD_SQL_REQUIRED_BLOCKED                                                                    \
     "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                           \
     "  WHERE f.job_id = j.id AND f.required AND NOT f.retryable))"
+/* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). */
+#define ITEMS_FILTER                                                                               \
+    " WHERE ($1::text IS NULL OR it.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"  \
+    "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                      \
+    "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"   \
+    "                                    AND cj.worker_id = $6))"
+
+/* The filters of GET /v1/jobs ($1 flow step, $2 status, $3 since, $6 reason code, $7 worker,
+ * $8 item). */
+#define JOBS_FILTER                                                                                \
+    " WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)"   \
+    "   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)"                        \
+    "   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)" \
+    "   AND ($8::bigint IS NULL OR j.item_id = $8)"
 
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_SCHEMA_VERSION] = {"schema_version",
@@ -111,15 +125,21 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "         ORDER BY tr.id DESC LIMIT 100) s))::text"
         " FROM items i WHERE i.id = $1"},
 
-    /* Keyset pagination by id; next_after is set when the page is full. */
+    /* Keyset pagination by id; next_after is set when the page is full. worker_id matches the
+     * worker of the item's latest job (current_job_id is kept after the job ends). */
     [VD_SQL_ITEMS_LIST] = {"items_list",
         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
         "   ORDER BY (s.it).id), '[]'::json),"
         "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id) END)::text"
-        " FROM (SELECT it FROM items it"
-        "       WHERE ($1::text IS NULL OR it.flow_step_id = $1)"
-        "         AND ($2::text IS NULL OR it.state = $2) AND it.id > $3"
+        " FROM (SELECT it FROM items it" ITEMS_FILTER " AND it.id > $3"
         "       ORDER BY it.id LIMIT $4) s"},
+    /* The same, newest first: after is the id to go below (0: from the newest). */
+    [VD_SQL_ITEMS_LIST_DESC] = {"items_list_desc",
+        "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
+        "   ORDER BY (s.it).id DESC), '[]'::json),"
+        "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id) END)::text"
+        " FROM (SELECT it FROM items it" ITEMS_FILTER " AND ($3 = 0 OR it.id < $3)"
+        "       ORDER BY it.id DESC LIMIT $4) s"},
 
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
@@ -314,12 +334,75 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
         "   ORDER BY (s.j).id), '[]'::json),"
         "  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id) END)::text"
-        " FROM (SELECT j FROM jobs j"
-        "       WHERE ($1::text IS NULL OR j.flow_step_id = $1)"
-        "         AND ($2::text IS NULL OR j.status = $2)"
-        "         AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)"
-        "         AND j.id > $4"
+        " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id > $4"
         "       ORDER BY j.id LIMIT $5) s"},
+    [VD_SQL_JOBS_LIST_DESC] = {"jobs_list_desc",
+        "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+        "   ORDER BY (s.j).id DESC), '[]'::json),"
+        "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id) END)::text"
+        " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND ($4 = 0 OR j.id < $4)"
+        "       ORDER BY j.id DESC LIMIT $5) s"},
+
+    /* The change feed: transitions after an id, oldest first, each with its item's flow step
+     * and identifiers. A scan of transitions_pkey from $1 joined to items_pkey: its cost is
+     * the transitions written since $1, filtered or not. It stops before the first row made
+     * after the oldest open writing transaction began (sql/0008_feed.sql): a smaller id may
+     * still commit there. next_after is the last id returned, or $1 when none (a poller
+     * passes it back as is). */
+    [VD_SQL_TRANSITIONS_FEED] = {"transitions_feed",
+        "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), '[]'::json),"
+        "  'next_after', coalesce(max(s.id), $1),"
+        "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
+        " FROM (SELECT t.id, verdict_transition_json(t)::jsonb || jsonb_build_object("
+        "         'flow_step_id', i.flow_step_id, 'source_type', i.source_type,"
+        "         'item_identifier', i.item_identifier) AS j"
+        "       FROM transitions t JOIN items i ON i.id = t.item_id"
+        "       WHERE t.id > $1 AND ($2::text IS NULL OR i.flow_step_id = $2)"
+        "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
+        "                              WHERE u.logged_at >= verdict_feed_horizon()),"
+        "                             9223372036854775807)"
+        "       ORDER BY t.id LIMIT $3) s"},
+
+    /* An admin decides a parked item (manual_review or failed -> processed or rejected).
+     * Answers the state it was in and, when it was parked, the item and its transition. */
+    [VD_SQL_RESOLVE_ONE] = {"resolve_one",
+        "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
+        " u AS ("
+        "  UPDATE items i SET state = $2, last_reason_code = $3, last_reason = $4,"
+        "    updated_at = now()"
+        "  FROM cur WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
+        "  RETURNING i.id, verdict_item_json(i) AS item),"
+        " t AS ("
+        "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
+        "                                 reason, actor)"
+        "  SELECT u.id, cur.state, $2, 'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
+        "  RETURNING verdict_transition_json(tr) AS tj)"
+        " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
+        "                    FROM u, t) FROM cur"},
+
+    /* Bulk resolve: up to $4 items of a flow step in one parked state (lowest ids first,
+     * rows locked by others skipped); answers the ids resolved. */
+    [VD_SQL_RESOLVE_BULK] = {"resolve_bulk",
+        "WITH cur AS ("
+        "  SELECT id, state FROM items"
+        "  WHERE flow_step_id = $1 AND state = $2 AND state IN ('manual_review', 'failed')"
+        "    AND ($3::text IS NULL OR last_reason_code = $3)"
+        "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
+        " u AS ("
+        "  UPDATE items i SET state = $5, last_reason_code = $6, last_reason = $7,"
+        "    updated_at = now()"
+        "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
+        " t AS ("
+        "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
+        "                           actor)"
+        "  SELECT cur.id, cur.state, $5, 'resolve', $6, $7, $8 FROM cur)"
+        " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
+
+    /* What a bulk requeue or resolve would select now (dry run): ids, lowest first. */
+    [VD_SQL_ITEMS_SELECT] = {"items_select",
+        "SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM ("
+        "  SELECT id FROM items WHERE flow_step_id = $1 AND state = $2"
+        "    AND ($3::text IS NULL OR last_reason_code = $3) ORDER BY id LIMIT $4) s"},
 
     /* SPEC §1.3 "any but claimed -> available" (admin). Answers the state it was in and,
      * unless it was claimed, the requeued item. */

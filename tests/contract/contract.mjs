@@ -993,8 +993,88 @@ async function batches() {
   check(r4.body.results[0].status === 200 && r4.body.results[0].item.state === 'processed', 'batch of one', snip(r4.body));
 }
 
+// Issue 19: resolving parked items, dry runs, the change feed, whoami, the list filters and
+// the console's files.
+async function consoleOps() {
+  const F = `${FS}_console`;
+  await call('registerItems', { expect: 200, json: { items: ['r1', 'r2', 'f1'].map((i) => ({ flow_step_id: F, source_type: 'rss', item_identifier: i, max_attempts: i === 'f1' ? 1 : 5 })) } });
+  const ids = {};
+  for (const what of ['r1', 'r2', 'f1']) {
+    const c = (await call('claimItems', { expect: 200, json: { flow_step_id: F, worker_id: 'contract@console', limit: 1 } })).body.claims[0];
+    ids[c.item.item_identifier] = c.item.id;
+    const body = what === 'f1' ? { disposition: 'fail', error: 'boom' } : { disposition: 'defer_item', reason_code: 'quality_gate', manual_review: true };
+    await call('reportDisposition', { expect: 200, params: { job_id: c.job_id }, json: { claim_token: c.claim_token, ...body } });
+  }
+  // resolve one
+  const r = await call('resolveItem', { expect: 200, params: { item_id: ids.r1 }, json: { outcome: 'rejected', reason: 'junk source', reason_code: 'spam' } });
+  check(r.body.item.state === 'rejected' && r.body.transition.cause === 'resolve' && r.body.transition.actor === 'ops', 'resolveItem', snip(r.body));
+  await call('resolveItem', { expect: 409, error: 'invalid_transition', params: { item_id: ids.r1 }, json: { outcome: 'processed', reason: 'again' }, label: 'not parked' });
+  await call('resolveItem', { expect: 404, error: 'not_found', params: { item_id: NO_SUCH_ID }, json: { outcome: 'processed', reason: 'x' } });
+  await call('resolveItem', { expect: 400, error: 'missing_field', field: 'reason', params: { item_id: ids.r2 }, json: { outcome: 'processed' } });
+  await call('resolveItem', { expect: 400, error: 'missing_field', field: 'outcome', params: { item_id: ids.r2 }, label: 'no body' });
+  await call('resolveItem', { expect: 400, error: 'invalid_field', field: 'outcome', params: { item_id: ids.r2 }, json: { outcome: 'done', reason: 'x' } });
+  await call('resolveItem', { expect: 400, error: 'invalid_field', field: 'reason', params: { item_id: ids.r2 }, json: { outcome: 'processed', reason: '' } });
+  await call('resolveItem', { expect: 400, error: 'invalid_field', field: 'reason_code', params: { item_id: ids.r2 }, json: { outcome: 'processed', reason: 'x', reason_code: '' } });
+  // bulk, with a dry run first
+  const sel = { flow_step_id: F, state: 'manual_review', outcome: 'processed', reason: 'published by hand' };
+  const dry = await call('resolveItems', { expect: 200, json: { ...sel, dry_run: true } });
+  check(dry.body.would_resolve === 1 && dry.body.item_ids[0] === ids.r2, 'resolveItems dry run', snip(dry.body));
+  const done = await call('resolveItems', { expect: 200, json: { ...sel, set_reason_code: 'by_hand', limit: 10 } });
+  check(done.body.resolved === 1 && done.body.item_ids[0] === ids.r2, 'resolveItems', snip(done.body));
+  await call('resolveItems', { expect: 400, error: 'invalid_field', field: 'state', json: { ...sel, state: 'rejected' } });
+  await call('resolveItems', { expect: 400, error: 'missing_field', field: 'outcome', json: { flow_step_id: F, state: 'failed', reason: 'x' } });
+  await call('resolveItems', { expect: 400, error: 'missing_field', field: 'flow_step_id', label: 'empty body' });
+  await call('resolveItems', { expect: 400, error: 'invalid_field', field: 'dry_run', json: { ...sel, dry_run: 'yes' } });
+  await call('resolveItems', { expect: 400, error: 'invalid_field', field: 'limit', json: { ...sel, limit: 0 } });
+  const rq = await call('requeueItems', { expect: 200, json: { flow_step_id: F, state: 'failed', dry_run: true } });
+  check(rq.body.dry_run === true && rq.body.would_requeue === 1 && rq.body.item_ids[0] === ids.f1, 'requeueItems dry run', snip(rq.body));
+  // the change feed
+  const feed = await call('listTransitions', { token: 'reader', expect: 200, query: { flow_step_id: F } });
+  check(feed.body.transitions.length === 11 && feed.body.transitions.every((t) => t.flow_step_id === F), 'listTransitions', `expected 11 transitions of ${F}: ${snip(feed.body)}`);
+  const last = feed.body.transitions[feed.body.transitions.length - 1];
+  check(last.cause === 'resolve' && feed.body.next_after === last.id, 'listTransitions', 'the last transition is not the bulk resolve, or next_after is not its id');
+  const page = await call('listTransitions', { expect: 200, query: { after: 0, limit: 2 } });
+  check(page.body.transitions.length === 2 && page.body.next_after === page.body.transitions[1].id, 'listTransitions', snip(page.body));
+  const none = await call('listTransitions', { expect: 200, query: { after: page.body.last_id }, label: 'caught up' });
+  check(none.body.transitions.length === 0 && none.body.next_after === page.body.last_id, 'listTransitions', `caught up: ${snip(none.body)}`);
+  await call('listTransitions', { expect: 400, error: 'invalid_field', field: 'limit', query: { limit: 1001 } });
+  await call('listTransitions', { expect: 400, error: 'invalid_field', field: 'after', query: { after: -1 } });
+  await call('listTransitions', { expect: 400, error: 'invalid_field', field: 'flow_step_id', query: { flow_step_id: 'f'.repeat(201) } });
+  // the lists' new filters and order
+  const desc = await call('listItems', { expect: 200, query: { flow_step_id: F, order: 'desc', limit: 2 } });
+  check(desc.body.items[0].id > desc.body.items[1].id && desc.body.next_after === desc.body.items[1].id, 'listItems desc', snip(desc.body));
+  await call('listItems', { expect: 200, query: { flow_step_id: F, order: 'desc', after: desc.body.next_after }, label: 'desc next page' });
+  const spam = await call('listItems', { expect: 200, query: { flow_step_id: F, reason_code: 'spam', worker_id: 'contract@console', order: 'asc' } });
+  check(spam.body.items.length === 1 && spam.body.items[0].id === ids.r1, 'listItems reason_code', snip(spam.body));
+  await call('listItems', { expect: 400, error: 'invalid_field', field: 'order', query: { order: 'up' } });
+  await call('listItems', { expect: 400, error: 'invalid_field', field: 'worker_id', query: { worker_id: '' } });
+  await call('listItems', { expect: 400, error: 'invalid_field', field: 'reason_code', query: { reason_code: 'r'.repeat(201) } });
+  const jobs = await call('listJobs', { expect: 200, query: { item_id: ids.f1, worker_id: 'contract@console', reason_code: 'engine_error', order: 'desc' } });
+  check(jobs.body.jobs.length === 1 && jobs.body.jobs[0].item_id === ids.f1, 'listJobs filters', snip(jobs.body));
+  await call('listJobs', { expect: 200, query: { status: 'released' }, label: 'released status' });
+  await call('listJobs', { expect: 400, error: 'invalid_field', field: 'item_id', query: { item_id: 0 } });
+  await call('listJobs', { expect: 400, error: 'invalid_field', field: 'order', query: { order: 'DESC' } });
+  // whoami
+  for (const role of ['reader', 'worker', 'admin']) {
+    const w = await call('whoami', { token: role, expect: 200, label: role });
+    check(w.body.role === role, 'whoami', snip(w.body));
+  }
+  // the console's files
+  const idx = await call('getConsole', { expect: 200 });
+  check(idx.text.includes('<script src="app.js"'), 'getConsole', 'the page does not load app.js');
+  await call('getConsole', { expect: 304, headers: { 'If-None-Match': idx.headers.etag }, label: 'If-None-Match' });
+  for (const a of ['app.js', 'app.css', 'favicon.svg', 'index.html']) await call('getConsoleAsset', { expect: 200, params: { asset: a } });
+  const js = await call('getConsoleAsset', { expect: 200, params: { asset: 'app.js' }, label: 'again' });
+  await call('getConsoleAsset', { expect: 304, params: { asset: 'app.js' }, headers: { 'If-None-Match': js.headers.etag }, label: 'If-None-Match' });
+  await call('getConsoleAsset', { expect: 404, error: 'not_found', params: { asset: 'nope.js' } });
+  const rd = await call('getConsoleRedirect', { expect: 308 });
+  check(rd.headers.location === '/ui/', 'getConsoleRedirect', `Location ${rd.headers.location}`);
+}
+
 // Path parameters that route (their values do not matter before the handler runs).
-const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix' };
+const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix', asset: 'app.js' };
+// The answer an operation gives when nothing is wrong (200, or 308 for the /ui redirect).
+const okStatus = (o) => Number(Object.keys(o.op.responses).find((k) => /^[23]\d\d$/.test(k)));
 const paramsFor = (o) => Object.fromEntries(o.params.filter((p) => p.in === 'path').map((p) => [p.name, sampleParams[p.name]]));
 
 // Every operation: no token, an unknown token, every role below its least one.
@@ -1028,7 +1108,7 @@ async function authMatrix() {
   for (const o of ops.values()) {
     const params = paramsFor(o);
     if (o.role === 'none') {
-      await call(o.id, { params, token: null, expect: ONLY_405.has(o.id) ? 405 : 200, label: 'no token needed' });
+      await call(o.id, { params, token: null, expect: ONLY_405.has(o.id) ? 405 : okStatus(o), label: 'no token needed' });
       continue;
     }
     await call(o.id, { params, token: null, expect: 401, error: 'unauthorized', label: 'no token' });
@@ -1094,6 +1174,8 @@ async function outage() {
     registerItems: { json: { items: [{ flow_step_id: FS, source_type: 'rss', item_identifier: 'x' }] } },
     lookupItems: { json: { flow_step_id: FS, source_type: 'rss', item_identifiers: ['x'] } },
     requeueItems: { json: { flow_step_id: FS, state: 'failed' } },
+    resolveItem: { json: { outcome: 'processed', reason: 'x' } },
+    resolveItems: { json: { flow_step_id: FS, state: 'failed', outcome: 'processed', reason: 'x' } },
     claimItems: { json: { flow_step_id: FS, worker_id: 'w' } },
     heartbeatJob: { json: { claim_token: BAD_TOKEN } },
     releaseJob: { json: { claim_token: BAD_TOKEN } },
@@ -1107,7 +1189,7 @@ async function outage() {
   for (const o of ops.values()) {
     const c = { params: paramsFor(o), ...(valid[o.id] || {}) };
     if (o.op.responses['503'] || o.op.responses['5XX']) await call(o.id, { ...c, expect: 503, error: 'database_unavailable', label: 'database gone' });
-    else await call(o.id, { ...c, expect: ONLY_405.has(o.id) ? 405 : 200, label: 'database gone, needs none' });
+    else await call(o.id, { ...c, expect: ONLY_405.has(o.id) ? 405 : okStatus(o), label: 'database gone, needs none' });
   }
 }
 
@@ -1236,6 +1318,7 @@ try {
   await group('releases', releases);
   await group('reads', reads);
   await group('admin', admin);
+  await group('console', consoleOps);
   await group('tools', toolSchemas);
   await group('mcp', mcp);
   await group('auth', authMatrix);

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "verdict/embedded.h"
+#include "verdict/store.h"
 #include <libpq-fe.h>
 
 #include "vt.h"
@@ -106,8 +109,11 @@ static void test_foundation_migrate_twice(void **state)
     (void)state;
     assert_int_equal(run_migrate(), 0);
     assert_int_equal(run_migrate(), 0);
+    /* every embedded migration once (numbers may skip one that another change reserves) */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM schema_migrations"),
-                     vt_sql_long("SELECT max(version) FROM schema_migrations"));
+                     (long)vd_migration_count);
+    assert_int_equal(vt_sql_long("SELECT max(version) FROM schema_migrations"),
+                     vd_store_latest_version());
 }
 
 static void pq_ok(PGconn *pg, const char *sql)

@@ -180,7 +180,7 @@ static void test_secrets_redacted_everywhere_stored(void **state)
                    " \"list\": [{\"secret\": {\"x\": \"SX-eight8\"}}]}");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    /* the releases' reasons (the holder's and an admin's) and a requeue's */
+    /* the releases' reasons (the holder's and an admin's), a resolution's and a requeue's */
     char path[80];
     vt_register(&srv, "red", "b", NULL);
     vt_register(&srv, "red", "c", NULL);
@@ -195,6 +195,13 @@ static void test_secrets_redacted_everywhere_stored(void **state)
     r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\":\"api_key=AR-eleven11\"}", NULL);
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
+    /* an admin's resolution of the failed item (issue 19) is redacted too */
+    snprintf(path, sizeof(path), "/v1/items/%lld/resolve", (long long)c.item_id);
+    r = vt_http(&srv, "POST", path, VT_ADMIN,
+                "{\"outcome\":\"processed\",\"reason\":\"published by hand, secret=RS-13th\"}",
+                NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/items/%lld/requeue", (long long)c.item_id);
     r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\":\"password=RQ-twelve12\"}", NULL);
     assert_int_equal(r.status, 200);
@@ -204,7 +211,8 @@ static void test_secrets_redacted_everywhere_stored(void **state)
                                     "RT-five5",    "dXNlcjpwYXNzd29yZA",
                                     "AT-six6",     "AbCdEfGhIjKlMnOpQrStUv7",
                                     "SX-eight8",   "RL-ten10",
-                                    "AR-eleven11", "RQ-twelve12"};
+                                    "AR-eleven11", "RQ-twelve12",
+                                    "RS-13th"};
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
         assert_nowhere(secrets[i]);
     /* ordinary members stay readable */

@@ -42,6 +42,26 @@ static void test_http_route_matching(void **state)
     assert_int_equal(vd_route_match(table, 4, "GET", "", &m), VD_MATCH_NOT_FOUND);
 }
 
+/* A trailing slash names a resource only where the pattern has one (the console's /ui/). */
+static void test_http_route_trailing_slash(void **state)
+{
+    (void)state;
+    static const vd_route table[] = {
+        {"GET", "/ui", VD_ROLE_NONE, NULL, "a"},
+        {"GET", "/ui/", VD_ROLE_NONE, NULL, "b"},
+        {"GET", "/ui/{asset}", VD_ROLE_NONE, NULL, "c"},
+    };
+    vd_match m;
+    assert_int_equal(vd_route_match(table, 3, "GET", "/ui", &m), VD_MATCH_FOUND);
+    assert_int_equal(m.route_index, 0);
+    assert_int_equal(vd_route_match(table, 3, "GET", "/ui/", &m), VD_MATCH_FOUND);
+    assert_int_equal(m.route_index, 1);
+    assert_int_equal(vd_route_match(table, 3, "GET", "/ui/app.js", &m), VD_MATCH_FOUND);
+    assert_int_equal(m.route_index, 2);
+    assert_string_equal(m.params[0], "app.js");
+    assert_int_equal(vd_route_match(table, 3, "GET", "/ui/app.js/", &m), VD_MATCH_NOT_FOUND);
+}
+
 /* A concrete path wins over a templated one: /v1/items/lookup is not item "lookup". */
 static void test_http_route_concrete_before_template(void **state)
 {
@@ -210,6 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_http_route_matching),
+        cmocka_unit_test(test_http_route_trailing_slash),
         cmocka_unit_test(test_http_route_concrete_before_template),
         cmocka_unit_test(test_http_routes_match_openapi),
         cmocka_unit_test(test_http_error_table_complete),

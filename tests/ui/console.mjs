@@ -1,0 +1,431 @@
+// tests/ui/console.mjs - the operator console in a real browser (issue 19).
+//
+// Starts the real verdictd against a fresh PostgreSQL database, makes data through the API
+// (items in every state, a job with tool failures and an adjudication, a live claim), then
+// drives Debian's chromium (headless, through playwright-core; no browser is downloaded):
+// signs in with an admin key, loads every view, follows an item from the list to its
+// timeline, performs each action (resolve, requeue one, bulk requeue and bulk resolve after
+// their dry-run counts, pause and resume, release a claim) and sees the transition it wrote,
+// checks that a reader key sees no action buttons, checks the phone layout (390 px) does not
+// scroll sideways, and fails on any console error or page error. Screenshots of the main views
+// go to --out (build/ui-screenshots by default).
+//
+//   node tests/ui/console.mjs --verdictd build/verdictd [--out build/ui-screenshots]
+//
+// Needs VERDICT_TEST_DATABASE_URL (exits 77, skipped, without it), psql, /usr/bin/chromium
+// and tests/ui/node_modules (installed here with `npm ci` when missing). Exits 1 on failure.
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const started = Date.now();
+let verdictd = null;
+let outDir = null;
+for (let i = 2; i < process.argv.length; i++) {
+  if (process.argv[i] === '--verdictd') verdictd = path.resolve(process.argv[++i]);
+  else if (process.argv[i] === '--out') outDir = path.resolve(process.argv[++i]);
+  else { console.error(`usage: node tests/ui/console.mjs --verdictd <path> [--out <dir>]`); process.exit(2); }
+}
+if (!verdictd || !existsSync(verdictd)) { console.error('ui: --verdictd <existing binary> is required'); process.exit(2); }
+outDir = outDir || path.join(path.dirname(verdictd), 'ui-screenshots');
+const DB_BASE = process.env.VERDICT_TEST_DATABASE_URL;
+if (!DB_BASE) { console.log('VERDICT_TEST_DATABASE_URL is not set: skipping'); process.exit(77); }
+const CHROMIUM = process.env.VERDICT_CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(CHROMIUM)) { console.error(`ui: no browser at ${CHROMIUM} (apt-get install chromium)`); process.exit(1); }
+if (!existsSync(path.join(HERE, 'node_modules/playwright-core'))) {
+  console.log('ui: installing tests/ui npm packages (npm ci)');
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'],
+    { cwd: HERE, stdio: 'inherit', env: { ...process.env, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1' } });
+  if (r.status !== 0) { console.error('ui: npm ci in tests/ui failed'); process.exit(1); }
+}
+const { chromium } = createRequire(path.join(HERE, 'package.json'))('playwright-core');
+
+// ------------------------------------------------------------------------------------------
+// checks
+
+const failures = [];
+let checks = 0;
+let failedChecks = 0;
+function check(cond, what) {
+  checks++;
+  if (!cond) { failedChecks++; failures.push(what); console.log(`  FAIL ${what}`); }
+  return !!cond;
+}
+const step = (s) => console.log(`ui: ${s}`);
+
+// ------------------------------------------------------------------------------------------
+// database, server, API
+
+const RUN = `${process.pid}_${Date.now().toString(36)}`;
+const DB_NAME = `verdict_ui_${RUN}`;
+const TOKENS = { reader: `rd-${randomUUID()}`, worker: `wk-${randomUUID()}`, admin: `ad-${randomUUID()}` };
+const LOG = path.join(os.tmpdir(), `verdict-ui-${RUN}.log`);
+let server = null;
+let serverExit = null;
+let dbCreated = false;
+let base = '';
+let userDataDir = null;
+let browser = null;
+
+function psql(sql) {
+  const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', DB_BASE, '-c', sql], { encoding: 'utf8', timeout: 60000 });
+  if (r.status !== 0) throw new Error(`psql -c "${sql}": ${r.stderr || r.error}`);
+}
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function startServer() {
+  psql(`CREATE DATABASE ${DB_NAME}`);
+  dbCreated = true;
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  const log = openSync(LOG, 'w');
+  server = spawn(verdictd, ['serve'], {
+    stdio: ['ignore', log, log],
+    env: { ...process.env, VERDICT_DATABASE_URL: `${DB_BASE} dbname=${DB_NAME}`, VERDICT_LISTEN: `127.0.0.1:${port}`,
+      VERDICT_API_KEYS: `dash:reader:${TOKENS.reader},bot:worker:${TOKENS.worker},ops:admin:${TOKENS.admin}`,
+      VERDICT_THREADS: '4', VERDICT_LOG_LEVEL: 'warn' },
+  });
+  closeSync(log);
+  server.on('exit', (code, signal) => { serverExit = { code, signal }; });
+  for (let i = 0; i < 600; i++) {
+    if (serverExit) throw new Error(`verdictd exited at start (${JSON.stringify(serverExit)})`);
+    try { if ((await fetch(`${base}/readyz`)).status === 200) return; } catch { /* not yet */ }
+    await sleep(50);
+  }
+  throw new Error('verdictd did not become ready within 30 s');
+}
+
+async function api(method, p, body, role = 'admin') {
+  const res = await fetch(`${base}${p}`, {
+    method, headers: { Authorization: `Bearer ${TOKENS[role]}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+// ------------------------------------------------------------------------------------------
+// the data the views show
+
+const FS = 'news_en';
+const FS2 = 'blog_de';
+const RETRY_SESSION = {
+  returncode: 0, completion_marker: '%%ORDER_UP%%',
+  stdout: '{"type": "result", "subtype": "success", "is_error": false, "result": "I did the work but forgot the marker."}',
+};
+const data = {};
+
+async function claim1(fs) {
+  const r = await api('POST', '/v1/claims', { flow_step_id: fs, worker_id: 'bot-1', limit: 1 }, 'worker');
+  if (r.claims.length !== 1) throw new Error(`no claim in ${fs}`);
+  return r.claims[0];
+}
+const dispose = (c, body) => api('POST', `/v1/jobs/${c.job_id}/disposition`, { claim_token: c.claim_token, ...body }, 'worker');
+
+async function makeData() {
+  const mk = (id, extra = {}) => ({ flow_step_id: FS, source_type: 'rss', item_identifier: `https://news.example/${id}`, ...extra });
+  // one at a time, so each claim takes the item named
+  for (const [id, extra] of [['done', {}], ['spam', {}], ['review-1', {}], ['review-2', {}], ['review-3', {}],
+    ['broken-1', { max_attempts: 1 }], ['broken-2', { max_attempts: 1 }], ['retry', {}], ['live', {}]]) {
+    const reg = await api('POST', '/v1/items', { items: [mk(id, extra)] }, 'worker');
+    data[id] = reg.items[0].id;
+    const c = await claim1(FS);
+    data[`${id}:job`] = c.job_id;
+    if (id === 'done') await dispose(c, { disposition: 'complete' });
+    else if (id === 'spam') await dispose(c, { disposition: 'reject_source', reason_code: 'spam', reason: 'link farm' });
+    else if (id.startsWith('review')) await dispose(c, { disposition: 'defer_item', reason_code: 'quality_gate', manual_review: true, reason: 'needs an editor' });
+    else if (id.startsWith('broken')) await dispose(c, { disposition: 'fail', error: 'the parser crashed' });
+    else if (id === 'retry') {
+      await api('POST', `/v1/jobs/${c.job_id}/tool-failures`, { claim_token: c.claim_token, tool: 'fetch', args: { url: 'https://news.example/retry' }, error: 'HTTP 503 from upstream', kind: 'transient' }, 'worker');
+      await api('POST', `/v1/jobs/${c.job_id}/session-outcome`, { claim_token: c.claim_token, session: RETRY_SESSION }, 'worker');
+    } else if (id === 'live') data.liveToken = c.claim_token;
+  }
+  await api('POST', '/v1/items', { items: [mk('waiting'), ...[1, 2, 3].map((i) => ({ flow_step_id: FS2, source_type: 'blog', item_identifier: `post-${i}` }))] }, 'worker');
+}
+
+// ------------------------------------------------------------------------------------------
+// the browser
+
+const consoleErrors = [];
+// Pages of the one browser context (a fresh profile); sessionStorage, and so the key, is per
+// page.
+async function newPage(viewport) {
+  const page = await browser.newPage();
+  await page.setViewportSize(viewport);
+  page.setDefaultTimeout(10000);
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleErrors.push(`${m.type()}: ${m.text()} (${page.url()})`); });
+  page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message} (${page.url()})`));
+  page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure() && r.failure().errorText}`));
+  return page;
+}
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: true });
+}
+async function signIn(page, role) {
+  await page.goto(`${base}/ui/`);
+  await page.locator('#key').fill(TOKENS[role]);
+  await page.getByRole('button', { name: 'Use this key' }).click();
+  await page.locator('#who-text').filter({ hasText: `(${role})` }).waitFor();
+}
+// Show another view and wait until it is drawn (the old one is taken away first, so that a
+// check never reads the view before).
+async function go(page, hash) {
+  await page.evaluate((h) => { document.getElementById('view').replaceChildren(); location.hash = h; }, hash);
+  await page.locator('#view-title').waitFor();
+}
+// Wait for the result panel and return the text of its transition rows.
+async function resultRows(page) {
+  await page.locator('#result:not([hidden])').waitFor();
+  const rows = await page.locator('#result-body tbody tr').allInnerTexts();
+  await page.locator('#result-close').click();
+  return rows;
+}
+// Fill and confirm the open dialog.
+async function confirm(page, fields = {}) {
+  const dlg = page.locator('dialog#confirm[open]');
+  await dlg.waitFor();
+  for (const [name, value] of Object.entries(fields)) {
+    const el = dlg.locator(`[name="${name}"]`);
+    if ((await el.evaluate((e) => e.tagName)) === 'SELECT') await el.selectOption(value);
+    else await el.fill(value);
+  }
+  const body = await dlg.locator('#confirm-body').innerText();
+  await dlg.locator('#confirm-ok').click();
+  await page.locator('dialog#confirm[open]').waitFor({ state: 'detached' }).catch(() => {});
+  await page.waitForFunction(() => !document.querySelector('dialog#confirm').open);
+  return body;
+}
+
+async function adminRun(releaseLanded) {
+  const page = await newPage({ width: 1280, height: 900 });
+  step('sign in (admin), flow steps view');
+  await signIn(page, 'admin');
+  const card = page.locator(`article[data-flow-step="${FS}"]`);
+  await card.waitFor();
+  check((await card.innerText()).includes('manual review'), 'the flow step card shows counts by state');
+  const mr = await card.locator('a.st-manual_review .n').innerText();
+  check(mr === '3', `news_en shows 3 items in manual_review (saw ${mr})`);
+  check((await card.locator('.facts').innerText()).includes('Stuck claims'), 'the card shows stuck claims');
+  check(await page.locator(`article[data-flow-step="${FS2}"]`).count() === 1, 'the second flow step is listed');
+  await shot(page, '1-flow-steps');
+
+  step('items list -> item timeline');
+  await card.locator('a.st-manual_review').click();
+  await page.locator('#view-title', { hasText: 'Items' }).waitFor();
+  const rows = page.locator('table.items tbody tr');
+  check(await rows.count() === 3, 'the manual_review filter lists 3 items');
+  check((await page.locator('#flt-state').inputValue()) === 'manual_review', 'the state filter is set from the link');
+  await shot(page, '2-items');
+  await page.getByRole('link', { name: `item ${data['review-1']}`, exact: true }).click();
+  await page.locator('#view-title', { hasText: `Item ${data['review-1']}` }).waitFor();
+  const timeline = await page.locator('ol.timeline').innerText();
+  check(['register', 'claim', 'defer_item'].every((c) => timeline.includes(c)), `the timeline shows register, claim and defer_item (${timeline.replace(/\s+/g, ' ')})`);
+  check(timeline.includes('needs an editor'), 'the timeline shows the reason');
+  await shot(page, '3-item-timeline');
+
+  step('resolve one (manual_review -> rejected)');
+  await page.locator('button[data-action="resolve"]').click();
+  // Escape cancels without changing anything
+  await page.locator('dialog#confirm[open]').waitFor();
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.querySelector('dialog#confirm').open);
+  check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual_review', 'Escape cancelled the dialog');
+  await page.locator('button[data-action="resolve"]').click();
+  await confirm(page, { outcome: 'rejected', reason: 'junk source', reason_code: 'spam' });
+  let res = await resultRows(page);
+  check(res.length === 1 && /manual_review\s*→\s*rejected/.test(res[0]) && res[0].includes('resolve') && res[0].includes('ops'),
+    `resolve shows its transition (${JSON.stringify(res)})`);
+  await page.locator('.view-head .badge', { hasText: 'rejected' }).waitFor();
+
+  step('requeue one (rejected -> available)');
+  await page.locator('button[data-action="requeue"]').click();
+  await confirm(page, { reason: 'second look' });
+  res = await resultRows(page);
+  check(res.length === 1 && /rejected\s*→\s*available/.test(res[0]) && res[0].includes('requeue'), `requeue shows its transition (${JSON.stringify(res)})`);
+
+  step('bulk requeue of failed items, after its dry-run count');
+  await go(page, `#/items?flow_step_id=${FS}&state=failed&order=desc`);
+  await page.locator('button[data-action="bulk-requeue"]').click();
+  let text = await confirm(page, { reason: 'parser fixed' });
+  check(/2 items would be requeued/.test(text), `the dry run counts 2 failed items (${text})`);
+  res = await resultRows(page);
+  check(res.length === 2 && res.every((r) => /failed\s*→\s*available/.test(r) && r.includes('requeue')), `bulk requeue shows 2 transitions (${JSON.stringify(res)})`);
+
+  step('bulk resolve of manual_review items, after its dry-run count');
+  await go(page, `#/items?flow_step_id=${FS}&state=manual_review&order=desc`);
+  await page.locator('button[data-action="bulk-resolve"]').click();
+  text = await confirm(page, { outcome: 'processed', reason: 'published by hand' });
+  check(/2 items would be resolved/.test(text), `the dry run counts 2 manual_review items (${text})`);
+  res = await resultRows(page);
+  check(res.length === 2 && res.every((r) => /manual_review\s*→\s*processed/.test(r) && r.includes('resolve')), `bulk resolve shows 2 transitions (${JSON.stringify(res)})`);
+  // (the list is drawn again after the action)
+  const emptied = await page.locator('table.items tbody td.empty').waitFor({ timeout: 5000 }).then(() => true, () => false);
+  check(emptied, 'the manual_review list is empty afterwards');
+
+  step('pause and resume a flow step');
+  await go(page, '#/');
+  const card2 = page.locator(`article[data-flow-step="${FS2}"]`);
+  await card2.locator('button[data-action="pause"]').click();
+  await confirm(page);
+  await page.locator('#result:not([hidden])').waitFor();
+  check((await page.locator('#result-title').innerText()).includes('paused'), 'pause shows the flow step paused');
+  await page.locator('#result-close').click();
+  await card2.locator('.badge.paused').waitFor();
+  const claimed = await api('POST', '/v1/claims', { flow_step_id: FS2, worker_id: 'bot-2' }, 'worker');
+  check(claimed.claims.length === 0, 'a paused flow step gives no claims');
+  await shot(page, '4-flow-steps-paused');
+  await card2.locator('button[data-action="resume"]').click();
+  await confirm(page);
+  await page.locator('#result:not([hidden])').waitFor();
+  await page.locator('#result-close').click();
+  await card2.locator('.badge.running').waitFor();
+
+  step('release a live claim');
+  await go(page, `#/item/${data.live}`);
+  check(await page.locator('button[data-action="release"]').count() === 1, 'a claimed item offers "Release claim"');
+  if (releaseLanded) {
+    await page.locator('button[data-action="release"]').click();
+    await confirm(page, { reason: 'worker is gone' });
+    res = await resultRows(page);
+    check(res.length === 1 && /claimed\s*→\s*available/.test(res[0]) && res[0].includes('admin_release'), `release shows its transition (${JSON.stringify(res)})`);
+    const hb = await fetch(`${base}/v1/jobs/${data['live:job']}/heartbeat`, { method: 'POST', headers: { Authorization: `Bearer ${TOKENS.worker}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ claim_token: data.liveToken }) });
+    check(hb.status === 409, `the released holder's heartbeat is 409 (got ${hb.status})`);
+  } else {
+    // ENABLE AFTER MERGE: POST /v1/items/{item_id}/release (issue 20) is not in this build's
+    // openapi/verdict.yaml, so the click is skipped; the step runs by itself once it is.
+    console.log('ui: SKIPPED the release click: POST /v1/items/{item_id}/release is not in this build (issue 20)');
+  }
+
+  step('job view with its adjudication explained');
+  await go(page, `#/item/${data.retry}`);
+  check((await page.locator('section[aria-labelledby="h-tf"]').innerText()).includes('HTTP 503 from upstream'), 'the item view lists its tool failures');
+  check((await page.locator('section[aria-labelledby="h-adj"]').innerText()).includes('early_stop'), 'the item view shows its adjudication');
+  await shot(page, '5-item-adjudicated');
+  await page.getByRole('link', { name: `job ${data['retry:job']}` }).first().click();
+  await page.locator('#view-title', { hasText: `Job ${data['retry:job']}` }).waitFor();
+  const adj = await page.locator('section[aria-labelledby="h-adj"]').innerText();
+  check(adj.includes('retriable') && adj.includes('content state') && adj.includes('absent') && /decided by\s+D: a natural exit/.test(adj),
+    `the job view explains the adjudication (${adj.replace(/\s+/g, ' ')})`);
+  await shot(page, '6-job');
+
+  step('live activity from the change feed');
+  await go(page, '#/activity');
+  await page.locator('table.activity tbody tr').first().waitFor();
+  const reg = await api('POST', '/v1/items', { items: [{ flow_step_id: FS, source_type: 'rss', item_identifier: 'https://news.example/late' }] }, 'worker');
+  const lateId = reg.items[0].id;
+  await page.locator('table.activity tbody tr').first().filter({ hasText: `item ${lateId}` }).waitFor({ timeout: 15000 });
+  check(true, 'a new registration appears at the top of the activity view');
+  await shot(page, '7-activity');
+
+  step('keyboard: skip link and focus');
+  await go(page, '#/');
+  await page.reload();
+  await page.locator(`article[data-flow-step="${FS}"]`).waitFor();
+  await page.keyboard.press('Tab');
+  check(await page.evaluate(() => document.activeElement && document.activeElement.classList.contains('skip')), 'Tab first reaches the skip link');
+  await page.close();
+}
+
+async function readerRun() {
+  step('reader key: no action buttons anywhere');
+  const page = await newPage({ width: 1280, height: 900 });
+  await signIn(page, 'reader');
+  await page.locator(`article[data-flow-step="${FS}"]`).waitFor();
+  check(await page.locator('[data-action]').count() === 0, 'the reader sees no action on the flow steps view');
+  await go(page, `#/items?flow_step_id=${FS}&state=failed`);
+  check(await page.locator('[data-action]').count() === 0, 'the reader sees no bulk action');
+  for (const id of [data['review-3'], data.live, data['broken-1']]) {
+    await go(page, `#/item/${id}`);
+    check(await page.locator('#view-title').innerText() === `Item ${id}`, `the reader sees item ${id}`);
+    check(await page.locator('[data-action]').count() === 0, `the reader sees no action on item ${id}`);
+  }
+  await shot(page, '8-reader-item');
+  await page.close();
+}
+
+async function phoneRun() {
+  step('phone (390 px)');
+  const page = await newPage({ width: 390, height: 844 });
+  await signIn(page, 'admin');
+  await page.locator(`article[data-flow-step="${FS}"]`).waitFor();
+  for (const [hash, name] of [['#/', '9-phone-flow-steps'], [`#/items?flow_step_id=${FS}&order=desc`, '10-phone-items'], [`#/item/${data.retry}`, '11-phone-item'], ['#/activity', '12-phone-activity']]) {
+    await go(page, hash);
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(w <= 391, `${hash} fits 390 px (scrollWidth ${w})`);
+    await shot(page, name);
+  }
+  await page.close();
+}
+
+async function headersCheck() {
+  step('console headers');
+  for (const p of ['/ui/', '/ui/app.js', '/ui/app.css', '/ui/favicon.svg']) {
+    const r = await fetch(`${base}${p}`);
+    const csp = r.headers.get('content-security-policy') || '';
+    check(r.status === 200 && csp.includes("default-src 'self'") && !csp.includes('unsafe-inline'), `${p}: strict CSP (${csp})`);
+    check(r.headers.get('x-content-type-options') === 'nosniff', `${p}: nosniff`);
+    check(r.headers.get('cache-control') === 'no-cache' && /^"[0-9a-f]{32}"$/.test(r.headers.get('etag') || ''), `${p}: no-cache with an ETag`);
+    const again = await fetch(`${base}${p}`, { headers: { 'If-None-Match': r.headers.get('etag') } });
+    check(again.status === 304, `${p}: If-None-Match is 304 (got ${again.status})`);
+  }
+  const html = readFileSync(path.join(ROOT, 'ui/index.html'), 'utf8');
+  check(!/<script>|<style|\sstyle=|\son[a-z]+=/.test(html) && !/https?:\/\//.test(html), 'index.html has no inline script or style and loads nothing from elsewhere');
+}
+
+// ------------------------------------------------------------------------------------------
+
+let fatal = null;
+try {
+  mkdirSync(outDir, { recursive: true });
+  await startServer();
+  const spec = await (await fetch(`${base}/openapi.json`)).json();
+  const releaseLanded = Boolean(spec.paths['/v1/items/{item_id}/release']);
+  step(`server at ${base}; making data`);
+  await makeData();
+  await headersCheck();
+  userDataDir = mkdtempSync(path.join(os.tmpdir(), 'verdict-ui-chromium-'));
+  // (playwright passes the fresh profile as --user-data-dir)
+  browser = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  for (const p of browser.pages()) await p.close();
+  await adminRun(releaseLanded);
+  await readerRun();
+  await phoneRun();
+} catch (e) {
+  fatal = e;
+}
+if (browser) await browser.close().catch(() => {});
+if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+if (server && !serverExit) {
+  server.kill('SIGTERM');
+  for (let i = 0; i < 200 && !serverExit; i++) await sleep(25);
+  if (!serverExit) server.kill('SIGKILL');
+}
+if (dbCreated) { try { psql(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`); } catch (e) { console.error(e.message); } }
+if (fatal) failures.push(`aborted: ${fatal.stack || fatal.message}`);
+for (const e of consoleErrors) failures.push(`console: ${e}`);
+check(consoleErrors.length === 0, `no console errors (${consoleErrors.length})`);
+if (failures.length && existsSync(LOG)) console.log(`verdictd log:\n${readFileSync(LOG, 'utf8').split('\n').slice(-20).join('\n')}`);
+rmSync(LOG, { force: true });
+for (const f of failures) console.log(`FAIL ${f}`);
+console.log(`ui: screenshots in ${outDir}`);
+console.log(`ui: ${checks - failedChecks} passed, ${failures.length} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+process.exit(failures.length ? 1 : 0);

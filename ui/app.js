@@ -1,0 +1,556 @@
+// verdict console: a small single-page app over verdict's JSON API. Hand-written, no build
+// step, no dependencies; served by verdictd from the binary under /ui/. Every value from the
+// server is put into the page as text (never as HTML). The API key lives in sessionStorage.
+'use strict';
+
+const KEY = 'verdict.apiKey';
+const STATES = ['available', 'claimed', 'deferred', 'processed', 'rejected', 'manual_review', 'failed'];
+const PARKED = ['manual_review', 'failed'];
+const REQUEUEABLE = ['failed', 'manual_review', 'rejected'];
+const me = { actor: null, role: null };
+let pollTimer = null;
+
+// ---------------------------------------------------------------------------------------
+// DOM helpers
+
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+const $ = (id) => document.getElementById(id);
+const fmt = (v) => (v === null || v === undefined || v === '' ? '—' : String(v));
+
+function ago(ts) {
+  if (!ts) return '—';
+  const s = Math.round((Date.now() - Date.parse(ts)) / 1000);
+  return age(s) + (s >= 0 ? ' ago' : ' from now');
+}
+function age(s) {
+  if (s === null || s === undefined) return '—';
+  const a = Math.abs(s);
+  if (a < 90) return `${a} s`;
+  if (a < 5400) return `${Math.round(a / 60)} min`;
+  if (a < 172800) return `${Math.round(a / 3600)} h`;
+  return `${Math.round(a / 86400)} d`;
+}
+const stateBadge = (s) => h('span', { class: `badge st-${s}` }, s);
+
+function table(caption, headers, rows, cls) {
+  return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption },
+    h('table', { class: cls || '' },
+      h('caption', { class: 'sr-only' }, caption),
+      h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headers.length, class: 'empty' }, 'Nothing here.')))));
+}
+
+// ---------------------------------------------------------------------------------------
+// API
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body && body.message ? body.message : `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ''}` };
+  const init = { method, headers, cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+  if (!res.ok) throw new ApiError(res.status, json);
+  return json;
+}
+const qs = (o) => new URLSearchParams(Object.entries(o).filter(([, v]) => v !== undefined && v !== null && v !== '')).toString();
+const isAdmin = () => me.role === 'admin';
+
+// The newest transition id now: what an action's transitions come after.
+async function lastTransitionId() {
+  return (await api('GET', `/v1/transitions?${qs({ after: 0, limit: 1 })}`)).last_id;
+}
+// The transitions after `after` (of one flow step), optionally only of some items.
+async function transitionsSince(after, flowStepId, itemIds) {
+  const out = [];
+  for (let page = 0; page < 20; page++) {
+    const r = await api('GET', `/v1/transitions?${qs({ after, flow_step_id: flowStepId, limit: 500 })}`);
+    out.push(...r.transitions);
+    if (r.transitions.length < 500) break;
+    after = r.next_after;
+  }
+  return itemIds ? out.filter((t) => itemIds.includes(t.item_id)) : out;
+}
+
+// ---------------------------------------------------------------------------------------
+// the key and the role
+
+async function signIn(key) {
+  sessionStorage.setItem(KEY, key);
+  const w = await api('GET', '/v1/whoami');
+  me.actor = w.actor;
+  me.role = w.role;
+}
+
+function showSignedIn(on) {
+  $('signin').hidden = on;
+  $('nav').hidden = !on;
+  $('who').hidden = !on;
+  $('view').hidden = !on;
+  if (on) $('who-text').textContent = `${me.actor} (${me.role})`;
+}
+
+// ---------------------------------------------------------------------------------------
+// the confirm dialog and the result panel
+
+// Ask before an action. fields: [{name, label, type: 'text'|'select', options, required}].
+// Resolves to the field values, or null when cancelled.
+function confirmAction(title, body, confirmLabel, fields = []) {
+  const dlg = $('confirm');
+  $('confirm-title').textContent = title;
+  $('confirm-body').replaceChildren(...[].concat(body).map((b) => (b instanceof Node ? b : h('p', {}, b))));
+  $('confirm-error').textContent = '';
+  $('confirm-ok').textContent = confirmLabel;
+  const inputs = {};
+  $('confirm-fields').replaceChildren(...fields.map((f) => {
+    const id = `f-${f.name}`;
+    const input = f.type === 'select'
+      ? h('select', { id, name: f.name }, f.options.map((o) => h('option', { value: o }, o)))
+      : h('input', { id, name: f.name, type: 'text', required: f.required, maxlength: f.max || 2000, autocomplete: 'off' });
+    inputs[f.name] = input;
+    return h('div', { class: 'field' }, h('label', { for: id }, f.label + (f.required ? ' (required)' : '')), input);
+  }));
+  return new Promise((resolve) => {
+    const done = (v) => {
+      $('confirm-form').removeEventListener('submit', onSubmit);
+      $('confirm-cancel').removeEventListener('click', onCancel);
+      dlg.removeEventListener('cancel', onCancel);
+      if (dlg.open) dlg.close();
+      resolve(v);
+    };
+    const onSubmit = (e) => {
+      e.preventDefault();
+      const values = {};
+      for (const [k, el] of Object.entries(inputs)) values[k] = el.value.trim();
+      const missing = fields.find((f) => f.required && !values[f.name]);
+      if (missing) {
+        $('confirm-error').textContent = `${missing.label} is required.`;
+        inputs[missing.name].focus();
+        return;
+      }
+      done(values);
+    };
+    const onCancel = (e) => { e.preventDefault(); done(null); };
+    $('confirm-form').addEventListener('submit', onSubmit);
+    $('confirm-cancel').addEventListener('click', onCancel);
+    dlg.addEventListener('cancel', onCancel);
+    dlg.showModal();
+    (fields.length ? inputs[fields[0].name] : $('confirm-ok')).focus();
+  });
+}
+
+function transitionRows(list) {
+  return list.map((t) => h('tr', {},
+    h('td', {}, String(t.id)),
+    h('td', {}, h('a', { href: `#/item/${t.item_id}` }, `item ${t.item_id}`)),
+    h('td', {}, t.from_state ? stateBadge(t.from_state) : '—', ' → ', stateBadge(t.to_state)),
+    h('td', {}, t.cause),
+    h('td', {}, fmt(t.reason_code)),
+    h('td', {}, fmt(t.actor)),
+    h('td', {}, h('time', { datetime: t.at, title: t.at }, ago(t.at)))));
+}
+const transitionHeaders = ['#', 'item', 'change', 'cause', 'reason code', 'actor', 'when'];
+
+function showResult(title, ...body) {
+  $('result-title').textContent = title;
+  $('result-body').replaceChildren(...body);
+  $('result').hidden = false;
+  $('result-close').focus();
+}
+function showTransitionsResult(title, list, more) {
+  showResult(title, more ? h('p', {}, more) : '',
+    table('Resulting transitions', transitionHeaders, transitionRows(list), 'result-table'));
+}
+function showError(e) {
+  showResult('The action failed', h('p', { class: 'error' },
+    e instanceof ApiError && e.body ? `${e.body.error}: ${e.body.message}` : String(e.message || e)));
+}
+
+// Run an action on items: confirm, call, then show the transitions it wrote.
+async function itemAction({ title, text, label, fields, flowStepId, itemIds, call, after }) {
+  const values = await confirmAction(title, text, label, fields);
+  if (!values) return;
+  try {
+    const before = await lastTransitionId();
+    const r = await call(values);
+    const ids = itemIds || (r && r.item_ids) || null;
+    const list = await transitionsSince(before, flowStepId, ids);
+    showTransitionsResult(`${label}: done`, list, r && r.requeued !== undefined ? `${r.requeued} items requeued.`
+      : r && r.resolved !== undefined ? `${r.resolved} items resolved.` : null);
+  } catch (e) {
+    showError(e);
+  }
+  if (after) await after();
+}
+
+// ---------------------------------------------------------------------------------------
+// views
+
+function heading(text, ...extra) {
+  return h('div', { class: 'view-head' }, h('h1', { id: 'view-title', tabindex: -1 }, text), ...extra);
+}
+
+async function viewFlowSteps() {
+  const [stats, steps] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/flow-steps')]);
+  const known = new Map(steps.flow_steps.map((f) => [f.flow_step_id, f]));
+  const cards = stats.flow_steps.map((f) => {
+    const lastHour = Object.entries(f.jobs_last_hour).filter(([, n]) => n > 0);
+    const jobsTotal = lastHour.reduce((a, [, n]) => a + n, 0);
+    const counts = STATES.map((s) => h('li', {},
+      h('a', { href: `#/items?${qs({ flow_step_id: f.flow_step_id, state: s, order: 'desc' })}`, class: `count st-${s}` },
+        h('span', { class: 'n' }, String(f.items[s])), h('span', { class: 'label' }, s.replace('_', ' ')))));
+    const actions = isAdmin() ? h('div', { class: 'actions' },
+      h('button', {
+        type: 'button', class: f.paused ? '' : 'secondary', 'data-action': f.paused ? 'resume' : 'pause',
+        onclick: () => pauseResume(f.flow_step_id, !f.paused),
+      }, f.paused ? 'Resume claims' : 'Pause claims'),
+      f.items.failed > 0 ? h('button', {
+        type: 'button', class: 'secondary', 'data-action': 'requeue-failed',
+        onclick: () => bulkRequeue(f.flow_step_id, 'failed', null, route),
+      }, `Requeue failed (${f.items.failed})…`) : null) : null;
+    return h('article', { class: 'card flow', 'data-flow-step': f.flow_step_id, 'aria-labelledby': `fs-${f.flow_step_id}` },
+      h('div', { class: 'flow-head' },
+        h('h2', { id: `fs-${f.flow_step_id}` }, h('a', { href: `#/items?${qs({ flow_step_id: f.flow_step_id, order: 'desc' })}` }, f.flow_step_id)),
+        f.paused ? h('span', { class: 'badge paused' }, 'paused') : h('span', { class: 'badge running' }, 'claiming')),
+      h('ul', { class: 'counts', 'aria-label': 'Items by state' }, counts),
+      h('dl', { class: 'facts' },
+        h('div', {}, h('dt', {}, 'Oldest claimable'), h('dd', {}, age(f.oldest_claimable_age_seconds))),
+        h('div', {}, h('dt', {}, 'Stuck claims'), h('dd', { class: f.stuck_claims ? 'warn' : '' }, String(f.stuck_claims))),
+        h('div', {}, h('dt', {}, 'Jobs last hour'), h('dd', {}, String(jobsTotal),
+          lastHour.length ? h('span', { class: 'muted' }, lastHour.map(([k, n]) => `${k} ${n}`).join(', ')) : ''))),
+      actions,
+      known.get(f.flow_step_id) ? null : h('p', { class: 'muted' }, 'not registered as a flow step'));
+  });
+  return [heading('Flow steps', h('p', { class: 'muted' }, `as of ${new Date(Date.parse(stats.generated_at)).toLocaleTimeString()}`)),
+    cards.length ? h('div', { class: 'grid' }, cards) : h('p', {}, 'No flow steps yet: register items with POST /v1/items.')];
+}
+
+async function pauseResume(fs, pause) {
+  const values = await confirmAction(`${pause ? 'Pause' : 'Resume'} ${fs}?`,
+    pause ? 'Workers get no new claims from this flow step until it is resumed. Live claims are not touched.'
+      : 'Workers can claim from this flow step again.', pause ? 'Pause' : 'Resume');
+  if (!values) return;
+  try {
+    const r = await api('POST', `/v1/flow-steps/${encodeURIComponent(fs)}/${pause ? 'pause' : 'resume'}`);
+    showResult(`${r.flow_step.flow_step_id} is ${r.flow_step.paused ? 'paused' : 'claiming again'}`,
+      h('p', {}, `paused: ${r.flow_step.paused}, changed ${ago(r.flow_step.updated_at)}. Pausing writes no item transition.`));
+  } catch (e) { showError(e); }
+  await route();
+}
+
+async function bulkRequeue(fs, state, reasonCode, after) {
+  let dry;
+  try {
+    dry = await api('POST', '/v1/items/requeue', { flow_step_id: fs, state, reason_code: reasonCode || undefined, dry_run: true });
+  } catch (e) { showError(e); return; }
+  await itemAction({
+    title: `Requeue ${state} items of ${fs}?`,
+    text: [h('p', { class: 'dry-run' }, `${dry.would_requeue} item${dry.would_requeue === 1 ? '' : 's'} would be requeued`,
+      dry.would_requeue >= 1000 ? ' (the first 1000)' : '', '.'), 'They become available now; their budgets are kept.'],
+    label: 'Requeue', fields: [{ name: 'reason', label: 'Reason', type: 'text' }], flowStepId: fs,
+    call: (v) => api('POST', '/v1/items/requeue', { flow_step_id: fs, state, reason_code: reasonCode || undefined, reason: v.reason || undefined }),
+    after,
+  });
+}
+
+async function bulkResolve(fs, state, reasonCode, after) {
+  let dry;
+  try {
+    dry = await api('POST', '/v1/items/resolve', { flow_step_id: fs, state, reason_code: reasonCode || undefined, outcome: 'rejected', reason: 'dry run', dry_run: true });
+  } catch (e) { showError(e); return; }
+  await itemAction({
+    title: `Resolve ${state} items of ${fs}?`,
+    text: h('p', { class: 'dry-run' }, `${dry.would_resolve} item${dry.would_resolve === 1 ? '' : 's'} would be resolved`,
+      dry.would_resolve >= 1000 ? ' (the first 1000)' : '', '.'),
+    label: 'Resolve',
+    fields: [{ name: 'outcome', label: 'Outcome', type: 'select', options: ['rejected', 'processed'] },
+      { name: 'reason', label: 'Reason', type: 'text', required: true }],
+    flowStepId: fs,
+    call: (v) => api('POST', '/v1/items/resolve', { flow_step_id: fs, state, reason_code: reasonCode || undefined, outcome: v.outcome, reason: v.reason }),
+    after,
+  });
+}
+
+async function viewItems(params) {
+  const f = { flow_step_id: params.get('flow_step_id') || '', state: params.get('state') || '', reason_code: params.get('reason_code') || '',
+    worker_id: params.get('worker_id') || '', order: params.get('order') || 'desc', after: params.get('after') || '' };
+  const steps = (await api('GET', '/v1/flow-steps')).flow_steps;
+  const page = await api('GET', `/v1/items?${qs({ ...f, limit: 50 })}`);
+  const go = (extra) => { location.hash = `#/items?${qs({ ...f, after: '', ...extra })}`; };
+  const form = h('form', { class: 'filters', 'aria-label': 'Filter items', onsubmit: (e) => {
+    e.preventDefault();
+    const d = new FormData(e.target);
+    go(Object.fromEntries([...d.entries()].map(([k, v]) => [k, String(v).trim()])));
+  } },
+  h('div', { class: 'field' }, h('label', { for: 'flt-fs' }, 'Flow step'),
+    h('select', { id: 'flt-fs', name: 'flow_step_id' }, h('option', { value: '' }, 'any'),
+      steps.map((s) => h('option', { value: s.flow_step_id, selected: s.flow_step_id === f.flow_step_id }, s.flow_step_id)))),
+  h('div', { class: 'field' }, h('label', { for: 'flt-state' }, 'State'),
+    h('select', { id: 'flt-state', name: 'state' }, h('option', { value: '' }, 'any'),
+      STATES.map((s) => h('option', { value: s, selected: s === f.state }, s)))),
+  h('div', { class: 'field' }, h('label', { for: 'flt-rc' }, 'Reason code'),
+    h('input', { id: 'flt-rc', name: 'reason_code', value: f.reason_code, autocomplete: 'off' })),
+  h('div', { class: 'field' }, h('label', { for: 'flt-w' }, 'Worker (latest job)'),
+    h('input', { id: 'flt-w', name: 'worker_id', value: f.worker_id, autocomplete: 'off' })),
+  h('div', { class: 'field' }, h('label', { for: 'flt-order' }, 'Order'),
+    h('select', { id: 'flt-order', name: 'order' }, h('option', { value: 'desc', selected: f.order === 'desc' }, 'newest first'),
+      h('option', { value: 'asc', selected: f.order === 'asc' }, 'oldest first'))),
+  h('button', { type: 'submit' }, 'Apply'));
+  const rows = page.items.map((it) => h('tr', {},
+    h('td', {}, h('a', { href: `#/item/${it.id}`, 'aria-label': `item ${it.id}` }, String(it.id))),
+    h('td', { class: 'ident' }, it.item_identifier),
+    h('td', {}, stateBadge(it.state)),
+    h('td', {}, `${it.failures}/${it.max_attempts}`, h('span', { class: 'muted' }, ` · ${it.defers}/${it.max_defers}`)),
+    h('td', {}, fmt(it.last_reason_code)),
+    h('td', {}, h('time', { datetime: it.updated_at, title: it.updated_at }, ago(it.updated_at)))));
+  const bulk = [];
+  if (isAdmin() && f.flow_step_id && REQUEUEABLE.includes(f.state))
+    bulk.push(h('button', { type: 'button', class: 'secondary', 'data-action': 'bulk-requeue',
+      onclick: () => bulkRequeue(f.flow_step_id, f.state, f.reason_code, route) }, `Requeue all ${f.state}…`));
+  if (isAdmin() && f.flow_step_id && PARKED.includes(f.state))
+    bulk.push(h('button', { type: 'button', class: 'secondary', 'data-action': 'bulk-resolve',
+      onclick: () => bulkResolve(f.flow_step_id, f.state, f.reason_code, route) }, `Resolve all ${f.state}…`));
+  return [heading('Items'), form,
+    bulk.length ? h('div', { class: 'actions' }, bulk) : null,
+    table('Items', ['id', 'identifier', 'state', 'failures · defers', 'last reason', 'updated'], rows, 'items'),
+    h('nav', { class: 'pager', 'aria-label': 'Pages' },
+      f.after ? h('button', { type: 'button', class: 'secondary', onclick: () => go({}) }, 'First page') : null,
+      page.next_after !== null ? h('button', { type: 'button', class: 'secondary', onclick: () => go({ after: page.next_after }) }, 'Next page') : null)];
+}
+
+function kv(pairs) {
+  return h('dl', { class: 'kv' }, pairs.filter(Boolean).map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
+}
+
+async function viewItem(id) {
+  const [r, jobs] = await Promise.all([api('GET', `/v1/items/${id}`), api('GET', `/v1/jobs?${qs({ item_id: id, order: 'desc', limit: 100 })}`)]);
+  const it = r.item;
+  const reload = () => route();
+  const actions = [];
+  if (isAdmin()) {
+    if (it.state !== 'claimed')
+      actions.push(h('button', { type: 'button', 'data-action': 'requeue', onclick: () => itemAction({
+        title: `Requeue item ${it.id}?`, text: `It goes from ${it.state} to available now.`, label: 'Requeue',
+        fields: [{ name: 'reason', label: 'Reason', type: 'text' }], flowStepId: it.flow_step_id, itemIds: [it.id],
+        call: (v) => api('POST', `/v1/items/${it.id}/requeue`, v.reason ? { reason: v.reason } : {}), after: reload,
+      }) }, 'Requeue…'));
+    if (PARKED.includes(it.state))
+      actions.push(h('button', { type: 'button', 'data-action': 'resolve', onclick: () => itemAction({
+        title: `Resolve item ${it.id}?`, text: `It is ${it.state}: decide it by hand.`, label: 'Resolve',
+        fields: [{ name: 'outcome', label: 'Outcome', type: 'select', options: ['rejected', 'processed'] },
+          { name: 'reason', label: 'Reason', type: 'text', required: true },
+          { name: 'reason_code', label: 'Reason code', type: 'text', max: 200 }],
+        flowStepId: it.flow_step_id, itemIds: [it.id],
+        call: (v) => api('POST', `/v1/items/${it.id}/resolve`, { outcome: v.outcome, reason: v.reason, reason_code: v.reason_code || undefined }),
+        after: reload,
+      }) }, 'Resolve…'));
+    if (it.state === 'claimed')
+      actions.push(h('button', { type: 'button', 'data-action': 'release', onclick: () => itemAction({
+        title: `Release the claim on item ${it.id}?`,
+        text: `Job ${it.current_job_id} loses its claim at once (its next write is 409 claim_lost); the item is available again and no budget is spent.`,
+        label: 'Release', fields: [{ name: 'reason', label: 'Reason', type: 'text' }], flowStepId: it.flow_step_id, itemIds: [it.id],
+        call: (v) => api('POST', `/v1/items/${it.id}/release`, v.reason ? { reason: v.reason } : {}), after: reload,
+      }) }, 'Release claim…'));
+  }
+  const adjudicated = jobs.jobs.filter((j) => j.adjudication);
+  const failures = jobs.jobs.filter((j) => j.tool_failures && j.tool_failures.count > 0);
+  return [heading(`Item ${it.id}`, stateBadge(it.state)),
+    actions.length ? h('div', { class: 'actions', 'aria-label': 'Actions' }, actions) : null,
+    h('section', { class: 'card', 'aria-labelledby': 'h-item' }, h('h2', { id: 'h-item' }, 'Item'),
+      kv([['flow step', h('a', { href: `#/items?${qs({ flow_step_id: it.flow_step_id, order: 'desc' })}` }, it.flow_step_id)],
+        ['source', `${it.source_type}: ${it.item_identifier}`],
+        ['attempts', String(it.attempts)], ['failures', `${it.failures} of ${it.max_attempts}`], ['defers', `${it.defers} of ${it.max_defers}`],
+        ['priority', String(it.priority)], ['available', ago(it.available_at)],
+        it.lease_expires_at ? ['lease until', ago(it.lease_expires_at)] : null,
+        it.current_job_id ? ['latest job', h('a', { href: `#/job/${it.current_job_id}` }, `job ${it.current_job_id}`)] : null,
+        ['last reason', `${fmt(it.last_reason_code)}${it.last_reason ? `: ${it.last_reason}` : ''}`],
+        ['registered', ago(it.created_at)]]),
+      it.payload ? h('details', {}, h('summary', {}, 'Payload'), h('pre', {}, JSON.stringify(it.payload, null, 2))) : null),
+    h('section', { class: 'card', 'aria-labelledby': 'h-tl' }, h('h2', { id: 'h-tl' }, 'Timeline'),
+      h('ol', { class: 'timeline', reversed: true }, r.transitions.map((t) => h('li', { 'data-transition': t.id },
+        h('div', { class: 'tl-head' }, t.from_state ? stateBadge(t.from_state) : '', t.from_state ? ' → ' : '', stateBadge(t.to_state),
+          ' ', h('strong', {}, t.cause), t.job_id ? [' ', h('a', { href: `#/job/${t.job_id}` }, `job ${t.job_id}`)] : ''),
+        h('div', { class: 'muted' }, `${fmt(t.actor)} · `, h('time', { datetime: t.at, title: t.at }, ago(t.at)),
+          t.reason_code ? ` · ${t.reason_code}` : '', t.forced ? ' · forced' : ''),
+        t.reason ? h('div', { class: 'reason' }, t.reason) : null)))),
+    h('section', { class: 'card', 'aria-labelledby': 'h-jobs' }, h('h2', { id: 'h-jobs' }, 'Jobs'),
+      table('Jobs of this item', ['job', 'attempt', 'worker', 'status', 'disposition', 'reason', 'tool failures', 'claimed'],
+        jobs.jobs.map((j) => h('tr', {}, h('td', {}, h('a', { href: `#/job/${j.id}` }, `job ${j.id}`)), h('td', {}, String(j.attempt)),
+          h('td', {}, j.worker_id), h('td', {}, j.status), h('td', {}, fmt(j.disposition)), h('td', {}, fmt(j.reason_code)),
+          h('td', {}, String(j.tool_failures ? j.tool_failures.count : 0)), h('td', {}, ago(j.claimed_at)))))),
+    h('section', { class: 'card', 'aria-labelledby': 'h-tf' }, h('h2', { id: 'h-tf' }, 'Tool failures'),
+      failures.length ? table('Tool failures', ['job', 'tool', 'count', 'retryable', 'last error'],
+        failures.flatMap((j) => j.tool_failures.by_tool.map((t) => h('tr', {}, h('td', {}, h('a', { href: `#/job/${j.id}` }, `job ${j.id}`)),
+          h('td', {}, t.tool), h('td', {}, String(t.count)), h('td', {}, t.retryable ? 'yes' : 'no'), h('td', { class: 'ident' }, t.last_error)))))
+        : h('p', { class: 'muted' }, 'None.')),
+    h('section', { class: 'card', 'aria-labelledby': 'h-adj' }, h('h2', { id: 'h-adj' }, 'Adjudications'),
+      adjudicated.length ? adjudicated.map((j) => h('div', { class: 'adj' }, h('h3', {}, h('a', { href: `#/job/${j.id}` }, `job ${j.id}`)), explainAdjudication(j.adjudication)))
+        : h('p', { class: 'muted' }, 'No session outcome was reported for this item.'))];
+}
+
+// What decided a session outcome, in the words of SPEC session-outcome.md §4.
+const RETRY_RULES = {
+  resume: 'D/F: the agent API asked to resume (max turns, context exhausted, an API error or a kill by someone else)',
+  early_stop: 'D: a natural exit whose result lacks the completion marker',
+  empty_output: 'D: the session ended with no output (kill anomaly)',
+  thinking_stall: 'D: the session stalled on a thinking-only turn',
+  drain_race: 'E: dead-end guard: the content was absent on a monitored channel',
+  stale: 'A: the session went stale', idle_stall: 'A: the session stalled idle',
+  contract_recovery: 'G2: an adjudicated failure that wrote evidence is retried',
+  zero_writes: 'G3: a success that wrote nothing where writes were expected',
+  completed_no_flush: 'G4: completed without flushing its writes',
+  budget_exhausted: 'G1: the retry budget (max_consecutive_retries) is used up',
+};
+const LABELS = {
+  success: 'C: the session succeeded with its content complete',
+  recovered_from_stale: 'A: a stale session had a complete result', recovered_from_idle_stall: 'A: an idle session had a complete result',
+  empty_result: 'the result was empty', context_exhausted: 'the context was exhausted',
+  missing_completion_marker: 'the completion marker was missing', adjudicated_failure: 'the content checks failed',
+};
+function explainAdjudication(a) {
+  let rule;
+  if (a.outcome === 'retriable') rule = RETRY_RULES[a.retry_reason] || `retry: ${a.retry_reason}`;
+  else if (a.outcome === 'failed' && a.retry_reason === 'budget_exhausted') rule = RETRY_RULES.budget_exhausted;
+  else rule = LABELS[a.subtype] || `subtype ${a.subtype}`;
+  return h('div', { class: 'explain' },
+    h('p', { class: 'verdict' }, h('span', { class: `badge out-${a.outcome}` }, a.outcome), ' decided by ', h('strong', { class: 'rule' }, rule)),
+    kv([['content state', a.content_state], ['label', a.subtype], ['retry reason', a.retry_reason], ['CLI subtype', a.cli_subtype],
+      ['infrastructure exit', a.infra_exit], ['write evidence', a.write_evidence ? 'yes' : 'no'],
+      a.warnings && a.warnings.length ? ['warnings', a.warnings.join('; ')] : null]),
+    a.result_text ? h('details', {}, h('summary', {}, 'Result text'), h('pre', {}, a.result_text)) : null);
+}
+
+async function viewJob(id) {
+  const j = (await api('GET', `/v1/jobs/${id}`)).job;
+  return [heading(`Job ${j.id}`, h('span', { class: 'badge' }, j.status)),
+    h('section', { class: 'card', 'aria-labelledby': 'h-job' }, h('h2', { id: 'h-job' }, 'Job'),
+      kv([['item', h('a', { href: `#/item/${j.item_id}` }, `item ${j.item_id}`)], ['flow step', j.flow_step_id], ['worker', j.worker_id],
+        ['attempt', String(j.attempt)], ['disposition', fmt(j.disposition)], ['reason', `${fmt(j.reason_code)}${j.reason ? `: ${j.reason}` : ''}`],
+        ['claimed', ago(j.claimed_at)], ['finished', j.finished_at ? ago(j.finished_at) : 'still running'],
+        ['tool failures', String(j.tool_failures.count)]]),
+      Object.keys(j.engine_data || {}).length ? h('details', {}, h('summary', {}, 'Engine data'), h('pre', {}, JSON.stringify(j.engine_data, null, 2))) : null),
+    h('section', { class: 'card', 'aria-labelledby': 'h-adj' }, h('h2', { id: 'h-adj' }, 'Adjudication'),
+      j.adjudication ? explainAdjudication(j.adjudication) : h('p', { class: 'muted' }, 'No session outcome was reported for this job.')),
+    j.tool_failures.count ? h('section', { class: 'card', 'aria-labelledby': 'h-tf' }, h('h2', { id: 'h-tf' }, 'Tool failures'),
+      table('Tool failures', ['tool', 'count', 'retryable', 'last error'], j.tool_failures.by_tool.map((t) => h('tr', {},
+        h('td', {}, t.tool), h('td', {}, String(t.count)), h('td', {}, t.retryable ? 'yes' : 'no'), h('td', { class: 'ident' }, t.last_error))))) : null];
+}
+
+async function viewActivity(params) {
+  const fs = params.get('flow_step_id') || '';
+  const steps = (await api('GET', '/v1/flow-steps')).flow_steps;
+  const first = await api('GET', `/v1/transitions?${qs({ after: 0, limit: 1 })}`);
+  let after = Math.max(0, first.last_id - 200);
+  const body = h('tbody', {});
+  const status = h('p', { class: 'muted', id: 'activity-status' }, 'Watching…');
+  const poll = async () => {
+    try {
+      const r = await api('GET', `/v1/transitions?${qs({ after, flow_step_id: fs, limit: 200 })}`);
+      after = r.next_after;
+      for (const row of transitionRows(r.transitions)) body.prepend(row);
+      while (body.children.length > 300) body.lastChild.remove();
+      status.textContent = `Watching; last checked ${new Date().toLocaleTimeString()}.`;
+    } catch (e) {
+      status.textContent = `Could not read the feed: ${e.message}`;
+    }
+  };
+  await poll();
+  pollTimer = setInterval(poll, 2000);
+  return [heading('Activity'),
+    h('form', { class: 'filters', 'aria-label': 'Filter activity', onsubmit: (e) => { e.preventDefault(); location.hash = `#/activity?${qs({ flow_step_id: e.target.elements.flow_step_id.value })}`; } },
+      h('div', { class: 'field' }, h('label', { for: 'act-fs' }, 'Flow step'),
+        h('select', { id: 'act-fs', name: 'flow_step_id' }, h('option', { value: '' }, 'any'),
+          steps.map((s) => h('option', { value: s.flow_step_id, selected: s.flow_step_id === fs }, s.flow_step_id)))),
+      h('button', { type: 'submit' }, 'Apply')),
+    status,
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Live activity' },
+      h('table', { class: 'activity' }, h('caption', { class: 'sr-only' }, 'Transitions, newest first'),
+        h('thead', {}, h('tr', {}, transitionHeaders.map((x) => h('th', { scope: 'col' }, x)))), body))];
+}
+
+// ---------------------------------------------------------------------------------------
+// routing
+
+async function route() {
+  if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+  const hash = location.hash || '#/';
+  const [path, query] = hash.slice(1).split('?');
+  const params = new URLSearchParams(query || '');
+  const parts = path.split('/').filter(Boolean);
+  const view = $('view');
+  for (const a of document.querySelectorAll('#nav a'))
+    a.toggleAttribute('aria-current', a.getAttribute('href') === `#/${parts[0] || ''}` || (parts[0] === 'item' && a.getAttribute('href') === '#/items'));
+  try {
+    let content;
+    if (parts[0] === 'items') content = await viewItems(params);
+    else if (parts[0] === 'item' && /^\d+$/.test(parts[1] || '')) content = await viewItem(parts[1]);
+    else if (parts[0] === 'job' && /^\d+$/.test(parts[1] || '')) content = await viewJob(parts[1]);
+    else if (parts[0] === 'activity') content = await viewActivity(params);
+    else content = await viewFlowSteps();
+    view.replaceChildren(...content.filter(Boolean));
+    document.title = `${$('view-title').textContent} · verdict`;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) { sessionStorage.removeItem(KEY); return start(); }
+    view.replaceChildren(heading('Something went wrong'), h('p', { class: 'error', role: 'alert' },
+      e instanceof ApiError && e.body ? `${e.body.error}: ${e.body.message}` : String(e.message || e)));
+  }
+}
+function focusView() {
+  const t = $('view-title');
+  if (t) t.focus({ preventScroll: false });
+}
+
+async function start() {
+  if (sessionStorage.getItem(KEY)) {
+    try {
+      await signIn(sessionStorage.getItem(KEY));
+      showSignedIn(true);
+      await route();
+      return;
+    } catch (e) {
+      sessionStorage.removeItem(KEY);
+      $('signin-error').textContent = e instanceof ApiError && e.status === 401 ? 'This key is not known to the server.' : String(e.message || e);
+    }
+  }
+  showSignedIn(false);
+  $('key').focus();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('signin-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    $('signin-error').textContent = '';
+    sessionStorage.setItem(KEY, $('key').value.trim());
+    $('key').value = '';
+    await start();
+  });
+  $('forget').addEventListener('click', () => { sessionStorage.removeItem(KEY); me.role = null; location.hash = '#/'; start(); });
+  $('result-close').addEventListener('click', () => { $('result').hidden = true; });
+  window.addEventListener('hashchange', async () => { $('result').hidden = true; await route(); focusView(); });
+  start();
+});
