@@ -1,7 +1,9 @@
 /* bench.h - verdict-bench's internal interfaces: options, the lean HTTP/1.1 client, the
- * environment (database, child verdictd, /proc readers), the claim → disposition cells, the
- * extra modes (adjudicator, stats) and the report. Only bench/ includes it; the program uses
- * verdict's public headers (include/verdict/) and nothing under src/.
+ * environment (its own PostgreSQL cluster or a given one, database, child verdictd, /proc
+ * readers, WAL and commit counters), the claim → disposition cells (verdict, its statements,
+ * the minimal SQL cycle, the npm peers), the extra modes (adjudicator, stats) and the report. Only
+ * bench/ includes it; the program uses verdict's public headers (include/verdict/) and nothing
+ * under src/.
  */
 #ifndef VERDICT_BENCH_H
 #define VERDICT_BENCH_H
@@ -27,12 +29,27 @@ typedef enum vb_scenario {
     VB_SCENARIO__MAX
 } vb_scenario;
 
-typedef enum vb_mode { VB_MODE_HTTP = 0, VB_MODE_SQL, VB_MODE__MAX } vb_mode;
+/* Who does the claim → disposition cycle: verdict over HTTP, verdict's own statements over
+ * libpq, the minimal SKIP LOCKED cycle on a minimal table, and the npm peers (bench/peers/). */
+typedef enum vb_mode {
+    VB_MODE_HTTP = 0,
+    VB_MODE_SQL,
+    VB_MODE_MIN,
+    VB_MODE_PGBOSS,
+    VB_MODE_GRAPHILE,
+    VB_MODE__MAX
+} vb_mode;
 
 typedef struct vb_options {
     const char *database_url; /* admin connection (libpq keyword string or URI) */
     const char *verdictd;     /* path of the verdictd binary */
     const char *verdictd_log; /* where verdictd's stderr goes */
+    const char *pg_dir;       /* the cluster the bench starts (no --database-url) */
+    bool fast_db;             /* that cluster without fsync (the pre-issue-21 setting) */
+    bool own_pg;              /* no --database-url: the bench starts its own cluster */
+    bool peers;               /* pg-boss and graphile-worker cells (bench/peers/) */
+    bool minimal;             /* the minimal SKIP LOCKED cycle's cells */
+    const char *peers_dir;    /* package.json, the harnesses and node_modules */
     long items;               /* claimable items kept in stock before every cell */
     int flow_steps;
     int clients[VB_MAX_CLIENT_COUNTS];
@@ -107,7 +124,20 @@ void vb_http_close(vb_http *h);
 
 /* ---- environment (env.c) -------------------------------------------------------------- */
 
+/* The PostgreSQL cluster the bench started (own_pg). */
+typedef struct vb_pg {
+    char dir[512]; /* data/ and the socket live here */
+    char url[256]; /* admin connection, database postgres */
+    bool made_dir; /* mkdtemp'd: removed at the end */
+    bool started;
+} vb_pg;
+
 typedef struct vb_env {
+    vb_pg pg;
+    char settings[512]; /* the server's durability settings, as reported */
+    bool have_pgss;     /* pg_stat_statements loaded and created in the bench database */
+    double peer_peak[VB_MODE__MAX];     /* items/s of the fastest cell of each side so far */
+    char peer_system[VB_MODE__MAX][48]; /* "pg-boss 12.38.0" as the harness reports it */
     char admin_url[1024];
     char db_url[1024];
     char db_name[64];
@@ -136,6 +166,41 @@ void vb_env_server_stop(vb_env *e);
 bool vb_env_sql(const vb_env *e, const char *sql);
 /* Run a query returning one integer; -1 on failure. */
 long vb_env_sql_long(const vb_env *e, const char *sql);
+/* A free loopback TCP port, or -1. */
+int vb_free_port(void);
+
+/* ---- the bench's own cluster and the server's counters (pg.c) ---------------------------- */
+
+/* initdb (first use of the directory) and start a cluster on a free loopback port; durable
+ * unless o->fast_db. Fills e->pg (its url becomes the admin URL). */
+bool vb_pg_start(vb_env *e, const vb_options *o);
+/* pg_ctl stop, and remove the directory if the bench made it (unless keep). */
+void vb_pg_stop(vb_env *e, bool keep);
+/* Read fsync, synchronous_commit, full_page_writes, shared_buffers, ... into e->settings and
+ * create pg_stat_statements in the bench database when the server preloads it. */
+void vb_pg_describe(vb_env *e);
+
+/* Cluster-wide WAL position and counters and the bench database's commits at one moment. */
+typedef struct vb_dbstat {
+    double wal_lsn;                    /* pg_current_wal_insert_lsn() in bytes: exact */
+    double wal_records, wal_fpi;       /* pg_stat_wal: flushed by backends about once a second */
+    double xact_commit, xact_rollback; /* pg_stat_database: the same */
+    bool ok;
+} vb_dbstat;
+bool vb_dbstat_read(const vb_env *e, vb_dbstat *out);
+
+#define VB_MAX_STMTS 10
+/* One pg_stat_statements entry of the bench database over a measured window. */
+typedef struct vb_stmt {
+    char query[200]; /* normalised text, whitespace folded, cut */
+    bool toplevel;
+    double calls, mean_ms, wal_bytes, wal_records, wal_fpi, rows;
+} vb_stmt;
+/* pg_stat_statements_reset(): called when a window opens (when e->have_pgss). */
+void vb_pgss_reset(const vb_env *e);
+/* The top statements by WAL bytes (then time) into out; returns the count. *top_wal gets
+ * the WAL bytes of all top-level statements. */
+int vb_pgss_collect(const vb_env *e, vb_stmt *out, int max, double *top_wal);
 
 /* /proc readers for a process and the host. */
 double vb_proc_cpu_seconds(pid_t pid); /* utime+stime; -1 when unreadable */
@@ -165,6 +230,10 @@ typedef struct vb_cell {
     double bench_cpu_s;             /* this program, every thread */
     double host_busy;               /* 0..1 of all CPUs */
     long rss_idle_kb, rss_peak_kb;
+    vb_dbstat db_before, db_after; /* WAL and commits around the measured window */
+    vb_stmt stmts[VB_MAX_STMTS];
+    int n_stmts;
+    double pgss_top_wal; /* WAL bytes of the window's top-level statements */
     char first_error[200];
 } vb_cell;
 
@@ -174,6 +243,35 @@ bool vb_stock_refill(vb_env *e, const vb_options *o, long per_step);
 bool vb_seed_http(vb_env *e, const vb_options *o, double *seconds);
 /* Run one cell. */
 bool vb_cell_run(vb_env *e, const vb_options *o, vb_scenario s, vb_mode m, int clients,
+                 vb_cell *out);
+/* VACUUM (ANALYZE) and CHECKPOINT before a cell (see cell.c). */
+bool vb_cell_settle(vb_env *e, const vb_options *o);
+/* Whether side m runs scenario s in this run (the peers run single and batchcall only). */
+bool vb_cell_applies(const vb_options *o, vb_scenario s, vb_mode m);
+/* CPU and server counters at the edges of a measured window; proc is the side's own
+ * process (verdictd, a peer's node), 0 when none. */
+void vb_window_open(const vb_env *e, pid_t proc, double snap[5], vb_cell *c);
+void vb_window_close(const vb_env *e, pid_t proc, const double before[5], vb_cell *c);
+
+/* ---- the minimal SKIP LOCKED cycle (minimal.c) --------------------------------------------- */
+
+typedef struct vb_min vb_min; /* one connection with its prepared statements */
+/* Create the minimal table (once) and top every queue bench_K up to per_step jobs. */
+bool vb_min_refill(vb_env *e, const vb_options *o, long per_step);
+vb_min *vb_min_connect(const vb_env *e);
+void vb_min_close(vb_min *m);
+/* Claim up to limit jobs of queue (one statement, autocommit); 200 or 500. */
+int vb_min_claim(vb_min *m, const char *queue, const char *worker, int limit, int64_t *ids, int *n);
+/* Complete ids (one statement); 200 when every one was running, 409 when not, 500. */
+int vb_min_complete(vb_min *m, const int64_t *ids, int n);
+const char *vb_min_error(vb_min *m);
+
+/* ---- the npm peers (peers.c) --------------------------------------------------------------- */
+
+/* npm ci into o->peers_dir when its node_modules are missing. */
+bool vb_peers_install(const vb_options *o);
+/* One cell of pg-boss or graphile-worker: their harness in node, closed-loop. */
+bool vb_peer_run(vb_env *e, const vb_options *o, vb_scenario s, vb_mode m, int clients,
                  vb_cell *out);
 
 /* ---- extra modes (extras.c) ----------------------------------------------------------- */

@@ -1,10 +1,11 @@
 /* cell.c - one cell of the matrix: `clients` worker threads doing claim → disposition
  * cycles for a warm-up and then a measured window, either over HTTP against the child
- * verdictd (keep-alive, bench/http.c) or as the same transactions over libpq through
+ * verdictd (keep-alive, bench/http.c), as the same transactions over libpq through
  * verdict's own store and service functions (vd_store_claim, vd_job_apply) with one
- * connection per worker. Both modes build the same request bodies, parse the same claim
- * answers and draw the same random dispositions, so the difference is what verdictd adds:
- * HTTP, JSON validation, auth, routing, logging and the connection pool.
+ * connection per worker, or as the minimal SKIP LOCKED cycle (minimal.c). The first two
+ * build the same request bodies, parse the same claim answers and draw the same random
+ * dispositions, so their difference is what verdictd adds: HTTP, JSON validation, auth,
+ * routing, logging and the connection pool. The npm peers' cells run in peers.c.
  */
 #include "bench.h"
 
@@ -58,6 +59,8 @@ typedef struct worker {
     /* SQL */
     vd_db *db;
     vd_conn *conn;
+    /* minimal */
+    vb_min *min;
     /* results */
     vb_samples claim_lat, disp_lat;
     long cycles, items, claim_calls, disp_calls, errors, errors_5xx, empty;
@@ -146,6 +149,17 @@ static int do_claim(worker *w, int limit, claim *claims, int *n)
                  w->flow_step, w->worker_id, limit);
     int status;
     *n = 0;
+    if (w->sh->mode == VB_MODE_MIN) {
+        int64_t ids[VB_MAX_BATCH];
+        status = vb_min_claim(w->min, w->flow_step, w->worker_id, limit, ids, n);
+        for (int i = 0; i < *n; i++) {
+            claims[i].job_id = ids[i];
+            claims[i].token[0] = '\0';
+        }
+        if (status != 200)
+            note_error(w, status, "claim", vb_min_error(w->min));
+        return status;
+    }
     if (w->sh->mode == VB_MODE_HTTP) {
         status = vb_http_request(&w->http, "POST", "/v1/claims", body, (size_t)len);
         if (status == 200)
@@ -213,6 +227,12 @@ static int do_disposition(worker *w, const claim *c, disp_kind k)
     char body[300], path[64], head[64];
     int len = disp_body(body, sizeof(body), k, c->token);
     int status;
+    if (w->sh->mode == VB_MODE_MIN) {
+        status = vb_min_complete(w->min, &c->job_id, 1);
+        if (status != 200)
+            note_error(w, status, "complete", vb_min_error(w->min));
+        return status;
+    }
     if (w->sh->mode == VB_MODE_HTTP) {
         snprintf(path, sizeof(path), "/v1/jobs/%" PRId64 "/disposition", c->job_id);
         status = vb_http_request(&w->http, "POST", path, body, (size_t)len);
@@ -235,6 +255,15 @@ static int do_disposition(worker *w, const claim *c, disp_kind k)
 static int do_dispositions(worker *w, const claim *c, int n)
 {
     int status;
+    if (w->sh->mode == VB_MODE_MIN) {
+        int64_t ids[VB_MAX_BATCH];
+        for (int i = 0; i < n; i++)
+            ids[i] = c[i].job_id;
+        status = vb_min_complete(w->min, ids, n);
+        if (status != 200)
+            note_error(w, status, "complete", vb_min_error(w->min));
+        return status;
+    }
     if (w->sh->mode == VB_MODE_HTTP) {
         char body[VB_MAX_BATCH * 120 + 32];
         size_t len = (size_t)snprintf(body, sizeof(body), "{\"dispositions\":[");
@@ -247,8 +276,8 @@ static int do_dispositions(worker *w, const claim *c, int n)
         status = vb_http_request(&w->http, "POST", "/v1/dispositions", body, len);
         /* every entry's answer starts {"job_id":N,"status":S, (h_jobs.c) */
         int ok = 0;
-        for (const char *p = status == 200 ? w->http.body : NULL; p && (p = strstr(p, ",\"status\":200,"));
-             p++)
+        for (const char *p = status == 200 ? w->http.body : NULL;
+             p && (p = strstr(p, ",\"status\":200,")); p++)
             ok++;
         if (status == 200 && ok != n)
             status = 409;
@@ -340,6 +369,8 @@ static void *worker_main(void *arg)
     shared *sh = w->sh;
     if (sh->mode == VB_MODE_HTTP) {
         w->ready = vb_http_open(&w->http, sh->e->port, sh->e->token);
+    } else if (sh->mode == VB_MODE_MIN) {
+        w->ready = (w->min = vb_min_connect(sh->e)) != NULL;
     } else {
         /* a pool of one, borrowed for the whole cell: a persistent, prepared connection */
         w->db = vd_db_create(sh->e->db_url, 1);
@@ -357,6 +388,8 @@ static void *worker_main(void *arg)
         cycle(w);
     if (sh->mode == VB_MODE_HTTP) {
         vb_http_close(&w->http);
+    } else if (sh->mode == VB_MODE_MIN) {
+        vb_min_close(w->min);
     } else {
         if (w->conn)
             vd_db_release(w->db, w->conn);
@@ -445,19 +478,72 @@ bool vb_seed_http(vb_env *e, const vb_options *o, double *seconds)
 
 /* ---- the cell --------------------------------------------------------------------------- */
 
+/* Before every cell but the first: VACUUM (ANALYZE) the hot tables, so that every side
+ * starts from the same table state and autovacuum is less likely to land inside a measured
+ * window (it still may: it stays on), then CHECKPOINT, so that every cell starts equally far
+ * from the last checkpoint and pays the same full-page images (not before the first cell:
+ * see the ANALYZE after the seed in main.c). */
+bool vb_cell_settle(vb_env *e, const vb_options *o)
+{
+    bool ok = true;
+    if (o->vacuum && e->cells_run > 0)
+        ok = vb_env_sql(e, o->minimal ? "VACUUM (ANALYZE) items, jobs, transitions, bench_min_jobs"
+                                      : "VACUUM (ANALYZE) items, jobs, transitions");
+    if (ok && !vb_env_sql(e, "CHECKPOINT"))
+        vb_log("CHECKPOINT refused (not a superuser?): cells start at varying distances from "
+               "the last checkpoint");
+    e->cells_run++;
+    return ok;
+}
+
 static const char *env_none(const char *name)
 {
     (void)name;
     return NULL;
 }
 
-static void snapshot(const vb_env *e, double v[5])
+static void snapshot(const vb_env *e, pid_t proc, double v[5])
 {
-    v[0] = e->pid > 0 ? vb_proc_cpu_seconds(e->pid) : 0;
+    v[0] = proc > 0 ? vb_proc_cpu_seconds(proc) : 0;
     v[1] = vb_postgres_cpu_seconds(e->postmaster);
     v[2] = vb_self_cpu_seconds();
     if (!vb_host_cpu(&v[3], &v[4]))
         v[3] = v[4] = 0;
+}
+
+void vb_window_open(const vb_env *e, pid_t proc, double snap[5], vb_cell *c)
+{
+    vb_pgss_reset(e);
+    vb_dbstat_read(e, &c->db_before);
+    snapshot(e, proc, snap);
+}
+
+void vb_window_close(const vb_env *e, pid_t proc, const double before[5], vb_cell *c)
+{
+    double after[5];
+    snapshot(e, proc, after);
+    vb_dbstat_read(e, &c->db_after);
+    c->n_stmts = vb_pgss_collect(e, c->stmts, VB_MAX_STMTS, &c->pgss_top_wal);
+    c->server_cpu_s = proc > 0 ? after[0] - before[0] : 0;
+    c->pg_cpu_s = after[1] - before[1];
+    c->bench_cpu_s = after[2] - before[2];
+    c->host_busy = after[4] > before[4] ? (after[3] - before[3]) / (after[4] - before[4]) : 0;
+}
+
+bool vb_cell_applies(const vb_options *o, vb_scenario s, vb_mode m)
+{
+    switch (m) {
+    case VB_MODE_HTTP:
+    case VB_MODE_SQL:
+        return true;
+    case VB_MODE_MIN:
+        return o->minimal && s != VB_SCENARIO_MIX;
+    case VB_MODE_PGBOSS:
+    case VB_MODE_GRAPHILE:
+        return o->peers && (s == VB_SCENARIO_SINGLE || s == VB_SCENARIO_BATCH_CALL);
+    default:
+        return false;
+    }
 }
 
 /* Claimable items each flow step must hold before this cell. */
@@ -550,9 +636,11 @@ bool vb_cell_run(vb_env *e, const vb_options *o, vb_scenario s, vb_mode m, int c
     shared sh;
     worker *ws = NULL;
     char err[256];
-    double before[5], after[5], t0;
+    double before[5], t0;
     bool ok = false;
     int started = 0;
+    if (m == VB_MODE_PGBOSS || m == VB_MODE_GRAPHILE)
+        return vb_peer_run(e, o, s, m, clients, out);
     memset(out, 0, sizeof(*out));
     memset(&sh, 0, sizeof(sh));
     out->scenario = s;
@@ -571,15 +659,11 @@ bool vb_cell_run(vb_env *e, const vb_options *o, vb_scenario s, vb_mode m, int c
         fprintf(stderr, "verdict-bench: config: %s\n", err);
         return false;
     }
-    if (!vb_stock_refill(e, o, stock_needed(e, o, s, clients)))
+    if (m == VB_MODE_MIN ? !vb_min_refill(e, o, stock_needed(e, o, s, clients))
+                         : !vb_stock_refill(e, o, stock_needed(e, o, s, clients)))
         goto out;
-    /* both sides start from the same table state, and autovacuum is less likely to land
-     * inside a measured window (it still may: it stays on). Not before the first cell:
-     * see the ANALYZE after the seed in main.c */
-    if (o->vacuum && e->cells_run > 0 &&
-        !vb_env_sql(e, "VACUUM (ANALYZE) items, jobs, transitions"))
+    if (!vb_cell_settle(e, o))
         goto out;
-    e->cells_run++;
     if (!(ws = calloc((size_t)clients, sizeof(*ws))))
         goto out;
     out->rss_idle_kb = out->rss_peak_kb = e->pid > 0 ? vb_proc_rss_kb(e->pid) : -1;
@@ -592,21 +676,17 @@ bool vb_cell_run(vb_env *e, const vb_options *o, vb_scenario s, vb_mode m, int c
         vb_sleep(0.001);
     atomic_store(&sh.go, 1);
     watch(&sh, vb_now() + o->warmup, 0, &out->rss_peak_kb);
-    snapshot(e, before);
+    vb_window_open(e, m == VB_MODE_HTTP ? e->pid : 0, before, out);
     t0 = vb_now();
     atomic_store(&sh.phase, PHASE_MEASURE);
     watch(&sh, t0 + o->duration, o->cycles, &out->rss_peak_kb);
     out->seconds = vb_now() - t0;
     atomic_store(&sh.phase, PHASE_STOP);
-    snapshot(e, after);
+    vb_window_close(e, m == VB_MODE_HTTP ? e->pid : 0, before, out);
     for (int i = 0; i < clients; i++)
         if (ws[i].started)
             pthread_join(ws[i].thread, NULL);
     merge_results(ws, clients, out);
-    out->server_cpu_s = e->pid > 0 ? after[0] - before[0] : 0;
-    out->pg_cpu_s = after[1] - before[1];
-    out->bench_cpu_s = after[2] - before[2];
-    out->host_busy = after[4] > before[4] ? (after[3] - before[3]) / (after[4] - before[4]) : 0;
     if (out->seconds > 0 && out->items / out->seconds > e->peak_items_per_s)
         e->peak_items_per_s = out->items / out->seconds;
     ok = started == clients && !vb_interrupted;

@@ -134,7 +134,7 @@ out:
 
 /* ---- the child verdictd --------------------------------------------------------------- */
 
-static int free_port(void)
+int vb_free_port(void)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
@@ -214,7 +214,7 @@ bool vb_env_server_start(vb_env *e, const vb_options *o)
     vd_random_hex(e->token, 16);
     e->threads = o->threads;
     e->db_pool = o->threads + 1; /* VERDICT_DB_POOL_SIZE's default, left alone */
-    e->port = free_port();
+    e->port = vb_free_port();
     if (e->port <= 0 || access(o->verdictd, X_OK) != 0) {
         fprintf(stderr, "verdict-bench: %s: %s\n", o->verdictd,
                 e->port <= 0 ? "no free port" : strerror(errno));

@@ -1,7 +1,9 @@
-/* main.c - verdict-bench: options, then the run: a fresh database, a child verdictd, the
- * seed, the claim → disposition matrix (verdict over HTTP and the same transactions over
- * libpq, interleaved cell by cell), the optional adjudicator and dashboard-read modes, the
- * report, and clean-up (verdictd stopped, database dropped) on every path, ^C included.
+/* main.c - verdict-bench: options, then the run: its own durable PostgreSQL (unless given
+ * one), a fresh database, a child verdictd, the seed, the claim → disposition matrix
+ * (verdict over HTTP, the same transactions over libpq, the minimal SKIP LOCKED cycle and
+ * the npm peers, interleaved cell by cell), the optional adjudicator and dashboard-read
+ * modes, the report, and clean-up (verdictd stopped, database dropped, cluster stopped) on
+ * every path, ^C included.
  */
 #include "bench.h"
 
@@ -19,18 +21,31 @@
 #ifndef VERDICTD_PATH
 #define VERDICTD_PATH "verdictd"
 #endif
+#ifndef VB_PEERS_DIR
+#define VB_PEERS_DIR "bench-peers"
+#endif
 
 volatile int vb_interrupted = 0;
 
 static const char usage[] =
-    "usage: verdict-bench --database-url URL [--verdictd PATH] [options]\n"
+    "usage: verdict-bench [--database-url URL] [--verdictd PATH] [options]\n"
     "\n"
-    "Creates database verdict_bench_<pid> through URL (a superuser libpq string or URI),\n"
+    "Without --database-url, starts its own durable PostgreSQL 15 cluster (fsync,\n"
+    "synchronous_commit, full_page_writes on; shared_buffers 256MB, max_wal_size 2GB,\n"
+    "pg_stat_statements) and stops it at the end. Creates database verdict_bench_<pid>,\n"
     "starts verdictd on a free loopback port against it, seeds items over POST /v1/items and\n"
-    "runs claim -> disposition cycles for every scenario x client count twice, interleaved:\n"
-    "'verdict' over HTTP/1.1 keep-alive, and 'sql', the same transactions through verdict's\n"
-    "store over libpq (one connection per worker). Drops the database at the end.\n"
+    "runs claim -> disposition cycles for every scenario x client count once per side,\n"
+    "interleaved: 'verdict' over HTTP/1.1 keep-alive; 'sql', the same transactions through\n"
+    "verdict's store over libpq (one connection per worker); 'minimal', a minimal SKIP LOCKED\n"
+    "claim + complete on a minimal table; 'pg-boss' and 'graphile' (single and batchcall),\n"
+    "the npm queues driven by bench/peers/*.mjs. Drops the database at the end.\n"
     "\n"
+    "  --database-url URL     use this server (a superuser libpq string or URI) instead\n"
+    "  --fast-db              own cluster with fsync, synchronous_commit, full_page_writes off\n"
+    "  --pg-dir DIR           own cluster's directory (default: a new /tmp/verdict-bench-pg.*)\n"
+    "  --no-peers             no pg-boss / graphile cells (on unless --quick; --peers forces)\n"
+    "  --peers-dir DIR        harnesses + node_modules (default: the build's bench-peers)\n"
+    "  --no-minimal           no minimal SKIP LOCKED cells\n"
     "  --verdictd PATH        verdictd binary (default: the one built beside this program)\n"
     "  --items N              claimable items kept in stock before each cell (100000)\n"
     "  --flow-steps K         flow steps the items are spread over; worker i uses i % K (4)\n"
@@ -131,7 +146,8 @@ static bool parse_scenarios(const char *s, vb_options *o)
         while (k < VB_SCENARIO__MAX && strcmp(parts[i], vb_scenario_name((vb_scenario)k)) != 0)
             k++;
         if (k == VB_SCENARIO__MAX) {
-            fprintf(stderr, "verdict-bench: unknown scenario '%s' (single, batch, batchcall, mix)\n",
+            fprintf(stderr,
+                    "verdict-bench: unknown scenario '%s' (single, batch, batchcall, mix)\n",
                     parts[i]);
             return false;
         }
@@ -146,6 +162,9 @@ static void defaults(vb_options *o, bool quick)
     memset(o, 0, sizeof(*o));
     o->verdictd = VERDICTD_PATH;
     o->verdictd_log = "/dev/null";
+    o->peers = !quick;
+    o->minimal = true;
+    o->peers_dir = VB_PEERS_DIR;
     o->items = quick ? 2000 : 100000;
     o->flow_steps = 4;
     parse_clients(quick ? "1,8" : "1,8,32,64", o);
@@ -177,6 +196,14 @@ static int parse_args(int argc, char **argv, vb_options *o)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(usage, stdout);
             return 1;
+        } else if (strcmp(a, "--fast-db") == 0 || strcmp(a, "--peers") == 0 ||
+                   strcmp(a, "--no-peers") == 0 || strcmp(a, "--no-minimal") == 0) {
+            takes = false;
+            o->fast_db |= strcmp(a, "--fast-db") == 0;
+            o->peers = strcmp(a, "--peers") == 0      ? true
+                       : strcmp(a, "--no-peers") == 0 ? false
+                                                      : o->peers;
+            o->minimal &= strcmp(a, "--no-minimal") != 0;
         } else if (strcmp(a, "--quick") == 0 || strcmp(a, "--json") == 0 ||
                    strcmp(a, "--keep-db") == 0 || strcmp(a, "--adjudicator") == 0 ||
                    strcmp(a, "--no-vacuum") == 0) {
@@ -190,6 +217,10 @@ static int parse_args(int argc, char **argv, vb_options *o)
             return 2;
         } else if (strcmp(a, "--database-url") == 0) {
             o->database_url = val;
+        } else if (strcmp(a, "--pg-dir") == 0) {
+            o->pg_dir = val;
+        } else if (strcmp(a, "--peers-dir") == 0) {
+            o->peers_dir = val;
         } else if (strcmp(a, "--verdictd") == 0) {
             o->verdictd = val;
         } else if (strcmp(a, "--verdictd-log") == 0) {
@@ -256,8 +287,10 @@ static int parse_args(int argc, char **argv, vb_options *o)
             any |= o->scenarios[k];
         o->matrix = any;
     }
-    if ((o->matrix || o->stats_items > 0) && !o->database_url) {
-        fprintf(stderr, "verdict-bench: --database-url is required (see --help)\n");
+    o->own_pg = (o->matrix || o->stats_items > 0) && !o->database_url;
+    if (o->database_url && (o->fast_db || o->pg_dir)) {
+        fprintf(stderr, "verdict-bench: --fast-db and --pg-dir are for the cluster the bench "
+                        "starts itself, not with --database-url\n");
         return 2;
     }
     return 0;
@@ -284,12 +317,12 @@ static void describe_host(char *out, size_t cap)
              sysconf(_SC_NPROCESSORS_ONLN), model);
 }
 
-/* Every scenario x client count, verdict and sql side by side. The order within a pair
- * alternates (ABBA...) so that a drift over the run (table growth, autovacuum) does not
- * always favour the same side. */
+/* Every scenario x client count, every side that applies next to each other. The order
+ * within a group rotates (AB, BA...; ABC, BCA, ...) so that a drift over the run (table
+ * growth, autovacuum) does not always favour the same side. */
 static bool run_matrix(vb_env *e, const vb_options *o, vb_run *r)
 {
-    size_t cap = (size_t)VB_SCENARIO__MAX * (size_t)o->n_clients * 2;
+    size_t cap = (size_t)VB_SCENARIO__MAX * (size_t)o->n_clients * VB_MODE__MAX;
     int pair = 0;
     r->cells = calloc(cap, sizeof(*r->cells));
     if (!r->cells)
@@ -307,8 +340,13 @@ static bool run_matrix(vb_env *e, const vb_options *o, vb_run *r)
         if (!o->scenarios[s])
             continue;
         for (int i = 0; i < o->n_clients && !vb_interrupted; i++, pair++) {
-            for (int j = 0; j < 2 && !vb_interrupted; j++) {
-                vb_mode m = (vb_mode)((j + pair) % 2);
+            vb_mode modes[VB_MODE__MAX];
+            int nm = 0;
+            for (int k = 0; k < VB_MODE__MAX; k++)
+                if (vb_cell_applies(o, (vb_scenario)s, (vb_mode)k))
+                    modes[nm++] = (vb_mode)k;
+            for (int j = 0; j < nm && !vb_interrupted; j++) {
+                vb_mode m = modes[(j + pair) % nm];
                 vb_cell *c = &r->cells[r->n_cells];
                 bool ok = vb_cell_run(e, o, (vb_scenario)s, m, o->clients[i], c);
                 if (!ok)
@@ -348,8 +386,21 @@ int main(int argc, char **argv)
     r.o = &o;
     r.e = &e;
     describe_host(r.host, sizeof(r.host));
-    if (o.matrix || o.stats_items > 0) {
+    if (ok && o.matrix && o.peers)
+        ok = vb_peers_install(&o);
+    if (ok && o.own_pg) {
+        ok = vb_pg_start(&e, &o);
+        o.database_url = e.pg.url;
+    }
+    if (ok && (o.matrix || o.stats_items > 0)) {
         ok = vb_env_db_create(&e, &o);
+        if (ok) {
+            vb_pg_describe(&e);
+            vb_log("server: %s; pg_stat_statements %s", e.settings,
+                   e.have_pgss ? "on" : "not preloaded (no per-statement numbers)");
+        }
+        if (ok && o.matrix && o.minimal)
+            ok = vb_min_refill(&e, &o, 0);
         if (ok) {
             vb_log("database %s; starting %s (VERDICT_THREADS=%d)", e.db_name, o.verdictd,
                    o.threads);
@@ -372,6 +423,7 @@ int main(int argc, char **argv)
         vb_env_db_drop(&e);
     else if (e.db_created)
         vb_log("kept database %s", e.db_name);
+    vb_pg_stop(&e, o.keep_db);
     if (vb_interrupted)
         vb_log("interrupted: reporting what was measured");
     if (r.n_cells || r.have_adj || r.have_stats) {

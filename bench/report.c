@@ -1,7 +1,8 @@
-/* report.c - verdict-bench's output: the per-cell table, the verdict ÷ sql ratios, batch ÷
- * single, the issue-8 targets with what was measured, and the extra modes; as text for
- * people or as one JSON document (--json) for machines. Reads results, computes nothing
- * that the text and the JSON could disagree on.
+/* report.c - verdict-bench's output: the per-cell table, the per-item costs on the server
+ * (CPU, WAL, commits) and the top statements by WAL, the side-by-side items/s, the
+ * verdict ÷ sql ratios, batch ÷ single, the issue-8 targets with what was measured, and
+ * the extra modes; as text for people or as one JSON document (--json) for machines. Reads results,
+ * computes nothing that the text and the JSON could disagree on.
  */
 #include "bench.h"
 
@@ -68,20 +69,20 @@ static size_t compute_targets(const vb_run *r, target *t, size_t cap)
         }
     }
     for (int k = 0; k < 2; k++)
-    for (int i = 0; i < r->o->n_clients && n < cap; i++) {
-        int c = r->o->clients[i];
-        const vb_cell *b = find(r, batch_scenarios[k], VB_MODE_HTTP, c);
-        const vb_cell *s = find(r, VB_SCENARIO_SINGLE, VB_MODE_HTTP, c);
-        if (!b || !s || rate(s, true) <= 0)
-            continue;
-        snprintf(t[n].what, sizeof(t[n].what),
-                 "%s (of 10): >= %.0f x single items/s at %d clients",
-                 vb_scenario_name(batch_scenarios[k]), T_BATCH_RATIO, c);
-        snprintf(t[n].measured, sizeof(t[n].measured), "%.2f x (%.0f vs %.0f items/s)",
-                 rate(b, true) / rate(s, true), rate(b, true), rate(s, true));
-        t[n].verdict = rate(b, true) / rate(s, true) >= T_BATCH_RATIO;
-        n++;
-    }
+        for (int i = 0; i < r->o->n_clients && n < cap; i++) {
+            int c = r->o->clients[i];
+            const vb_cell *b = find(r, batch_scenarios[k], VB_MODE_HTTP, c);
+            const vb_cell *s = find(r, VB_SCENARIO_SINGLE, VB_MODE_HTTP, c);
+            if (!b || !s || rate(s, true) <= 0)
+                continue;
+            snprintf(t[n].what, sizeof(t[n].what),
+                     "%s (of 10): >= %.0f x single items/s at %d clients",
+                     vb_scenario_name(batch_scenarios[k]), T_BATCH_RATIO, c);
+            snprintf(t[n].measured, sizeof(t[n].measured), "%.2f x (%.0f vs %.0f items/s)",
+                     rate(b, true) / rate(s, true), rate(b, true), rate(s, true));
+            t[n].verdict = rate(b, true) / rate(s, true) >= T_BATCH_RATIO;
+            n++;
+        }
     for (int s = 0; s < VB_SCENARIO__MAX && n < cap; s++) {
         const vb_cell *v = find(r, (vb_scenario)s, VB_MODE_HTTP, T_P99_CLIENTS);
         if (!v)
@@ -139,7 +140,96 @@ static double other_cores(const vb_cell *c)
     return other > 0 ? other : 0;
 }
 
+/* Per item of the measured window: the server's costs. */
+typedef struct per_item {
+    double pg_cpu_ms, proc_cpu_ms, wal_bytes, wal_records, wal_fpi, commits, stmt_wal;
+} per_item;
+
+static per_item costs(const vb_cell *c)
+{
+    per_item p = {0};
+    double n = (double)c->items;
+    if (n <= 0)
+        return p;
+    p.pg_cpu_ms = 1000 * c->pg_cpu_s / n;
+    p.proc_cpu_ms = 1000 * c->server_cpu_s / n;
+    if (c->db_before.ok && c->db_after.ok) {
+        p.wal_bytes = (c->db_after.wal_lsn - c->db_before.wal_lsn) / n;
+        p.wal_records = (c->db_after.wal_records - c->db_before.wal_records) / n;
+        p.wal_fpi = (c->db_after.wal_fpi - c->db_before.wal_fpi) / n;
+        p.commits = (c->db_after.xact_commit - c->db_before.xact_commit) / n;
+    }
+    p.stmt_wal = c->pgss_top_wal / n;
+    return p;
+}
+
 /* ---- text -------------------------------------------------------------------------------- */
+
+static void text_costs(const vb_run *r)
+{
+    printf("\nper item (server side, measured window): PostgreSQL CPU, the side's own process CPU"
+           " (verdictd / node), WAL bytes (insert LSN delta), WAL records and full-page images"
+           " (pg_stat_wal), commits (pg_stat_database), WAL of top-level statements"
+           " (pg_stat_statements)\n");
+    printf("%-9s %-8s %4s %9s %11s %11s %10s %9s %8s %9s %9s\n", "scen", "side", "cli", "items/s",
+           "pg cpu ms", "proc cpu ms", "WAL B", "WAL rec", "FPI", "commits", "stmt WAL");
+    for (size_t i = 0; i < r->n_cells; i++) {
+        const vb_cell *c = &r->cells[i];
+        per_item p = costs(c);
+        printf("%-9s %-8s %4d %9.0f %11.3f %11.3f %10.0f %9.2f %8.3f %9.3f %9.0f\n",
+               vb_scenario_name(c->scenario), vb_mode_name(c->mode), c->clients, rate(c, true),
+               p.pg_cpu_ms, p.proc_cpu_ms, p.wal_bytes, p.wal_records, p.wal_fpi, p.commits,
+               p.stmt_wal);
+    }
+}
+
+/* items/s of every side, scenario by scenario, client counts across */
+static void text_side_by_side(const vb_run *r)
+{
+    printf("\nside by side (items/s, same run)\n%-9s %-8s", "scen", "side");
+    for (int i = 0; i < r->o->n_clients; i++)
+        printf(" %8d", r->o->clients[i]);
+    printf("  (clients)\n");
+    for (int s = 0; s < VB_SCENARIO__MAX; s++)
+        for (int m = 0; m < VB_MODE__MAX; m++) {
+            if (!r->o->scenarios[s] || !vb_cell_applies(r->o, (vb_scenario)s, (vb_mode)m))
+                continue;
+            printf("%-9s %-8s", vb_scenario_name((vb_scenario)s), vb_mode_name((vb_mode)m));
+            for (int i = 0; i < r->o->n_clients; i++) {
+                const vb_cell *c = find(r, (vb_scenario)s, (vb_mode)m, r->o->clients[i]);
+                if (c)
+                    printf(" %8.0f", rate(c, true));
+                else
+                    printf(" %8s", "-");
+            }
+            printf("%s%s\n", r->e->peer_system[m][0] ? "  " : "", r->e->peer_system[m]);
+        }
+}
+
+static void text_statements(const vb_run *r)
+{
+    bool any = false;
+    for (size_t i = 0; i < r->n_cells; i++) {
+        const vb_cell *c = &r->cells[i];
+        double n = (double)c->items;
+        if (!c->n_stmts || n <= 0)
+            continue;
+        if (!any)
+            printf("\nstatements by WAL (pg_stat_statements, track=all; '+' = nested, its WAL is"
+                   " also in the statement that ran it); per item of the window\n");
+        any = true;
+        printf("%s %s %d clients (%ld items)\n", vb_scenario_name(c->scenario),
+               vb_mode_name(c->mode), c->clients, c->items);
+        printf("  %8s %9s %8s %8s %7s  %s\n", "calls/it", "mean ms", "WAL B/it", "rec/it", "FPI/it",
+               "statement");
+        for (int k = 0; k < c->n_stmts; k++) {
+            const vb_stmt *t = &c->stmts[k];
+            printf("  %8.2f %9.3f %8.0f %8.2f %7.3f %s%.110s\n", t->calls / n, t->mean_ms,
+                   t->wal_bytes / n, t->wal_records / n, t->wal_fpi / n, t->toplevel ? " " : "+",
+                   t->query);
+        }
+    }
+}
 
 static void text_cells(const vb_run *r)
 {
@@ -150,9 +240,11 @@ static void text_cells(const vb_run *r)
     for (size_t i = 0; i < r->n_cells; i++) {
         const vb_cell *c = &r->cells[i];
         char claim[40], disp[40], cpu[32], rss[32];
-        snprintf(claim, sizeof(claim), "%.2f/%.2f/%.2f", c->claim_ms[0], c->claim_ms[1],
-                 c->claim_ms[2]);
-        snprintf(disp, sizeof(disp), "%.2f/%.2f/%.2f", c->disp_ms[0], c->disp_ms[1], c->disp_ms[2]);
+        /* graphile-worker's fetches and completions happen inside it: no latency to show */
+        snprintf(claim, sizeof(claim), c->claim_calls ? "%.2f/%.2f/%.2f" : "-", c->claim_ms[0],
+                 c->claim_ms[1], c->claim_ms[2]);
+        snprintf(disp, sizeof(disp), c->disp_calls ? "%.2f/%.2f/%.2f" : "-", c->disp_ms[0],
+                 c->disp_ms[1], c->disp_ms[2]);
         snprintf(cpu, sizeof(cpu), "%.2fs %3.0f%%", c->server_cpu_s,
                  c->seconds > 0 ? 100 * c->server_cpu_s / c->seconds : 0);
         snprintf(rss, sizeof(rss), "%.1f/%.1fM", c->rss_idle_kb / 1024.0, c->rss_peak_kb / 1024.0);
@@ -187,24 +279,24 @@ static void text_ratios(const vb_run *r)
         printf("\n");
     }
     for (int k = 0; k < 2; k++) {
-    if (!r->o->scenarios[batch_scenarios[k]] || !r->o->scenarios[VB_SCENARIO_SINGLE])
-        continue;
-    printf("\n%s / single (items/s)\n%-9s", vb_scenario_name(batch_scenarios[k]), "side");
-    for (int i = 0; i < r->o->n_clients; i++)
-        printf(" %8d", r->o->clients[i]);
-    printf("  (clients)\n");
-    for (int m = 0; m < VB_MODE__MAX; m++) {
-        printf("%-9s", vb_mode_name((vb_mode)m));
-        for (int i = 0; i < r->o->n_clients; i++) {
-            const vb_cell *b = find(r, batch_scenarios[k], (vb_mode)m, r->o->clients[i]);
-            const vb_cell *s = find(r, VB_SCENARIO_SINGLE, (vb_mode)m, r->o->clients[i]);
-            if (b && s && rate(s, true) > 0)
-                printf(" %7.2fx", rate(b, true) / rate(s, true));
-            else
-                printf(" %8s", "-");
+        if (!r->o->scenarios[batch_scenarios[k]] || !r->o->scenarios[VB_SCENARIO_SINGLE])
+            continue;
+        printf("\n%s / single (items/s)\n%-9s", vb_scenario_name(batch_scenarios[k]), "side");
+        for (int i = 0; i < r->o->n_clients; i++)
+            printf(" %8d", r->o->clients[i]);
+        printf("  (clients)\n");
+        for (int m = 0; m < VB_MODE__MAX; m++) {
+            printf("%-9s", vb_mode_name((vb_mode)m));
+            for (int i = 0; i < r->o->n_clients; i++) {
+                const vb_cell *b = find(r, batch_scenarios[k], (vb_mode)m, r->o->clients[i]);
+                const vb_cell *s = find(r, VB_SCENARIO_SINGLE, (vb_mode)m, r->o->clients[i]);
+                if (b && s && rate(s, true) > 0)
+                    printf(" %7.2fx", rate(b, true) / rate(s, true));
+                else
+                    printf(" %8s", "-");
+            }
+            printf("\n");
         }
-        printf("\n");
-    }
     }
 }
 
@@ -214,6 +306,11 @@ void vb_report_text(const vb_run *r)
     size_t n;
     const vb_options *o = r->o;
     printf("verdict-bench on %s\n", r->host);
+    if (o->matrix || o->stats_items > 0)
+        printf("PostgreSQL: %s (%s)\n", r->e->settings,
+               o->own_pg ? (o->fast_db ? "the bench's own cluster, --fast-db"
+                                       : "the bench's own cluster, durable")
+                         : "--database-url");
     if (o->matrix || o->stats_items > 0)
         printf("verdictd: VERDICT_THREADS=%d (4 x CPUs unless --threads), DB pool %d "
                "(VERDICT_DB_POOL_SIZE default threads+1), idle RSS %.1f MB\n",
@@ -231,6 +328,9 @@ void vb_report_text(const vb_run *r)
                "store over libpq\n",
                o->vacuum ? ", VACUUM (ANALYZE) before each" : "");
         text_cells(r);
+        text_costs(r);
+        text_side_by_side(r);
+        text_statements(r);
         text_ratios(r);
     }
     if (r->have_adj) {
@@ -306,6 +406,29 @@ static cJSON *cell_json(const vb_cell *c)
     cJSON_AddNumberToObject(o, "other_load_cores", other_cores(c));
     cJSON_AddNumberToObject(o, "verdictd_rss_idle_kb", (double)c->rss_idle_kb);
     cJSON_AddNumberToObject(o, "verdictd_rss_peak_kb", (double)c->rss_peak_kb);
+    per_item p = costs(c);
+    cJSON *pi = cJSON_AddObjectToObject(o, "per_item");
+    cJSON_AddNumberToObject(pi, "postgres_cpu_ms", p.pg_cpu_ms);
+    cJSON_AddNumberToObject(pi, "process_cpu_ms", p.proc_cpu_ms);
+    cJSON_AddNumberToObject(pi, "wal_bytes", p.wal_bytes);
+    cJSON_AddNumberToObject(pi, "wal_records", p.wal_records);
+    cJSON_AddNumberToObject(pi, "wal_fpi", p.wal_fpi);
+    cJSON_AddNumberToObject(pi, "commits", p.commits);
+    cJSON_AddNumberToObject(pi, "statement_wal_bytes", p.stmt_wal);
+    cJSON *st = cJSON_AddArrayToObject(o, "statements");
+    for (int k = 0; k < c->n_stmts; k++) {
+        const vb_stmt *t = &c->stmts[k];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "query", t->query);
+        cJSON_AddBoolToObject(x, "toplevel", t->toplevel);
+        cJSON_AddNumberToObject(x, "calls", t->calls);
+        cJSON_AddNumberToObject(x, "mean_ms", t->mean_ms);
+        cJSON_AddNumberToObject(x, "rows", t->rows);
+        cJSON_AddNumberToObject(x, "wal_bytes", t->wal_bytes);
+        cJSON_AddNumberToObject(x, "wal_records", t->wal_records);
+        cJSON_AddNumberToObject(x, "wal_fpi", t->wal_fpi);
+        cJSON_AddItemToArray(st, x);
+    }
     if (c->first_error[0])
         cJSON_AddStringToObject(o, "first_error", c->first_error);
     return o;
@@ -320,6 +443,8 @@ void vb_report_json(const vb_run *r)
     size_t n;
     char *text = NULL;
     cJSON_AddStringToObject(root, "host", r->host);
+    cJSON_AddStringToObject(root, "postgres_settings", r->e->settings);
+    cJSON_AddBoolToObject(root, "own_cluster", o->own_pg);
     cJSON_AddNumberToObject(cfg, "items", (double)o->items);
     cJSON_AddNumberToObject(cfg, "flow_steps", o->flow_steps);
     cJSON_AddNumberToObject(cfg, "duration_s", o->duration);

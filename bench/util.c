@@ -141,5 +141,6 @@ const char *vb_scenario_name(vb_scenario s)
 
 const char *vb_mode_name(vb_mode m)
 {
-    return m == VB_MODE_HTTP ? "verdict" : "sql";
+    static const char *const names[] = {"verdict", "sql", "minimal", "pg-boss", "graphile"};
+    return m < VB_MODE__MAX ? names[m] : "?";
 }

@@ -1,0 +1,149 @@
+/* minimal.c - the minimal SQL cycle verdict is compared with: one table (id, queue, state,
+ * payload, worker, two timestamps), one partial index on the claimable rows, a claim that is
+ * one UPDATE of the first `limit` available rows taken with FOR UPDATE SKIP LOCKED, and a
+ * completion that is one UPDATE of those ids; each statement its own (autocommit)
+ * transaction. No audit, no budgets, no fencing token: the floor a queue on PostgreSQL pays.
+ */
+#include "bench.h"
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vb_min {
+    PGconn *c;
+    char error[160];
+};
+
+static const char min_schema[] =
+    "CREATE TABLE IF NOT EXISTS bench_min_jobs ("
+    " id bigserial PRIMARY KEY,"
+    " queue text NOT NULL,"
+    " state text NOT NULL DEFAULT 'available',"
+    " payload jsonb NOT NULL,"
+    " worker text,"
+    " claimed_at timestamptz,"
+    " finished_at timestamptz);"
+    "CREATE INDEX IF NOT EXISTS bench_min_claimable ON bench_min_jobs (queue, id)"
+    " WHERE state = 'available'";
+
+static const char min_claim[] =
+    "UPDATE bench_min_jobs SET state = 'running', worker = $2, claimed_at = now()"
+    " WHERE id IN (SELECT id FROM bench_min_jobs WHERE queue = $1 AND state = 'available'"
+    " ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id";
+
+static const char min_complete[] = "UPDATE bench_min_jobs SET state = 'done', finished_at = now()"
+                                   " WHERE id = ANY ($1::bigint[]) AND state = 'running'";
+
+bool vb_min_refill(vb_env *e, const vb_options *o, long per_step)
+{
+    if (!vb_env_sql(e, min_schema))
+        return false;
+    for (int k = 0; k < o->flow_steps; k++) {
+        char sql[512];
+        long have;
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM bench_min_jobs WHERE queue = 'bench_%d' AND state = "
+                 "'available'",
+                 k);
+        if ((have = vb_env_sql_long(e, sql)) < 0)
+            return false;
+        if (have >= per_step)
+            continue;
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO bench_min_jobs (queue, payload) SELECT 'bench_%d',"
+                 " jsonb_build_object('title', 'bench item ' || g) FROM generate_series(1, %ld) g",
+                 k, per_step - have);
+        if (!vb_env_sql(e, sql))
+            return false;
+    }
+    return true;
+}
+
+vb_min *vb_min_connect(const vb_env *e)
+{
+    vb_min *m = calloc(1, sizeof(*m));
+    PGresult *r = NULL;
+    bool ok = false;
+    if (!m)
+        return NULL;
+    m->c = PQconnectdb(e->db_url);
+    if (PQstatus(m->c) != CONNECTION_OK)
+        goto out;
+    r = PQprepare(m->c, "min_claim", min_claim, 3, NULL);
+    ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    r = ok ? PQprepare(m->c, "min_complete", min_complete, 1, NULL) : NULL;
+    ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+out:
+    if (!ok) {
+        vb_min_close(m);
+        return NULL;
+    }
+    return m;
+}
+
+void vb_min_close(vb_min *m)
+{
+    if (!m)
+        return;
+    PQfinish(m->c);
+    free(m);
+}
+
+const char *vb_min_error(vb_min *m)
+{
+    return m && m->error[0] ? m->error : "minimal: no error text";
+}
+
+static void note(vb_min *m, PGresult *r)
+{
+    snprintf(m->error, sizeof(m->error), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(m->c));
+    m->error[strcspn(m->error, "\n")] = '\0';
+}
+
+int vb_min_claim(vb_min *m, const char *queue, const char *worker, int limit, int64_t *ids, int *n)
+{
+    char lim[16];
+    const char *params[3] = {queue, worker, lim};
+    PGresult *r;
+    *n = 0;
+    snprintf(lim, sizeof(lim), "%d", limit);
+    r = PQexecPrepared(m->c, "min_claim", 3, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        note(m, r);
+        PQclear(r);
+        return 500;
+    }
+    for (int i = 0; i < PQntuples(r) && *n < limit; i++)
+        ids[(*n)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    PQclear(r);
+    return 200;
+}
+
+int vb_min_complete(vb_min *m, const int64_t *ids, int n)
+{
+    char arr[VB_MAX_BATCH * 24 + 4];
+    size_t len = 0;
+    const char *params[1] = {arr};
+    PGresult *r;
+    int status;
+    arr[len++] = '{';
+    for (int i = 0; i < n && len < sizeof(arr) - 24; i++)
+        len += (size_t)snprintf(arr + len, sizeof(arr) - len, "%s%" PRId64, i ? "," : "", ids[i]);
+    snprintf(arr + len, sizeof(arr) - len, "}");
+    r = PQexecPrepared(m->c, "min_complete", 1, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        note(m, r);
+        status = 500;
+    } else {
+        status = strtol(PQcmdTuples(r), NULL, 10) == n ? 200 : 409;
+        if (status != 200)
+            snprintf(m->error, sizeof(m->error), "completed %s of %d", PQcmdTuples(r), n);
+    }
+    PQclear(r);
+    return status;
+}
