@@ -1,6 +1,8 @@
 /* minimal.c - the minimal SQL cycle verdict is compared with: one table (id, queue, state,
  * payload, worker, two timestamps), one partial index on the claimable rows, a claim that is
- * one UPDATE of the first `limit` available rows taken with FOR UPDATE SKIP LOCKED, and a
+ * one UPDATE of the first `limit` available rows taken with FOR UPDATE SKIP LOCKED (as
+ * `id = ANY (ARRAY(...))`: with `IN (...)` the generic plan of the prepared statement
+ * joins against a sequential scan of the table), and a
  * completion that is one UPDATE of those ids; each statement its own (autocommit)
  * transaction. No audit, no budgets, no fencing token: the floor a queue on PostgreSQL pays.
  */
@@ -18,6 +20,7 @@ struct vb_min {
 };
 
 static const char min_schema[] =
+    "SET client_min_messages = warning;"
     "CREATE TABLE IF NOT EXISTS bench_min_jobs ("
     " id bigserial PRIMARY KEY,"
     " queue text NOT NULL,"
@@ -31,8 +34,8 @@ static const char min_schema[] =
 
 static const char min_claim[] =
     "UPDATE bench_min_jobs SET state = 'running', worker = $2, claimed_at = now()"
-    " WHERE id IN (SELECT id FROM bench_min_jobs WHERE queue = $1 AND state = 'available'"
-    " ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id";
+    " WHERE id = ANY (ARRAY(SELECT id FROM bench_min_jobs WHERE queue = $1 AND state ="
+    " 'available' ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING id";
 
 static const char min_complete[] = "UPDATE bench_min_jobs SET state = 'done', finished_at = now()"
                                    " WHERE id = ANY ($1::bigint[]) AND state = 'running'";
