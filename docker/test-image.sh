@@ -5,7 +5,8 @@
 # the host network against the PostgreSQL named by VERDICT_TEST_DATABASE_URL (a libpq keyword
 # string or URI for a superuser, e.g. "host=127.0.0.1 port=5432 user=postgres dbname=postgres").
 #
-# Checks: /healthz 200; /readyz 200 (serve migrated a fresh database); GET /metrics with the
+# Checks: /healthz 200; /readyz 200 (serve migrated a fresh database); /ui/ 200 (the console
+# is embedded); GET /metrics with the
 # bearer token is 200 with `verdict_up 1`, without it 401; the image's HEALTHCHECK passes; the
 # process runs as a non-root user; SIGTERM (`podman stop`) makes it exit 0 quickly.
 # Always removes the container, the test database and its temp dirs. Exits non-zero on failure.
@@ -182,6 +183,9 @@ c=$(code "$URL/healthz"); [ "$c" = 200 ] || die "GET /healthz: $c, want 200"
 log "http: GET /healthz 200 $(cat "$TMP/body")"
 c=$(code "$URL/readyz"); [ "$c" = 200 ] || die "GET /readyz: $c, want 200 ($(cat "$TMP/body"))"
 log "http: GET /readyz 200 $(cat "$TMP/body")"
+c=$(code "$URL/ui/"); [ "$c" = 200 ] && grep -q '<title>' "$TMP/body" \
+  || die "GET /ui/: $c, want 200 with the console's page (ui/ embedded in the image)"
+log "http: GET /ui/ 200 (the console is embedded)"
 c=$(code -H "Authorization: Bearer $TOKEN" "$URL/metrics")
 [ "$c" = 200 ] || die "GET /metrics with token: $c, want 200"
 grep -qx 'verdict_up 1' "$TMP/body" || die "GET /metrics: no 'verdict_up 1' line"
