@@ -72,6 +72,7 @@ static int run_serve(const vd_config *cfg)
     if (!db)
         goto out;
     vd_db_set_timeout(db, cfg->db_timeout_ms);
+    vd_db_set_pool_mode(db, cfg->db_pool_transaction);
     srv = vd_server_start(cfg, db);
     if (!srv)
         goto out;

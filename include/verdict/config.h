@@ -54,6 +54,7 @@ typedef struct vd_config {
     int retention_days;
     int db_pool_size;
     int db_timeout_ms;        /* client-side bound of every database wait */
+    bool db_pool_transaction; /* VERDICT_DB_POOL_MODE=transaction: no session state */
     int max_connections;      /* libmicrohttpd's global connection cap */
     int max_connections_per_ip;
     int read_timeout_ms;      /* a request's headers and body must arrive within this */

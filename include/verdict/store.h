@@ -26,6 +26,11 @@ void vd_db_destroy(vd_db *db);
  * a pooled connection, connecting, and every statement's send and result. Call before use. */
 void vd_db_set_timeout(vd_db *db, int timeout_ms);
 
+/* VERDICT_DB_POOL_MODE=transaction (a transaction-pooling PgBouncer between us and the
+ * server): no named prepared statements (each statement is sent with its text, unnamed) and no
+ * session state (the settings go with every transaction as SET LOCAL). Call before use. */
+void vd_db_set_pool_mode(vd_db *db, bool transaction);
+
 /* Borrow a connected, prepared connection for the calling thread. Returns VD_OK and sets
  * *out, or VD_ERR_DATABASE_UNAVAILABLE (nothing to release). Waiting for a free connection
  * and connecting are bounded by the pool's timeout; so is each later call on it, on its own. */

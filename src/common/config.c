@@ -300,6 +300,12 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
     if (!env_int(get, "VERDICT_AUTO_MIGRATE", 1, 0, 1, &automig, err, errlen))
         goto bad;
     cfg->auto_migrate = automig == 1;
+    s = get("VERDICT_DB_POOL_MODE");
+    if (s && *s && strcmp(s, "session") != 0 && strcmp(s, "transaction") != 0) {
+        fail(err, errlen, "VERDICT_DB_POOL_MODE: '%s' is not session or transaction", s);
+        goto bad;
+    }
+    cfg->db_pool_transaction = s && strcmp(s, "transaction") == 0;
     if (cfg->db_pool_size == 0)
         cfg->db_pool_size = cfg->threads + 1;
     if (cfg->queue_depth == 0)

@@ -2,7 +2,9 @@
  * transaction helper. A connection belongs to one thread at a time; a lost one is re-opened
  * lazily, so the service recovers by itself when PostgreSQL comes back. libpq runs
  * non-blocking: every wait (connect, send, result) is one poll() bounded by a deadline, so a
- * stopped or unreachable server costs a caller at most VERDICT_DB_TIMEOUT_MS. */
+ * stopped or unreachable server costs a caller at most VERDICT_DB_TIMEOUT_MS. Serialization
+ * failures and deadlocks are retried here, with jitter, for every statement; a statement that
+ * may have committed is never sent again after a lost connection (reconnect rules below). */
 #include "store_internal.h"
 
 #include <errno.h>
@@ -31,6 +33,7 @@ struct vd_db {
      * accept queue (which it would have to work through when it comes back). */
     bool suspect;
     bool probing;
+    bool txn_mode; /* VERDICT_DB_POOL_MODE=transaction */
 };
 
 static void conn_close(vd_conn *c);
@@ -73,6 +76,11 @@ void vd_db_set_timeout(vd_db *db, int timeout_ms)
     db->timeout_ms = timeout_ms;
     for (int i = 0; i < db->size; i++)
         db->conns[i].timeout_ms = timeout_ms;
+}
+
+void vd_db_set_pool_mode(vd_db *db, bool transaction)
+{
+    db->txn_mode = transaction;
 }
 
 void vd_db_destroy(vd_db *db)
@@ -219,12 +227,20 @@ static PGresult *conn_exec(vd_conn *c, const char *command)
     return c->pg ? collect(c, PQsendQuery(c->pg, command) == 1) : NULL;
 }
 
-/* PQexecPrepared, bounded. */
-static PGresult *conn_exec_prepared(vd_conn *c, const char *name, int n,
-                                    const char *const *params)
+/* Send statement `sql`: its prepared name in session mode, else its text as an unnamed
+ * statement (a transaction pooler may hand every transaction another server connection). */
+static bool send_sql(vd_conn *c, vd_sql sql, int n, const char *const *params)
 {
-    return c->pg ? collect(c, PQsendQueryPrepared(c->pg, name, n, params, NULL, NULL, 0) == 1)
-                 : NULL;
+    if (c->db->txn_mode)
+        return PQsendQueryParams(c->pg, vd_sql_statements[sql].text, n, NULL, params, NULL, NULL,
+                                 0) == 1;
+    return PQsendQueryPrepared(c->pg, vd_sql_statements[sql].name, n, params, NULL, NULL, 0) == 1;
+}
+
+/* PQexecPrepared, bounded. */
+static PGresult *conn_exec_sql(vd_conn *c, vd_sql sql, int n, const char *const *params)
+{
+    return c->pg ? collect(c, send_sql(c, sql, n, params)) : NULL;
 }
 
 /* PQconnectdbParams, bounded by the call's deadline; the connection is non-blocking after.
@@ -296,6 +312,15 @@ static bool conn_open(vd_conn *c)
     conn_close(c);
     if (!conn_connect(c))
         goto fail;
+    /* the same settings, per transaction (pending_steps): nothing outlives a transaction */
+    snprintf(c->settings, sizeof(c->settings),
+             "SELECT set_config('statement_timeout', '%d', true),"
+             " set_config('TimeZone', 'UTC', true), set_config('jit', 'off', true)",
+             c->timeout_ms);
+    if (c->db->txn_mode) {
+        c->ready = true;
+        return true;
+    }
     /* jit off: short OLTP statements never repay compiling, and a custom plan of the stats
      * query over a big table crossed jit_above_cost (0.5 s of JIT per connection). The
      * server's statement_timeout matches our deadline, so a statement whose caller gave up
@@ -452,13 +477,16 @@ vd_error vd_sql_error(vd_conn *c, const PGresult *res)
     return VD_ERR_INTERNAL;
 }
 
-/* One statement of a pipeline: a prepared statement with parameters, or a bare command. */
+/* One statement of a pipeline: a statement of the table with parameters (sql >= 0), or a
+ * bare command. */
 typedef struct step {
-    const char *prepared;
+    int sql;
     const char *command;
     int n;
     const char *const *params;
 } step;
+
+#define COMMAND(text) ((step){-1, (text), 0, NULL})
 
 /* Send steps[0..count) in one pipeline (one round trip) and read every result. On VD_OK
  * *kept (if not NULL) holds the result of steps[keep]; the first failure decides the error
@@ -469,9 +497,8 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
     vd_error err = VD_OK;
     bool sent = PQenterPipelineMode(c->pg) == 1;
     for (int i = 0; sent && i < count; i++)
-        sent = steps[i].prepared
-                   ? PQsendQueryPrepared(c->pg, steps[i].prepared, steps[i].n, steps[i].params,
-                                         NULL, NULL, 0) == 1
+        sent = steps[i].sql >= 0
+                   ? send_sql(c, (vd_sql)steps[i].sql, steps[i].n, steps[i].params)
                    : PQsendQueryParams(c->pg, steps[i].command, 0, NULL, NULL, NULL, NULL, 0) == 1;
     if (!sent || PQpipelineSync(c->pg) != 1 || !conn_pump(c, false))
         goto broken;
@@ -519,11 +546,13 @@ static int pending_steps(vd_conn *c, step *out, step tail)
 {
     int k = 0;
     if (c->begin_pending)
-        out[k++] = (step){NULL, "BEGIN", 0, NULL};
+        out[k++] = COMMAND("BEGIN");
+    if (c->begin_pending && c->db->txn_mode)
+        out[k++] = COMMAND(c->settings);
     if (c->begin_pending && c->indexed_pending)
-        out[k++] = (step){NULL, "SET LOCAL enable_seqscan = off", 0, NULL};
+        out[k++] = COMMAND("SET LOCAL enable_seqscan = off");
     if (c->deferred >= 0)
-        out[k++] = (step){vd_sql_statements[c->deferred].name, NULL, c->deferred_n,
+        out[k++] = (step){c->deferred, NULL, c->deferred_n,
                           (const char *const *)c->deferred_params};
     out[k++] = tail;
     return k;
@@ -532,12 +561,12 @@ static int pending_steps(vd_conn *c, step *out, step tail)
 /* Run the pending steps and `tail`; on return nothing is pending any more. */
 static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
 {
-    step steps[4];
+    step steps[6];
     int k = pending_steps(c, steps, tail);
     vd_error err;
     PGresult *res = NULL;
     if (k == 1) {
-        res = tail.prepared ? conn_exec_prepared(c, tail.prepared, tail.n, tail.params)
+        res = tail.sql >= 0 ? conn_exec_sql(c, (vd_sql)tail.sql, tail.n, tail.params)
                             : conn_exec(c, tail.command);
         err = result_ok(res) ? VD_OK : vd_sql_error(c, res);
         if (err == VD_OK && out)
@@ -553,28 +582,57 @@ static vd_error run_with_pending(vd_conn *c, step tail, PGresult **out)
     return err;
 }
 
-vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, PGresult **out)
+/* A connection that sat idle may have been closed by the server (a restart, a failover, a
+ * pooler's idle timeout): find that out before anything is sent on it, while opening a new
+ * one is still safe. An idle server sends nothing we ask for, so anything readable (a FATAL
+ * before the close, the close itself) means it is going away. */
+static void probe_idle(vd_conn *c)
 {
-    vd_error err = VD_OK;
-    step tail = {vd_sql_statements[sql].name, NULL, n, params};
-    bool in_tx = c->in_tx, indexed = c->indexed_pending;
-    /* nothing has reached the server in this transaction yet: a new connection will do */
-    bool fresh = !in_tx || (c->begin_pending && c->deferred < 0);
-    *out = NULL;
-    op_begin(c);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!c->ready) {
-            if (!fresh || !conn_open(c))
-                return VD_ERR_DATABASE_UNAVAILABLE;
-            c->in_tx = c->begin_pending = in_tx; /* the BEGIN still has to go */
-            c->indexed_pending = in_tx && indexed;
-        }
-        err = run_with_pending(c, tail, out);
-        /* a connection lost between requests costs nothing to retry */
-        if (err != VD_ERR_DATABASE_UNAVAILABLE || !fresh || c->ready)
-            break;
+    struct pollfd p = {c->pg ? PQsocket(c->pg) : -1, POLLIN, 0};
+    if (!c->ready)
+        return;
+    if (p.fd < 0 || PQstatus(c->pg) != CONNECTION_OK || poll(&p, 1, 0) != 0) {
+        vd_logf(VD_LOG_INFO, "database connection closed while idle; opening a new one");
+        conn_close(c);
     }
-    return err;
+}
+
+/* Pause 5-25 ms, jittered, before running a conflicted statement or transaction again; false
+ * when the caller's deadline leaves no room for it. */
+static bool conflict_pause(vd_conn *c)
+{
+    double pause = 0.005 + vd_random_unit() * 0.020;
+    if (c->op_deadline - vd_monotonic() < pause + 0.010)
+        return false;
+    struct timespec ts = {0, (long)(pause * 1e9)};
+    nanosleep(&ts, NULL);
+    return true;
+}
+
+/* Whether a statement that was sent on a connection that then broke may be sent again on a
+ * new one: reads, and writes whose second run changes nothing (a heartbeat sets the same
+ * lease, a sweep closes only what is still due). A write that may have committed is not: it
+ * would run twice (a second claim, a requeue answered with 0); its caller answers 503. */
+static bool resend_safe(vd_sql sql)
+{
+    switch (sql) {
+    case VD_SQL_CLAIM:
+    case VD_SQL_REQUEUE_ONE:
+    case VD_SQL_REQUEUE_BULK:
+    case VD_SQL_RESOLVE_ONE:
+    case VD_SQL_RESOLVE_BULK:
+    case VD_SQL_ITEMS_INSERT:
+    case VD_SQL_TOOL_FAILURE_INSERT:
+    case VD_SQL_JOB_FINISH:
+    case VD_SQL_JOBS_FINISH:
+    case VD_SQL_ITEM_RELEASE:
+    case VD_SQL_JOB_SET_ADJUDICATION:
+    case VD_SQL_IDEM_CLAIM:
+    case VD_SQL_IDEM_SAVE:
+        return false;
+    default:
+        return true;
+    }
 }
 
 /* Run steps[0..count), the last a COMMIT, as one pipeline keeping the result of steps[keep];
@@ -590,31 +648,89 @@ static vd_error run_committing(vd_conn *c, const step *steps, int count, int kee
     return err;
 }
 
+/* One statement outside a transaction, once: alone in session mode; in transaction mode, or
+ * with a generic plan, as BEGIN, settings, statement, COMMIT in one pipeline. */
+static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                          bool generic, PGresult **out)
+{
+    step steps[5];
+    int k = 0, keep;
+    if (!generic && !c->db->txn_mode)
+        return run_with_pending(c, (step){(int)sql, NULL, n, params}, out);
+    steps[k++] = COMMAND("BEGIN");
+    if (c->db->txn_mode)
+        steps[k++] = COMMAND(c->settings);
+    if (generic)
+        steps[k++] = COMMAND("SET LOCAL plan_cache_mode = force_generic_plan");
+    keep = k;
+    steps[k++] = (step){(int)sql, NULL, n, params};
+    steps[k++] = COMMAND("COMMIT");
+    return run_committing(c, steps, k, keep, out);
+}
+
+/* A statement outside a transaction, with the retry rules: a serialization failure or
+ * deadlock (rolled back by the server) is run again after a jittered pause, within the
+ * deadline; a connection found closed before sending is re-opened; one lost after sending
+ * is re-opened and the statement sent again only when resend_safe. */
+static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                           bool generic, PGresult **out)
+{
+    vd_error err = VD_ERR_DATABASE_UNAVAILABLE;
+    bool resent = false;
+    for (int attempt = 0; attempt < 6; attempt++) {
+        c->last_conflict = false;
+        probe_idle(c);
+        if (!c->ready && !conn_open(c))
+            return VD_ERR_DATABASE_UNAVAILABLE;
+        err = run_alone(c, sql, n, params, generic, out);
+        if (err == VD_OK)
+            return VD_OK;
+        if (c->ready) { /* the statement failed; only a conflict is worth another run */
+            if (!c->last_conflict || !conflict_pause(c))
+                return err;
+            continue;
+        }
+        if (resent || !resend_safe(sql))
+            return err; /* it may have committed: the caller answers 503 */
+        resent = true;
+    }
+    return err;
+}
+
+vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, PGresult **out)
+{
+    vd_error err = VD_OK;
+    step tail = {(int)sql, NULL, n, params};
+    bool in_tx = c->in_tx, indexed = c->indexed_pending;
+    /* nothing has reached the server in this transaction yet: a new connection will do */
+    bool fresh = c->begin_pending && c->deferred < 0;
+    *out = NULL;
+    op_begin(c);
+    if (!in_tx)
+        return exec_alone(c, sql, n, params, false, out);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!c->ready) {
+            if (!fresh || !conn_open(c))
+                return VD_ERR_DATABASE_UNAVAILABLE;
+            c->in_tx = c->begin_pending = true; /* the BEGIN still has to go */
+            c->indexed_pending = indexed;
+        }
+        err = run_with_pending(c, tail, out);
+        /* nothing of this transaction was committed: sending it again is safe */
+        if (err != VD_ERR_DATABASE_UNAVAILABLE || !fresh || c->ready)
+            break;
+    }
+    return err;
+}
+
 vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
                              PGresult **out)
 {
-    const step steps[] = {
-        {NULL, "BEGIN", 0, NULL},
-        {NULL, "SET LOCAL plan_cache_mode = force_generic_plan", 0, NULL},
-        {vd_sql_statements[sql].name, NULL, n, params},
-        {NULL, "COMMIT", 0, NULL},
-    };
-    vd_error err = VD_OK;
     *out = NULL;
     if (c->in_tx)
         return VD_ERR_INTERNAL;
     op_begin(c);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!c->ready && !conn_open(c))
-            return VD_ERR_DATABASE_UNAVAILABLE;
-        err = run_committing(c, steps, 4, 2, out);
-        if (err == VD_OK || c->ready) /* the statement failed: rolled back, nothing to retry */
-            break;
-        /* a connection lost between requests costs nothing to retry */
-        if (err != VD_ERR_DATABASE_UNAVAILABLE)
-            break;
-    }
-    return err;
+    return exec_alone(c, sql, n, params, true, out);
 }
 
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params)
@@ -637,7 +753,7 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
 vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *params,
                             PGresult **out)
 {
-    step steps[5];
+    step steps[7];
     int k;
     vd_error err;
     *out = NULL;
@@ -648,8 +764,8 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
     op_begin(c);
-    k = pending_steps(c, steps, (step){vd_sql_statements[sql].name, NULL, n, params});
-    steps[k++] = (step){NULL, "COMMIT", 0, NULL};
+    k = pending_steps(c, steps, (step){(int)sql, NULL, n, params});
+    steps[k++] = COMMAND("COMMIT");
     err = run_committing(c, steps, k, k - 2, out);
     c->begin_pending = c->indexed_pending = false;
     drop_deferred(c);
@@ -660,6 +776,8 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
 vd_error vd_sql_begin(vd_conn *c)
 {
     op_begin(c);
+    c->last_conflict = false; /* per transaction: a stale flag would re-run a committed one */
+    probe_idle(c);
     if (!c->ready && !conn_open(c))
         return VD_ERR_DATABASE_UNAVAILABLE;
     c->in_tx = true;
@@ -701,7 +819,7 @@ vd_error vd_sql_commit(vd_conn *c)
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
     op_begin(c);
-    err = run_with_pending(c, (step){NULL, "COMMIT", 0, NULL}, NULL);
+    err = run_with_pending(c, COMMAND("COMMIT"), NULL);
     if (err)
         vd_sql_rollback(c); /* a failed deferred statement leaves the transaction aborted */
     c->in_tx = false;
@@ -725,7 +843,7 @@ void vd_sql_rollback(vd_conn *c)
 vd_error vd_sql_tx(vd_conn *c, vd_tx_fn fn, void *arg)
 {
     vd_error err = VD_OK;
-    for (int attempt = 0; attempt < 4; attempt++) {
+    for (int attempt = 0; attempt < 6; attempt++) {
         err = vd_sql_begin(c);
         if (err)
             return err;
@@ -734,11 +852,11 @@ vd_error vd_sql_tx(vd_conn *c, vd_tx_fn fn, void *arg)
             err = vd_sql_commit(c);
         else
             vd_sql_rollback(c);
-        if (err != VD_ERR_DATABASE_UNAVAILABLE || !c->last_conflict)
+        /* only a serialization failure or deadlock (rolled back by the server) is run
+         * again: a lost connection may have taken a committed COMMIT with it */
+        if (err != VD_ERR_DATABASE_UNAVAILABLE || !c->last_conflict || !c->ready ||
+            !conflict_pause(c))
             return err;
-        /* serialization failure or deadlock: pause 5-25 ms, jittered, and run it again */
-        struct timespec ts = {0, (long)(5e6 + vd_random_unit() * 20e6)};
-        nanosleep(&ts, NULL);
     }
     return err;
 }

@@ -72,7 +72,8 @@ static vd_error idem_tx_run(vd_conn *c, void *arg)
         if (rc)
             return rc;
         if (PQntuples(res) == 0 || PQgetisnull(res, 0, 1))
-            rc = VD_ERR_DATABASE_UNAVAILABLE; /* expired record not purged yet: retry later */
+            rc = VD_ERR_DATABASE_UNAVAILABLE; /* no answer stored: cannot happen (idem_claim
+                                               * takes over an expired record) */
         else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
             rc = VD_ERR_IDEMPOTENCY_KEY_REUSED;
         else if (!(t->out->body = strdup(PQgetvalue(res, 0, 1))))

@@ -1,6 +1,7 @@
 /* migrate.c - apply the embedded migrations of sql/ in order, each in its own transaction,
- * under a session advisory lock so that replicas starting together never race, and record
- * them in schema_migrations. Forward-only. */
+ * under a transaction-scoped advisory lock so that replicas starting together never race (and
+ * so that it works through a transaction-pooling PgBouncer, where a session lock would stay
+ * on whichever server connection took it), and record them in schema_migrations. */
 #include "store_internal.h"
 
 #include <stdarg.h>
@@ -12,8 +13,7 @@
 #include "verdict/util.h"
 
 /* Any fixed bigint: the key of the "verdict migrations" advisory lock. */
-#define MIGRATE_LOCK "SELECT pg_advisory_lock(7306153949216651921)"
-#define MIGRATE_UNLOCK "SELECT pg_advisory_unlock(7306153949216651921)"
+#define MIGRATE_LOCK "SELECT pg_advisory_xact_lock(7306153949216651921)"
 
 /* The leading number of "0007_name.sql"; 0 when there is none. */
 static int version_of(const char *name)
@@ -59,6 +59,13 @@ static int current_version(PGconn *pg)
     return v;
 }
 
+/* BEGIN, then wait for the migrations lock (released by the COMMIT or ROLLBACK). */
+static bool locked_begin(PGconn *pg)
+{
+    return exec_ok(pg, "BEGIN") && exec_ok(pg, MIGRATE_LOCK) &&
+           exec_ok(pg, "SET LOCAL client_min_messages = warning");
+}
+
 /* One migration in its own transaction, recorded with it. On failure err gets PostgreSQL's
  * message (read before the ROLLBACK, which clears it). */
 static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *err,
@@ -69,8 +76,12 @@ static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *
     PGresult *res = NULL;
     bool ok = false;
     snprintf(vbuf, sizeof(vbuf), "%d", version);
-    if (!exec_ok(pg, "BEGIN"))
-        return false;
+    if (!locked_begin(pg))
+        goto out;
+    if (current_version(pg) >= version) { /* another replica applied it meanwhile */
+        ok = exec_ok(pg, "COMMIT");
+        goto out;
+    }
     if (!exec_ok(pg, m->data))
         goto out;
     res = PQexecParams(pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
@@ -88,11 +99,15 @@ out:
 static vd_error migrate_locked(PGconn *pg, int *applied, char *err, size_t errlen)
 {
     int have = 0;
-    if (!exec_ok(pg, "SET client_min_messages = warning") ||
+    if (!locked_begin(pg) ||
         !exec_ok(pg, "CREATE TABLE IF NOT EXISTS schema_migrations ("
                      " version integer PRIMARY KEY, name text NOT NULL,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())"))
-        return fail(err, errlen, pg, "create schema_migrations", NULL);
+                     " applied_at timestamptz NOT NULL DEFAULT now())") ||
+        !exec_ok(pg, "COMMIT")) {
+        vd_error rc = fail(err, errlen, pg, "create schema_migrations", NULL);
+        exec_ok(pg, "ROLLBACK");
+        return rc;
+    }
     have = current_version(pg);
     if (have < 0)
         return fail(err, errlen, pg, "read schema_migrations", NULL);
@@ -122,12 +137,7 @@ vd_error vd_store_migrate(const char *url, int *applied, char *err, size_t errle
         rc = fail(err, errlen, pg, "connect", NULL);
         goto out;
     }
-    if (!exec_ok(pg, MIGRATE_LOCK)) {
-        rc = fail(err, errlen, pg, "advisory lock", NULL);
-        goto out;
-    }
     rc = migrate_locked(pg, applied, err, errlen);
-    exec_ok(pg, MIGRATE_UNLOCK);
 out:
     PQfinish(pg);
     return rc;

@@ -1,5 +1,13 @@
 /* statements.c - every SQL statement of verdict in one table, always parameterised, prepared
- * once per connection by db.c. Nothing here runs anything. */
+ * once per connection by db.c. Nothing here runs anything.
+ *
+ * Lock order: a statement or transaction that locks both a job and its item locks the JOB
+ * FIRST, then the item; several jobs go in job id order (each job, then its item). That holds
+ * for dispositions, batches, session outcomes, tool failures, the holder's and the admin's
+ * release (job_lock / jobs_lock, FOR NO KEY UPDATE OF j, i), the heartbeat (its job row is
+ * locked before its item is updated) and the sweeper (job, then item, both SKIP LOCKED: it
+ * never waits). Statements that lock items only (claim, resolve, requeue) never lock a job
+ * that already exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
 /* The normalised registration batch (http/h_items.c builds it; every field is filled). */
@@ -34,12 +42,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                "SELECT coalesce(max(version), 0) FROM schema_migrations"},
 
     /* SPEC §1.3 "lease passed": failure budget left -> deferred, available now; else failed.
-     * SKIP LOCKED: replicas sweeping together, or a disposition in flight, are left alone. */
+     * SKIP LOCKED: replicas sweeping together, or a disposition in flight, are left alone. The
+     * job is locked before its item (the lock order above). */
     [VD_SQL_SWEEP_LEASES] = {"sweep_leases",
         "WITH due AS ("
-        "  SELECT id, current_job_id FROM items"
-        "  WHERE state = 'claimed' AND lease_expires_at < now()"
-        "  ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED),"
+        "  SELECT i.id, i.current_job_id FROM items i JOIN jobs dj ON dj.id = i.current_job_id"
+        "  WHERE i.state = 'claimed' AND i.lease_expires_at < now() AND dj.status = 'processing'"
+        "  ORDER BY i.lease_expires_at LIMIT $1 FOR NO KEY UPDATE OF dj, i SKIP LOCKED),"
         " u AS ("
         "  UPDATE items i SET"
         "    state = CASE WHEN i.failures + 1 < i.max_attempts THEN 'deferred' ELSE 'failed' END,"
@@ -62,12 +71,20 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'"},
 
     /* Idempotency-Key: the first caller inserts the record inside its transaction; a
-     * concurrent repeat waits on the row lock, then finds the stored answer. */
+     * concurrent repeat waits on the row lock, then finds the stored answer. A record past
+     * 24 h that the sweeper has not purged yet counts as absent: it is taken over. Bodies are
+     * compared as jsonb (the same JSON re-indented or reordered is the same request); md5($4)
+     * still matches records stored before that rule. */
     [VD_SQL_IDEM_CLAIM] = {"idem_claim",
-        "INSERT INTO idempotency_keys (route, key_name, idem_key, request_hash)"
-        " VALUES ($1, $2, $3, md5($4)) ON CONFLICT DO NOTHING RETURNING 1"},
+        "INSERT INTO idempotency_keys AS k (route, key_name, idem_key, request_hash)"
+        " VALUES ($1, $2, $3, md5($4::text::jsonb::text))"
+        " ON CONFLICT (route, key_name, idem_key) DO UPDATE"
+        "  SET request_hash = excluded.request_hash, status = NULL, response = NULL,"
+        "      created_at = now()"
+        "  WHERE k.created_at < now() - interval '24 hours'"
+        " RETURNING 1"},
     [VD_SQL_IDEM_GET] = {"idem_get",
-        "SELECT request_hash = md5($4), response FROM idempotency_keys"
+        "SELECT request_hash IN (md5($4::text::jsonb::text), md5($4::text)), response FROM idempotency_keys"
         " WHERE route = $1 AND key_name = $2 AND idem_key = $3"
         "   AND created_at >= now() - interval '24 hours'"},
     [VD_SQL_IDEM_SAVE] = {"idem_save",
@@ -177,10 +194,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         " FROM u JOIN j ON j.item_id = u.id"},
 
     /* Extends the lease only while the token still holds the item. Answers the job's status,
-     * whether the token is the job's, and the new lease (NULL when not extended). */
+     * whether the token is the job's, and the new lease (NULL when not extended). The job row
+     * is locked first (the lock order above); a heartbeat queued behind its own job's
+     * disposition then reads the finished job (READ COMMITTED re-reads a row it waited for)
+     * and answers job_finalized. */
     [VD_SQL_HEARTBEAT] = {"heartbeat",
         "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok"
-        "           FROM jobs WHERE id = $1),"
+        "           FROM jobs WHERE id = $1 FOR NO KEY UPDATE),"
         " u AS ("
         "  UPDATE items i SET lease_expires_at = now() + $3 * interval '1 second',"
         "    updated_at = now()"
@@ -218,7 +238,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
         " FROM jobs j JOIN items i ON i.id = j.item_id"
         " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
-        " FOR UPDATE OF j, i"},
+        " FOR NO KEY UPDATE OF j, i"},
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The answer is
@@ -277,7 +297,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          * 100 rows, for which a hash join over a scan of jobs looks cheaper */
         " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
         "                         FROM jsonb_array_elements($1::jsonb) e))"
-        " ORDER BY j.id FOR UPDATE OF j, i"},
+        " ORDER BY j.id FOR NO KEY UPDATE OF j, i"},
 
     /* Items, jobs, one transition each and the answers kept for replays, in one statement
      * (the transaction's last, sent with its COMMIT); $1 is one object per job

@@ -30,9 +30,14 @@ struct vd_conn {
     int deferred; /* a vd_sql, or -1 */
     int deferred_n;
     char *deferred_params[VD_SQL_MAX_PARAMS];
+    /* statement_timeout, TimeZone and jit for one transaction (SET LOCAL by set_config): sent
+     * after every BEGIN in transaction pool mode, where a session SET would stay behind on
+     * whichever server connection the pooler gave us */
+    char settings[192];
 };
 
-/* Every SQL statement of the service, prepared once per connection (statements.c). */
+/* Every SQL statement of the service, prepared once per connection (statements.c; in
+ * transaction pool mode sent as unnamed statements instead). */
 typedef enum vd_sql {
     VD_SQL_SCHEMA_VERSION = 0,
 #define VD_SQL_ENUM(name) VD_SQL_##name,
