@@ -162,7 +162,10 @@ void vt_server_start_listen(vt_server *s, const char *host, const char *const *e
         setenv("VERDICT_LOG_LEVEL", "info", 0);
         for (size_t i = 0; env && env[i]; i++)
             putenv((char *)env[i]);
-        execl(VERDICTD_PATH, "verdictd", "serve", (char *)NULL);
+        /* VT_VERDICTD: another binary (e.g. an older build, to show a test fails without a
+         * change) */
+        execl(getenv("VT_VERDICTD") ? getenv("VT_VERDICTD") : VERDICTD_PATH, "verdictd",
+              "serve", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 300; i++) {
