@@ -1,0 +1,190 @@
+/* test_pgbouncer.c - VERDICT_DB_POOL_MODE=transaction behind a real PgBouncer (Debian's,
+ * started here on loopback with pool_mode = transaction and fewer server connections than
+ * verdictd has clients, so transactions of different connections share server backends):
+ * 32 clients register, claim, heartbeat and complete items; every answer must be a 2xx, and
+ * every acknowledged completion is in the database. Skips (77) without pgbouncer. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vt.h"
+#include "vt_api.h"
+#include "vt_pg.h"
+
+#define CLIENTS 32
+#define SECONDS 6.0
+
+static vt_server srv;
+static char dir[64];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static long ok_calls, bad_calls, completed;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool good(vt_resp *r)
+{
+    bool ok = r->status >= 200 && r->status < 300;
+    pthread_mutex_lock(&mu);
+    if (ok)
+        ok_calls++;
+    else if (bad_calls++ < 5)
+        fprintf(stderr, "%ld: %s\n", r->status, r->body ? r->body : "");
+    pthread_mutex_unlock(&mu);
+    return ok;
+}
+
+static void *client(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    double end = now_s() + SECONDS;
+    char body[300], path[80], flow[32];
+    snprintf(flow, sizeof(flow), "pgb%d", me);
+    for (int n = 0; now_s() < end; n++) {
+        snprintf(body, sizeof(body),
+                 "{\"items\": [{\"flow_step_id\": \"%s\", \"source_type\": \"t\","
+                 " \"item_identifier\": \"i%d\"}]}", flow, n);
+        vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_ADMIN, body, NULL);
+        good(&r);
+        vt_resp_free(&r);
+        snprintf(body, sizeof(body), "{\"flow_step_id\": \"%s\", \"worker_id\": \"w\"}", flow);
+        r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, NULL);
+        cJSON *c = good(&r) && r.json ? cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "claims"), 0)
+                                      : NULL;
+        if (c) {
+            long long job = (long long)vt_num(c, "job_id");
+            char token[64];
+            snprintf(token, sizeof(token), "%s", vt_str(c, "claim_token"));
+            snprintf(path, sizeof(path), "/v1/jobs/%lld/heartbeat", job);
+            snprintf(body, sizeof(body), "{\"claim_token\": \"%s\"}", token);
+            vt_resp h = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+            good(&h);
+            vt_resp_free(&h);
+            snprintf(path, sizeof(path), "/v1/jobs/%lld/disposition", job);
+            snprintf(body, sizeof(body), "{\"claim_token\": \"%s\", \"disposition\": \"complete\"}",
+                     token);
+            vt_resp d = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
+            if (good(&d)) {
+                pthread_mutex_lock(&mu);
+                completed++;
+                pthread_mutex_unlock(&mu);
+            }
+            vt_resp_free(&d);
+        }
+        vt_resp_free(&r);
+        vt_resp s = vt_http(&srv, "GET", "/v1/stats", VT_READER, NULL, NULL);
+        good(&s);
+        vt_resp_free(&s);
+    }
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+static void test_pgbouncer_transaction_mode(void **state)
+{
+    (void)state;
+    pthread_t t[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, client, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(t[i], NULL);
+    long in_db = vt_sql_long("SELECT count(*) FROM jobs WHERE status = 'completed'");
+    fprintf(stderr, "pgbouncer (transaction pooling): %ld calls, %ld errors, %ld completions"
+            " acknowledged, %ld in the database\n", ok_calls + bad_calls, bad_calls, completed,
+            in_db);
+    assert_true(ok_calls > 300);
+    assert_int_equal(bad_calls, 0);
+    assert_int_equal(in_db, completed);
+}
+
+/* Write the PgBouncer config and start it (as postgres when root: it refuses root). */
+static int start_pgbouncer(const char *url, int pg_port)
+{
+    const char *db = strstr(url, "dbname=vt_");
+    char path[128];
+    int port = 0;
+    snprintf(dir, sizeof(dir), "/tmp/vt-pgb-XXXXXX");
+    if (!mkdtemp(dir))
+        return 0;
+    for (int i = 0; i < 50 && !port; i++) { /* any free port; pgbouncer fails on a taken one */
+        port = 20000 + (int)(((unsigned)rand() ^ (unsigned)getpid()) % 12000u);
+    }
+    snprintf(path, sizeof(path), "%s/pgbouncer.ini", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fprintf(f, "[databases]\n%s = host=127.0.0.1 port=%d dbname=%s\n[pgbouncer]\n"
+               "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n"
+               "auth_type = trust\nauth_file = %s/users.txt\npool_mode = transaction\n"
+               "default_pool_size = 8\nmax_client_conn = 200\nlogfile = %s/pgbouncer.log\n"
+               "pidfile = %s/pgbouncer.pid\nadmin_users = postgres\n",
+            db + 7, pg_port, db + 7, port, dir, dir, dir);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/users.txt", dir);
+    f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fprintf(f, "\"postgres\" \"\"\n");
+    fclose(f);
+    if (getuid() == 0) {
+        char cmd[160];
+        snprintf(cmd, sizeof(cmd), "chown -R postgres:postgres %s", dir);
+        if (system(cmd) != 0)
+            return 0;
+    }
+    if (vt_pg_sh("pgbouncer -d %s/pgbouncer.ini", dir) != 0)
+        return 0;
+    return port;
+}
+
+int main(void)
+{
+    const char *url = vt_db_setup();
+    const char *p = strstr(url, "port=");
+    if (access("/usr/sbin/pgbouncer", X_OK) != 0) {
+        fprintf(stderr, "pgbouncer is not installed: skipping\n");
+        return 77;
+    }
+    int port = start_pgbouncer(url, p ? atoi(p + 5) : 5432);
+    if (!port) {
+        fprintf(stderr, "pgbouncer did not start\n");
+        return 1;
+    }
+    char dburl[400];
+    snprintf(dburl, sizeof(dburl), "VERDICT_DATABASE_URL=host=127.0.0.1 port=%d user=postgres"
+             " %s sslmode=disable", port, strstr(url, "dbname=vt_"));
+    const char *env[] = {dburl, "VERDICT_DB_POOL_MODE=transaction", "VERDICT_THREADS=8",
+                         "VERDICT_DB_POOL_SIZE=32", "VERDICT_LOG_LEVEL=warn", NULL};
+    for (int i = 0; i < 50 && access("/dev/null", F_OK) == 0; i++) {
+        char pid[128];
+        snprintf(pid, sizeof(pid), "%s/pgbouncer.pid", dir);
+        if (access(pid, F_OK) == 0)
+            break;
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    vt_server_start(&srv, env);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_pgbouncer_transaction_mode)};
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    vt_server_stop(&srv);
+    vt_pg_sh("kill $(cat %s/pgbouncer.pid) 2>/dev/null; sleep 0.3", dir);
+    vt_db_teardown();
+    char cmd[100];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return rc;
+}
