@@ -68,6 +68,11 @@ const char *vt_db_setup(void)
 
 void vt_http_thread_cleanup(void);
 
+const char *vt_db_setup_url(void)
+{
+    return db_url;
+}
+
 void vt_db_teardown(void)
 {
     char sql[160];

@@ -35,6 +35,8 @@ typedef struct vt_resp {
 /* Skip the program (exit 77) unless VERDICT_TEST_DATABASE_URL is set; create a fresh
  * database for it and return its libpq connection string (static storage). */
 const char *vt_db_setup(void);
+/* The connection string vt_db_setup returned last. */
+const char *vt_db_setup_url(void);
 /* Drop the database of vt_db_setup. */
 void vt_db_teardown(void);
 /* Run SQL on the test database; returns the first column of the first row (malloc'd, or
