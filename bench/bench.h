@@ -50,6 +50,7 @@ typedef struct vb_options {
     bool peers;               /* pg-boss and graphile-worker cells (bench/peers/) */
     bool minimal;             /* the minimal SKIP LOCKED cycle's cells */
     const char *peers_dir;    /* package.json, the harnesses and node_modules */
+    const char *verdictd_db;  /* --verdictd-database-url: verdictd's own URL (e.g. a PgBouncer) */
     long items;               /* claimable items kept in stock before every cell */
     int flow_steps;
     int clients[VB_MAX_CLIENT_COUNTS];
@@ -141,6 +142,7 @@ typedef struct vb_env {
     char admin_url[1024];
     char db_url[1024];
     char db_name[64];
+    char child_db[512]; /* --verdictd-database-url, or empty: verdictd uses db_url */
     bool db_created;
     pid_t pid; /* verdictd, 0 when not running */
     int port;

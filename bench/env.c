@@ -88,6 +88,7 @@ bool vb_env_db_create(vb_env *e, const vb_options *o)
     char sql[128];
     snprintf(e->db_name, sizeof(e->db_name), "verdict_bench_%d", (int)getpid());
     snprintf(e->admin_url, sizeof(e->admin_url), "%s", o->database_url);
+    snprintf(e->child_db, sizeof(e->child_db), "%s", o->verdictd_db ? o->verdictd_db : "");
     if (!url_with_db(o->database_url, e->db_name, e->db_url, sizeof(e->db_url)))
         return false;
     snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", e->db_name);
@@ -162,9 +163,12 @@ static char **child_env(const vb_env *e)
     if (!env)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "VERDICT_", 8) != 0)
+        if (strncmp(environ[i], "VERDICT_", 8) != 0 ||
+            strncmp(environ[i], "VERDICT_DB_POOL_MODE=", 21) == 0)
             env[k++] = environ[i];
-    env[k++] = vb_strdupf("VERDICT_DATABASE_URL=%s", e->db_url);
+    env[k++] = e->child_db[0] ? vb_strdupf("VERDICT_DATABASE_URL=%s dbname=%s", e->child_db,
+                                           e->db_name)
+                              : vb_strdupf("VERDICT_DATABASE_URL=%s", e->db_url);
     env[k++] = vb_strdupf("VERDICT_LISTEN=127.0.0.1:%d", e->port);
     env[k++] = vb_strdupf("VERDICT_API_KEYS=%s:admin:%s", VB_ACTOR, e->token);
     env[k++] = vb_strdupf("VERDICT_THREADS=%d", e->threads);

@@ -61,6 +61,8 @@ static const char usage[] =
     "  --keep-db              do not drop the database at the end\n"
     "  --no-vacuum            skip VACUUM (ANALYZE) of items, jobs, transitions before cells\n"
     "  --verdictd-log FILE    verdictd's stderr (default /dev/null)\n"
+    "  --verdictd-database-url URL  verdictd connects here instead (e.g. a PgBouncer), with\n"
+    "                         the bench database's name appended; VERDICT_DB_POOL_MODE passes\n"
     "  --adjudicator          also time vd_adjudicate alone (no database needed)\n"
     "  --adjudicator-runs N   runs of about 1 s each; the median is reported (5)\n"
     "  --stats-items N        also seed N items by SQL and time GET /v1/stats and /metrics\n"
@@ -225,6 +227,8 @@ static int parse_args(int argc, char **argv, vb_options *o)
             o->verdictd = val;
         } else if (strcmp(a, "--verdictd-log") == 0) {
             o->verdictd_log = val;
+        } else if (strcmp(a, "--verdictd-database-url") == 0) {
+            o->verdictd_db = val;
         } else if (strcmp(a, "--items") == 0) {
             if (!parse_long(a, val, 1, 100000000, &o->items))
                 return 2;
