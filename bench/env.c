@@ -249,7 +249,7 @@ bool vb_env_server_start(vb_env *e, const vb_options *o)
 out:
     /* the four strings child_env added sit after the inherited ones */
     for (char **p = env; *p; p++)
-        if (strncmp(*p, "VERDICT_", 8) == 0)
+        if (strncmp(*p, "VERDICT_", 8) == 0 && strncmp(*p, "VERDICT_DB_POOL_MODE=", 21) != 0)
             free(*p);
     free(env);
     return ok;
