@@ -50,8 +50,8 @@ typedef struct load {
     pthread_mutex_t mu;
     long long acks[MAX_ACKS];
     long n_acks, ok, e503, other;
-    double mark;      /* a moment (now_s) to measure the first 2xx after; 0: none */
-    double first_ok;  /* the first 2xx answered after mark */
+    double mark;     /* a moment (now_s) to measure the first 2xx after; 0: none */
+    double first_ok; /* the first 2xx answered after mark */
     pthread_t t[CLIENTS];
 } load;
 
@@ -130,8 +130,8 @@ static void register_n(vt_server *srv, const char *flow, int n)
         for (int i = base; i < base + 500 && i < n; i++)
             len += (size_t)snprintf(body + len, sizeof(body) - len,
                                     "%s{\"flow_step_id\": \"%s\", \"source_type\": \"t\","
-                                    " \"item_identifier\": \"i%d\"}", i > base ? ", " : "",
-                                    flow, i);
+                                    " \"item_identifier\": \"i%d\"}",
+                                    i > base ? ", " : "", flow, i);
         snprintf(body + len, sizeof(body) - len, "]}");
         vt_resp r = vt_http(srv, "POST", "/v1/items", VT_ADMIN, body, NULL);
         assert_int_equal(r.status, 200);
@@ -151,7 +151,8 @@ static void verify_acks(const load *l, const char *url)
         snprintf(sql, sizeof(sql),
                  "SELECT 1 FROM jobs j JOIN items it ON it.id = j.item_id JOIN transitions t"
                  " ON t.job_id = j.id AND t.to_state = 'processed' WHERE j.id = %lld"
-                 " AND j.status = 'completed' AND it.state = 'processed'", l->acks[i]);
+                 " AND j.status = 'completed' AND it.state = 'processed'",
+                 l->acks[i]);
         PGresult *res = PQexec(pg, sql);
         missing += PQntuples(res) != 1;
         PQclear(res);
@@ -225,8 +226,10 @@ static void outage_under_load(const char *name, void (*fault)(void))
     pause_s(2.0);
     load_stop(&l);
     double recovery = l.first_ok > 0 ? l.first_ok - l.mark : -1;
-    fprintf(stderr, "%s: %ld 2xx, %ld 503, %ld other; first 2xx %.3f s after the database"
-            " accepted again\n", name, l.ok, l.e503, l.other, recovery);
+    fprintf(stderr,
+            "%s: %ld 2xx, %ld 503, %ld other; first 2xx %.3f s after the database"
+            " accepted again\n",
+            name, l.ok, l.e503, l.other, recovery);
     verify_acks(&l, vt_db_setup_url());
     vt_server_stop(&srv);
     drop_cluster();
@@ -238,7 +241,9 @@ static void outage_under_load(const char *name, void (*fault)(void))
 static void restart_fast(void)
 {
     assert_int_equal(vt_pg_sh("/usr/lib/postgresql/15/bin/pg_ctl -D %s/data -m fast -w -t 60 "
-                              "restart >/dev/null", pg.dir), 0);
+                              "restart >/dev/null",
+                              pg.dir),
+                     0);
 }
 
 static void kill9_postmaster(void)
@@ -249,7 +254,8 @@ static void kill9_postmaster(void)
     /* the backends notice their postmaster's death and leave; then it can start again */
     for (int i = 0; i < 300; i++) {
         if (vt_pg_sh("/usr/lib/postgresql/15/bin/pg_ctl -D %s/data -l %s/postgres.log -w -t 60"
-                     " start >/dev/null 2>&1", pg.dir, pg.dir) == 0)
+                     " start >/dev/null 2>&1",
+                     pg.dir, pg.dir) == 0)
             return;
         pause_s(0.1);
     }
@@ -284,7 +290,8 @@ static void *late_client(void *arg)
         vt_server *s = c->srv[(c->me + n) % 2];
         vt_resp r = vt_http(s, "POST", "/v1/claims", VT_WORKER,
                             "{\"flow_step_id\": \"two\", \"worker_id\": \"w\","
-                            " \"lease_seconds\": 5}", NULL);
+                            " \"lease_seconds\": 5}",
+                            NULL);
         cJSON *k = r.status == 200 && r.json
                        ? cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "claims"), 0)
                        : NULL;
@@ -341,7 +348,8 @@ static void test_fault_two_replicas_short_leases(void **state)
     long twice = vt_sql_long("SELECT count(*) FROM (SELECT item_id FROM jobs WHERE status ="
                              " 'completed' GROUP BY item_id HAVING count(*) > 1) s");
     long expired = vt_sql_long("SELECT count(*) FROM jobs WHERE status = 'expired'");
-    fprintf(stderr, "two replicas, 5 s leases: %ld completions, %ld late holders answered 409,"
+    fprintf(stderr,
+            "two replicas, 5 s leases: %ld completions, %ld late holders answered 409,"
             " %ld other; %ld jobs expired by the sweepers; items completed twice: %ld (%.1f s)\n",
             ok, late, other, expired, twice, now_s() - t0);
     vt_server_stop(&a);
@@ -371,14 +379,15 @@ static void test_fault_failover_promoted_standby(void **state)
     /* the standby: a base backup of the primary, streaming from it, synchronous */
     vt_pg_init(&standby, NULL);
     vt_pg_sh("rm -rf %s/data && /usr/lib/postgresql/15/bin/pg_basebackup -h 127.0.0.1 -p %d"
-             " -U postgres -D %s/data -R -X stream -c fast >/dev/null 2>&1", standby.dir, primary.port,
-             standby.dir);
+             " -U postgres -D %s/data -R -X stream -c fast >/dev/null 2>&1",
+             standby.dir, primary.port, standby.dir);
     char path[200];
     snprintf(path, sizeof(path), "%s/data/postgresql.auto.conf", standby.dir);
     FILE *f = fopen(path, "a");
     assert_non_null(f);
-    fprintf(f, "port = %d\nunix_socket_directories = '%s'\nprimary_conninfo = 'host=127.0.0.1"
-               " port=%d user=postgres application_name=standby1'\n",
+    fprintf(f,
+            "port = %d\nunix_socket_directories = '%s'\nprimary_conninfo = 'host=127.0.0.1"
+            " port=%d user=postgres application_name=standby1'\n",
             standby.port, standby.dir, primary.port);
     fclose(f);
     vt_pg_start(&standby);
@@ -386,14 +395,18 @@ static void test_fault_failover_promoted_standby(void **state)
     free(vt_sql("ALTER SYSTEM SET synchronous_standby_names = 'standby1'"));
     free(vt_sql("SELECT pg_reload_conf()"));
     for (int i = 0; i < 100 && vt_sql_long("SELECT count(*) FROM pg_stat_replication WHERE"
-                                           " sync_state = 'sync'") < 1; i++)
+                                           " sync_state = 'sync'") < 1;
+         i++)
         pause_s(0.1);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM pg_stat_replication WHERE"
-                                 " sync_state = 'sync'"), 1);
+                                 " sync_state = 'sync'"),
+                     1);
     char dburl[300];
-    snprintf(dburl, sizeof(dburl), "VERDICT_DATABASE_URL=host=127.0.0.1,127.0.0.1 port=%d,%d"
+    snprintf(dburl, sizeof(dburl),
+             "VERDICT_DATABASE_URL=host=127.0.0.1,127.0.0.1 port=%d,%d"
              " user=postgres dbname=%s target_session_attrs=read-write sslmode=disable"
-             " gssencmode=disable", primary.port, standby.port, db);
+             " gssencmode=disable",
+             primary.port, standby.port, db);
     const char *env[] = {dburl, "VERDICT_THREADS=4", "VERDICT_LOG_LEVEL=error",
                          "VERDICT_DB_TIMEOUT_MS=2000", NULL};
     vt_server_start(&srv, env);
@@ -403,14 +416,17 @@ static void test_fault_failover_promoted_standby(void **state)
     vt_pg_stop(&primary, "fast");
     double stopped = now_s();
     assert_int_equal(vt_pg_sh("/usr/lib/postgresql/15/bin/pg_ctl -D %s/data -w -t 60 promote"
-                              " >/dev/null", standby.dir), 0);
+                              " >/dev/null",
+                              standby.dir),
+                     0);
     l.mark = now_s();
     pause_s(2.5);
     load_stop(&l);
     double first = l.first_ok > 0 ? l.first_ok - l.mark : -1;
-    fprintf(stderr, "failover: %ld 2xx, %ld 503, %ld other; promotion took %.3f s after the"
-            " primary stopped; first 2xx %.3f s after the promotion\n", l.ok, l.e503, l.other,
-            l.mark - stopped, first);
+    fprintf(stderr,
+            "failover: %ld 2xx, %ld 503, %ld other; promotion took %.3f s after the"
+            " primary stopped; first 2xx %.3f s after the promotion\n",
+            l.ok, l.e503, l.other, l.mark - stopped, first);
     char new_url[200];
     snprintf(new_url, sizeof(new_url), "host=127.0.0.1 port=%d user=postgres dbname=%s",
              standby.port, db);

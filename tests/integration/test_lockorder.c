@@ -29,8 +29,8 @@ static vt_claim ring[RING];
 static int ring_n, ring_next;
 static long answers[600], calls;
 
-#define OK_SESSION                                                                               \
-    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"          \
+#define OK_SESSION                                                                                 \
+    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"            \
     " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"all done\\\"}\"}"
 
 static double now_s(void)
@@ -65,7 +65,8 @@ static void claim_some(void)
 {
     vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
                         "{\"flow_step_id\": \"lo\", \"worker_id\": \"w\", \"limit\": 3,"
-                        " \"lease_seconds\": 5}", NULL);
+                        " \"lease_seconds\": 5}",
+                        NULL);
     count(&r);
     cJSON *claims = r.json ? cJSON_GetObjectItem(r.json, "claims") : NULL;
     cJSON *c = NULL;
@@ -170,7 +171,8 @@ static void test_lockorder_no_deadlocks(void **state)
         errors += answers[s];
     int deadlocks = vt_pg_log_count(&pg, "deadlock detected");
     int waits = vt_pg_log_count(&pg, "still waiting for");
-    fprintf(stderr, "lockorder: %ld calls, %ld 200, %ld 409, %ld 5xx (%ld 503); PostgreSQL log: "
+    fprintf(stderr,
+            "lockorder: %ld calls, %ld 200, %ld 409, %ld 5xx (%ld 503); PostgreSQL log: "
             "%d deadlocks, %d lock waits over 50 ms\n",
             calls, answers[200], answers[409], errors, answers[503], deadlocks, waits);
     /* enough real contention to mean something */

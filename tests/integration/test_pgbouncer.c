@@ -56,7 +56,8 @@ static void *client(void *arg)
     for (int n = 0; now_s() < end; n++) {
         snprintf(body, sizeof(body),
                  "{\"items\": [{\"flow_step_id\": \"%s\", \"source_type\": \"t\","
-                 " \"item_identifier\": \"i%d\"}]}", flow, n);
+                 " \"item_identifier\": \"i%d\"}]}",
+                 flow, n);
         vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_ADMIN, body, NULL);
         good(&r);
         vt_resp_free(&r);
@@ -102,9 +103,10 @@ static void test_pgbouncer_transaction_mode(void **state)
     for (int i = 0; i < CLIENTS; i++)
         pthread_join(t[i], NULL);
     long in_db = vt_sql_long("SELECT count(*) FROM jobs WHERE status = 'completed'");
-    fprintf(stderr, "pgbouncer (transaction pooling): %ld calls, %ld errors, %ld completions"
-            " acknowledged, %ld in the database\n", ok_calls + bad_calls, bad_calls, completed,
-            in_db);
+    fprintf(stderr,
+            "pgbouncer (transaction pooling): %ld calls, %ld errors, %ld completions"
+            " acknowledged, %ld in the database\n",
+            ok_calls + bad_calls, bad_calls, completed, in_db);
     assert_true(ok_calls > 300);
     assert_int_equal(bad_calls, 0);
     assert_int_equal(in_db, completed);
@@ -126,11 +128,12 @@ static int start_pgbouncer(const char *url, int pg_port)
     FILE *f = fopen(path, "w");
     if (!f)
         return 0;
-    fprintf(f, "[databases]\n%s = host=127.0.0.1 port=%d dbname=%s\n[pgbouncer]\n"
-               "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n"
-               "auth_type = trust\nauth_file = %s/users.txt\npool_mode = transaction\n"
-               "default_pool_size = 8\nmax_client_conn = 200\nlogfile = %s/pgbouncer.log\n"
-               "pidfile = %s/pgbouncer.pid\nadmin_users = postgres\n",
+    fprintf(f,
+            "[databases]\n%s = host=127.0.0.1 port=%d dbname=%s\n[pgbouncer]\n"
+            "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n"
+            "auth_type = trust\nauth_file = %s/users.txt\npool_mode = transaction\n"
+            "default_pool_size = 8\nmax_client_conn = 200\nlogfile = %s/pgbouncer.log\n"
+            "pidfile = %s/pgbouncer.pid\nadmin_users = postgres\n",
             db + 7, pg_port, db + 7, port, dir, dir, dir);
     fclose(f);
     snprintf(path, sizeof(path), "%s/users.txt", dir);
@@ -164,10 +167,16 @@ int main(void)
         return 1;
     }
     char dburl[400];
-    snprintf(dburl, sizeof(dburl), "VERDICT_DATABASE_URL=host=127.0.0.1 port=%d user=postgres"
-             " %s sslmode=disable", port, strstr(url, "dbname=vt_"));
-    const char *env[] = {dburl, "VERDICT_DB_POOL_MODE=transaction", "VERDICT_THREADS=8",
-                         "VERDICT_DB_POOL_SIZE=32", "VERDICT_LOG_LEVEL=warn", NULL};
+    snprintf(dburl, sizeof(dburl),
+             "VERDICT_DATABASE_URL=host=127.0.0.1 port=%d user=postgres"
+             " %s sslmode=disable",
+             port, strstr(url, "dbname=vt_"));
+    const char *env[] = {dburl,
+                         "VERDICT_DB_POOL_MODE=transaction",
+                         "VERDICT_THREADS=8",
+                         "VERDICT_DB_POOL_SIZE=32",
+                         "VERDICT_LOG_LEVEL=warn",
+                         NULL};
     for (int i = 0; i < 50 && access("/dev/null", F_OK) == 0; i++) {
         char pid[128];
         snprintf(pid, sizeof(pid), "%s/pgbouncer.pid", dir);

@@ -52,7 +52,8 @@ static void test_reconnect_claim_not_sent_twice(void **state)
     int drops = vt_proxy_drops();
     vt_resp r = post("/v1/claims", VT_WORKER,
                      "{\"flow_step_id\": \"rc_claim\", \"worker_id\": \"dropper-worker\","
-                     " \"limit\": 2}", NULL);
+                     " \"limit\": 2}",
+                     NULL);
     assert_int_equal(vt_proxy_drops(), drops + 1);
     /* the claim committed, its answer was lost: 503, and it did not run a second time */
     vt_assert_error(&r, 503, "database_unavailable");
@@ -73,12 +74,14 @@ static void test_reconnect_requeue_not_sent_twice(void **state)
     vt_proxy_arm("drop-requeue", 1, false);
     vt_resp r = post("/v1/items/requeue", VT_ADMIN,
                      "{\"flow_step_id\": \"rc_rq\", \"state\": \"failed\","
-                     " \"reason\": \"drop-requeue\"}", NULL);
+                     " \"reason\": \"drop-requeue\"}",
+                     NULL);
     /* before: sent again on a new connection and answered "requeued": 0 */
     vt_assert_error(&r, 503, "database_unavailable");
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'rc_rq'"
-                                 " AND state = 'available'"), 3);
+                                 " AND state = 'available'"),
+                     3);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE reason = 'drop-requeue'"),
                      3);
 }
@@ -102,13 +105,15 @@ static void test_reconnect_tool_failure_counted_once(void **state)
     snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)c.job_id);
     snprintf(body, sizeof(body),
              "{\"claim_token\": \"%s\", \"tool\": \"flaky-tool\", \"args\": {\"q\": 1},"
-             " \"error\": \"timeout\"}", c.token);
+             " \"error\": \"timeout\"}",
+             c.token);
     vt_resp r = post(path, VT_WORKER, body, NULL);
     vt_assert_error(&r, 503, "database_unavailable");
     vt_resp_free(&r);
     /* before: the stale conflict flag re-ran the committed transaction: 2 rows */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM tool_failures WHERE job_id = %lld",
-                                 (long long)c.job_id), 1);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM tool_failures WHERE job_id = %lld", (long long)c.job_id),
+        1);
     free(vt_sql("DROP TRIGGER rc_conflict ON tool_failures"));
 }
 
@@ -147,14 +152,15 @@ static void test_reconnect_idle_connection_replaced(void **state)
     assert_true(killed > 0);
     for (int i = 0; i < 100 && vt_sql_long("SELECT count(*) FROM pg_stat_activity"
                                            " WHERE application_name = 'verdictd'"
-                                           " AND datname = current_database()") > 0; i++)
+                                           " AND datname = current_database()") > 0;
+         i++)
         pause_ms(10);
     /* claims without a key are never sent twice: it works only because the closed connection
      * is noticed before sending */
     for (int i = 0; i < 4; i++) {
-        vt_resp r = post("/v1/claims", VT_WORKER,
-                         "{\"flow_step_id\": \"rc_idle\", \"worker_id\": \"w\", \"limit\": 1}",
-                         NULL);
+        vt_resp r =
+            post("/v1/claims", VT_WORKER,
+                 "{\"flow_step_id\": \"rc_idle\", \"worker_id\": \"w\", \"limit\": 1}", NULL);
         assert_int_equal(r.status, 200);
         vt_resp_free(&r);
     }
@@ -239,7 +245,8 @@ static void test_reconnect_idempotency_expired_is_absent(void **state)
     (void)state;
     vt_resp r = post("/v1/items", VT_ADMIN,
                      "{\"items\": [{\"flow_step_id\": \"rc_idem\", \"source_type\": \"t\","
-                     " \"item_identifier\": \"a\"}]}", "old-key-1");
+                     " \"item_identifier\": \"a\"}]}",
+                     "old-key-1");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
     free(vt_sql("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'"
@@ -247,7 +254,8 @@ static void test_reconnect_idempotency_expired_is_absent(void **state)
     /* another body with the same key, past 24 h: a new request (before: 503) */
     r = post("/v1/items", VT_ADMIN,
              "{\"items\": [{\"flow_step_id\": \"rc_idem\", \"source_type\": \"t\","
-             " \"item_identifier\": \"b\"}]}", "old-key-1");
+             " \"item_identifier\": \"b\"}]}",
+             "old-key-1");
     assert_int_equal(r.status, 200);
     assert_false(r.replayed);
     vt_resp_free(&r);
@@ -255,7 +263,8 @@ static void test_reconnect_idempotency_expired_is_absent(void **state)
     /* and it is the key's record now */
     r = post("/v1/items", VT_ADMIN,
              "{\"items\": [{\"flow_step_id\": \"rc_idem\", \"source_type\": \"t\","
-             " \"item_identifier\": \"b\"}]}", "old-key-1");
+             " \"item_identifier\": \"b\"}]}",
+             "old-key-1");
     assert_int_equal(r.status, 200);
     assert_true(r.replayed);
     vt_resp_free(&r);
@@ -266,7 +275,8 @@ static void test_reconnect_idempotency_json_compare(void **state)
     (void)state;
     vt_resp r = post("/v1/items", VT_ADMIN,
                      "{\"items\":[{\"flow_step_id\":\"rc_js\",\"source_type\":\"t\","
-                     "\"item_identifier\":\"a\"}]}", "json-key-1");
+                     "\"item_identifier\":\"a\"}]}",
+                     "json-key-1");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
     /* the same JSON re-indented, members reordered: a replay (before: 422) */
@@ -280,7 +290,8 @@ static void test_reconnect_idempotency_json_compare(void **state)
     /* another value is still another request */
     r = post("/v1/items", VT_ADMIN,
              "{\"items\":[{\"flow_step_id\":\"rc_js\",\"source_type\":\"t\","
-             "\"item_identifier\":\"b\"}]}", "json-key-1");
+             "\"item_identifier\":\"b\"}]}",
+             "json-key-1");
     assert_int_equal(r.status, 422);
     vt_resp_free(&r);
 }
@@ -293,8 +304,10 @@ int main(void)
     char dburl[700];
     snprintf(db_url, sizeof(db_url), "%s", url);
     int proxy = vt_proxy_start(port);
-    snprintf(dburl, sizeof(dburl), "VERDICT_DATABASE_URL=%s port=%d sslmode=disable"
-             " gssencmode=disable", url, proxy);
+    snprintf(dburl, sizeof(dburl),
+             "VERDICT_DATABASE_URL=%s port=%d sslmode=disable"
+             " gssencmode=disable",
+             url, proxy);
     const char *env[] = {dburl, "VERDICT_THREADS=4", NULL};
     vt_server_start(&srv, env);
     const struct CMUnitTest tests[] = {

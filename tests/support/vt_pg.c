@@ -74,7 +74,8 @@ void vt_pg_init(vt_pg *pg, const char *conf)
             die("chown");
     }
     if (vt_pg_sh(PG_BIN "/initdb -D %s/data -U postgres -A trust -E UTF8 --locale=C.UTF-8 "
-                 ">%s/initdb.log 2>&1", pg->dir, pg->dir) != 0)
+                        ">%s/initdb.log 2>&1",
+                 pg->dir, pg->dir) != 0)
         die("initdb failed");
     pg->port = free_port();
     char path[200];
@@ -82,18 +83,21 @@ void vt_pg_init(vt_pg *pg, const char *conf)
     FILE *f = fopen(path, "a");
     if (!f)
         die("open postgresql.conf");
-    fprintf(f, "port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\n"
-               "max_connections = 200\n%s\n", pg->port, pg->dir, conf ? conf : "");
+    fprintf(f,
+            "port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\n"
+            "max_connections = 200\n%s\n",
+            pg->port, pg->dir, conf ? conf : "");
     fclose(f);
     snprintf(pg->url, sizeof(pg->url),
              "host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable "
-             "gssencmode=disable", pg->port);
+             "gssencmode=disable",
+             pg->port);
 }
 
 void vt_pg_start(vt_pg *pg)
 {
-    if (vt_pg_sh(PG_BIN "/pg_ctl -D %s/data -l %s/postgres.log -w -t 60 start >/dev/null",
-                 pg->dir, pg->dir) != 0)
+    if (vt_pg_sh(PG_BIN "/pg_ctl -D %s/data -l %s/postgres.log -w -t 60 start >/dev/null", pg->dir,
+                 pg->dir) != 0)
         die("pg_ctl start failed");
 }
 
@@ -158,14 +162,14 @@ void vt_pg_use(const vt_pg *pg)
 
 static pthread_mutex_t px_mu = PTHREAD_MUTEX_INITIALIZER;
 static char px_marker[128];
-static int px_left;       /* marker occurrences still to see; 0: not armed */
+static int px_left; /* marker occurrences still to see; 0: not armed */
 static bool px_after_commit;
 static int px_drops;
 static int px_target;
 
 typedef struct px_conn {
     int client, server;
-    int state; /* 0 forwarding, 1 waiting for COMMIT, 2 swallowing until ReadyForQuery */
+    int state;    /* 0 forwarding, 1 waiting for COMMIT, 2 swallowing until ReadyForQuery */
     bool startup; /* single-byte answers to SSL/GSS requests may come first */
     unsigned char hdr[5];
     int hdr_len;
@@ -220,7 +224,8 @@ static bool server_data(px_conn *pc, const unsigned char *buf, size_t n)
         if (pc->hdr[0] == 'Z' && pc->state == 2)
             return true;
         pc->body_left = ((uint32_t)pc->hdr[1] << 24 | (uint32_t)pc->hdr[2] << 16 |
-                         (uint32_t)pc->hdr[3] << 8 | pc->hdr[4]) - 4;
+                         (uint32_t)pc->hdr[3] << 8 | pc->hdr[4]) -
+                        4;
         pc->hdr_len = 0;
     }
     return false;

@@ -9,9 +9,9 @@
 #include <sys/types.h>
 
 typedef struct vt_pg {
-    char dir[128];  /* the cluster is dir/data, its log dir/postgres.log */
+    char dir[128]; /* the cluster is dir/data, its log dir/postgres.log */
     int port;
-    char url[160];  /* libpq keywords for database postgres */
+    char url[160]; /* libpq keywords for database postgres */
 } vt_pg;
 
 /* Skip (exit 77) unless VERDICT_TEST_DATABASE_URL is set (CI's signal that PostgreSQL is
