@@ -46,6 +46,7 @@ static void test_config_defaults(void **state)
     assert_int_equal(cfg.max_body_bytes, 1048576);
     assert_int_equal(cfg.log_level, VD_LOG_INFO);
     assert_true(cfg.auto_migrate);
+    assert_false(cfg.db_pool_transaction);
     assert_true(cfg.threads >= 1);
     assert_int_equal(cfg.api_key_count, 0);
     vd_config_cleanup(&cfg);
@@ -58,8 +59,11 @@ static void test_config_valid_values(void **state)
     char err[256];
     const char *env[] = {"VERDICT_LISTEN=[::1]:9000",
                          "VERDICT_API_KEYS=ops:admin:abcdefgh:with:colons,dash:reader:12345678",
-                         "VERDICT_THREADS=3", "VERDICT_LOG_LEVEL=debug",
-                         "VERDICT_AUTO_MIGRATE=0", NULL};
+                         "VERDICT_THREADS=3",
+                         "VERDICT_LOG_LEVEL=debug",
+                         "VERDICT_AUTO_MIGRATE=0",
+                         "VERDICT_DB_POOL_MODE=transaction",
+                         NULL};
     fake_env = env;
     assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
     assert_string_equal(cfg.listen_host, "::1");
@@ -71,6 +75,7 @@ static void test_config_valid_values(void **state)
     assert_int_equal(cfg.api_keys[0].role, VD_ROLE_ADMIN);
     assert_int_equal(cfg.api_keys[1].role, VD_ROLE_READER);
     assert_false(cfg.auto_migrate);
+    assert_true(cfg.db_pool_transaction);
     assert_int_equal(cfg.log_level, VD_LOG_DEBUG);
     vd_config_cleanup(&cfg);
 }
@@ -94,6 +99,7 @@ static void test_config_invalid_cases(void **state)
         {"VERDICT_MAX_BODY_BYTES=12", "VERDICT_MAX_BODY_BYTES"},
         {"VERDICT_LOG_LEVEL=loud", "VERDICT_LOG_LEVEL"},
         {"VERDICT_AUTO_MIGRATE=yes", "VERDICT_AUTO_MIGRATE"},
+        {"VERDICT_DB_POOL_MODE=statement", "VERDICT_DB_POOL_MODE"},
         {"VERDICT_LISTEN=nohostport", "VERDICT_LISTEN"},
         {"VERDICT_LISTEN=127.0.0.1:70000", "VERDICT_LISTEN"},
         {"VERDICT_API_KEYS=ops:boss:abcdefgh", "VERDICT_API_KEYS"},
@@ -117,8 +123,7 @@ static void test_config_public_with_keys(void **state)
     (void)state;
     vd_config cfg;
     char err[256];
-    const char *env[] = {"VERDICT_LISTEN=0.0.0.0:8080", "VERDICT_API_KEYS=a:worker:12345678",
-                         NULL};
+    const char *env[] = {"VERDICT_LISTEN=0.0.0.0:8080", "VERDICT_API_KEYS=a:worker:12345678", NULL};
     fake_env = env;
     assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
     assert_false(cfg.listen_loopback);
@@ -170,8 +175,8 @@ static void test_config_secret_file_errors(void **state)
                                   "VERDICT_DATABASE_URL_FILE", "VERDICT_TLS_KEY_FILE",
                                   "VERDICT_TLS_CERT_FILE"};
     const char *envs[][4] = {
-        {keys_env, "VERDICT_API_KEYS=ops:admin:abcdefgh", NULL, NULL}, /* both set */
-        {bad_env, NULL, NULL, NULL},                                   /* unreadable */
+        {keys_env, "VERDICT_API_KEYS=ops:admin:abcdefgh", NULL, NULL},  /* both set */
+        {bad_env, NULL, NULL, NULL},                                    /* unreadable */
         {bad_env, "VERDICT_DATABASE_URL=postgresql://x/y", NULL, NULL}, /* both set */
         {"VERDICT_TLS_CERT_FILE=/x/cert.pem", NULL, NULL, NULL},
         {"VERDICT_TLS_KEY_FILE=/x/key.pem", NULL, NULL, NULL},
