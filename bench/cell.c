@@ -192,8 +192,9 @@ static void fill_write(vd_job_write *jw, disp_kind k, const claim *c, const char
     jw->token = c->token;
     jw->event.retry_after_seconds = -1;
     jw->event.retryable = true;
-    jw->disposition = disp_name(k);
-    jw->cause = disp_name(k);
+    if (!vd_disposition_parse(disp_name(k), &jw->disposition))
+        jw->disposition = VD_DISPOSITION_FAIL;
+    jw->cause = vd_disposition_cause(jw->disposition);
     switch (k) {
     case DISP_COMPLETE:
         jw->event.kind = VD_EVENT_COMPLETE;
@@ -216,7 +217,7 @@ static void fill_write(vd_job_write *jw, disp_kind k, const claim *c, const char
         jw->reason = "bench: the provider answered 503";
         break;
     }
-    snprintf(head, head_cap, "\"disposition\":\"%s\"", jw->disposition);
+    snprintf(head, head_cap, "\"disposition\":\"%s\"", disp_name(k));
     jw->head = head;
     jw->request_json = body;
     jw->actor = VB_ACTOR;

@@ -10,6 +10,9 @@
 
 #include <stdbool.h>
 
+/* On a fallible function: a caller that drops its result is a compile error (-Werror). */
+#define VD_MUST_USE __attribute__((warn_unused_result))
+
 /* XX(NAME, code, http_status, retryable, hint) */
 #define VD_ERROR_MAP(XX)                                                                           \
     XX(INVALID_JSON, "invalid_json", 400, false,                                                   \

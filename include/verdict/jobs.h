@@ -19,8 +19,8 @@ typedef struct vd_job_write {
     const char *request_json; /* the call, as JSON; an identical repeat replays the answer */
     const char *actor;
     vd_event event;
-    const char *disposition;  /* stored on the job: "complete", ..., "session_outcome" */
-    const char *cause;        /* the transition's cause */
+    vd_disposition disposition; /* stored on the job; NONE for a release */
+    vd_cause cause;             /* the transition's cause */
     const char *reason_code;  /* may be NULL */
     const char *reason;       /* raw text, may be NULL; stored redacted */
     bool is_reject;           /* subject to the required-tool guard (SPEC §6) */
@@ -43,8 +43,9 @@ typedef struct vd_job_answer {
     vd_error rc;          /* this write's own result (vd_job_apply_many) */
     char *body;           /* the answer (malloc'd), on VD_OK */
     bool replayed;
-    char standing[24];    /* on VD_ERR_JOB_FINALIZED: the disposition that stands */
-    char item_state[16];  /* on VD_ERR_INVALID_TRANSITION: the item's state */
+    const char *standing;     /* on VD_ERR_JOB_FINALIZED: the disposition that stands, or
+                                 "release" (static) */
+    vd_item_state item_state; /* on VD_ERR_INVALID_TRANSITION: the item's state */
 } vd_job_answer;
 
 /* Whether a finished job's claim was taken from its holder (the lease passed and was swept,

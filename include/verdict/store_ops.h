@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "verdict/domain.h"
 #include "verdict/store.h"
 
 /* Close up to `limit` passed leases (job -> expired; item -> deferred or failed by its
@@ -111,9 +112,9 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
  * available now, one transition (cause admin_release, actor), no budget spent; in one
  * transaction, the job locked before its item. *out: {"job": {...}, "item": {...}}
  * (malloc'd). VD_ERR_NOT_FOUND, or VD_ERR_INVALID_TRANSITION when the item is not claimed
- * (its state is written to state). */
+ * (its state is written to *state). */
 vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
-                               const char *actor, char **out, char *state, size_t state_len);
+                               const char *actor, char **out, vd_item_state *state);
 /* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
 vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
                                const char *reason_code, int64_t limit, bool reset_budgets,
@@ -138,14 +139,14 @@ vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
 typedef struct vd_job_snapshot {
     bool found;
     bool token_ok;           /* the claim_token given is the job's */
-    char status[16];         /* the job's status */
-    char disposition[24];    /* the job's disposition, "" when none */
+    vd_job_status status;
+    vd_disposition disposition; /* VD_DISPOSITION_NONE when none */
     bool required_tool_failed;  /* a `required: true` tool failed in this job */
     bool required_tool_blocked; /* ... and was answered retryable: false (do not call again) */
     bool same_request;       /* the stored finishing request equals this one */
     char *final_response;    /* the stored answer (malloc'd) or NULL */
     int64_t item_id;
-    char item_state[16];
+    vd_item_state item_state;
     bool holds;              /* the job's token still holds the item (claimed by it) */
     int failures, defers, max_attempts, max_defers;
 } vd_job_snapshot;
@@ -170,7 +171,10 @@ void vd_job_snapshot_cleanup(vd_job_snapshot *s);
  * the same round trip. Strings may be NULL where the SQL column allows it. */
 typedef struct vd_job_finish {
     int64_t job_id, item_id;
-    const char *to_state, *job_status, *cause, *disposition;
+    vd_item_state to_state;
+    vd_job_status job_status;
+    vd_cause cause;
+    vd_disposition disposition; /* VD_DISPOSITION_NONE leaves the job's NULL (a release) */
     const char *reason_code, *reason; /* already redacted */
     int failures, defers;
     double delay_seconds;
@@ -180,8 +184,7 @@ typedef struct vd_job_finish {
     const char *adjudication; /* JSON object, or NULL */
     const char *request_json; /* the finishing request, for replay */
     /* The kept answer is {answer_head,"job":<job>,"item":<item>[,answer_tail] (no closing
-     * brace: the caller adds "replayed"); either may be NULL (no head: {"job":…). A NULL
-     * disposition leaves the job's NULL (a release). */
+     * brace: the caller adds "replayed"); either may be NULL (no head: {"job":…). */
     const char *answer_head, *answer_tail;
 } vd_job_finish;
 

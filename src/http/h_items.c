@@ -12,17 +12,6 @@
 #define MAX_BATCH 1000
 #define MAX_PAYLOAD 65536
 
-static const char *const item_states[] = {"available", "claimed",       "deferred", "processed",
-                                          "rejected",  "manual_review", "failed",   NULL};
-
-static bool in_list(const char *s, const char *const *list)
-{
-    for (size_t i = 0; list[i]; i++) {
-        if (strcmp(s, list[i]) == 0)
-            return true;
-    }
-    return false;
-}
 
 /* Validate items[i] and append its normalised form (every default filled) to batch. */
 static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch)
@@ -182,7 +171,8 @@ vd_error vd_h_items_list(vd_ctx *ctx)
         (rc = vd_query_order(ctx, &f.desc)))
         return rc;
     f.state = vd_query(ctx, "state");
-    if (f.state && !in_list(f.state, item_states))
+    vd_item_state state = VD_ITEM_AVAILABLE;
+    if (f.state && !vd_item_state_parse(f.state, &state))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "state", "'state' is not an item state");
     if ((rc = vd_ctx_db(ctx, &c)))
         return rc;

@@ -64,36 +64,30 @@ static vd_error get_engine_data(vd_field f, char **out)
 }
 
 /* Fill the event and reason fields of w for one explicit disposition. */
-static vd_error parse_explicit(vd_field f, const char *d, vd_job_write *w)
+static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 {
-    char name[200];
     int64_t after = -1;
     bool b = false;
     vd_error rc = VD_OK;
-    if (strcmp(d, "complete") == 0) {
+    if (d == VD_DISPOSITION_COMPLETE) {
         w->event.kind = VD_EVENT_COMPLETE;
-    } else if (strcmp(d, "reject_source") == 0) {
+    } else if (d == VD_DISPOSITION_REJECT_SOURCE) {
         w->event.kind = VD_EVENT_REJECT_SOURCE;
         w->is_reject = true;
         rc = get_code(f, vd_reject_codes, &w->reason_code);
-    } else if (strcmp(d, "defer_item") == 0) {
+    } else if (d == VD_DISPOSITION_DEFER_ITEM) {
         w->event.kind = VD_EVENT_DEFER_ITEM;
         if ((rc = get_code(f, vd_defer_codes, &w->reason_code)) ||
             (rc = vd_get_bool(f, "manual_review", false, &b)))
             return rc;
         w->event.manual_review = b;
-    } else if (strcmp(d, "fail") == 0) {
+    } else { /* VD_DISPOSITION_FAIL: parse_disposition let no other word through */
         w->event.kind = VD_EVENT_FAIL;
         w->reason_code = "engine_error";
         if ((rc = vd_get_string(f, "error", true, 1, 4000, &w->reason)) ||
             (rc = vd_get_bool(f, "retryable", true, &b)))
             return rc;
         w->event.retryable = b;
-    } else {
-        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
-                       vd_field_name(f, "disposition", name, sizeof(name)),
-                       "'%s' must be complete, reject_source, defer_item, fail or skip_item",
-                       name);
     }
     if (rc)
         return rc;
@@ -124,37 +118,46 @@ static void disp_cleanup(disp_in *in)
 static vd_error parse_disposition(vd_field f, disp_in *in)
 {
     vd_job_write *w = &in->w;
-    const char *d = NULL, *reason = NULL;
+    const char *word = NULL, *reason = NULL;
+    vd_disposition d = VD_DISPOSITION_NONE;
+    char name[200];
     vd_error rc;
     w->event.retry_after_seconds = -1;
     w->event.retryable = true;
     if ((rc = vd_get_token(f, &w->token)) ||
-        (rc = vd_get_string(f, "disposition", true, 1, 40, &d)) ||
+        (rc = vd_get_string(f, "disposition", true, 1, 40, &word)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
         (rc = vd_get_bool(f, "force", false, &w->force)) ||
         (rc = get_engine_data(f, &in->engine)))
         return rc;
     w->reason = reason;
-    if (strcmp(d, "skip_item") == 0) {
+    if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
+                       vd_field_name(f, "disposition", name, sizeof(name)),
+                       "'%s' must be complete, reject_source, defer_item, fail or skip_item",
+                       name);
+    if (d == VD_DISPOSITION_SKIP_ITEM) {
         bool reject = false;
         vd_skip_item_map(reason, &reject, &w->reason_code);
         w->event.kind = reject ? VD_EVENT_REJECT_SOURCE : VD_EVENT_DEFER_ITEM;
         w->is_reject = reject;
-        w->disposition = reject ? "reject_source" : "defer_item";
-        w->cause = "skip_item";
+        w->disposition = reject ? VD_DISPOSITION_REJECT_SOURCE : VD_DISPOSITION_DEFER_ITEM;
+        w->cause = VD_CAUSE_SKIP_ITEM;
+        const char *mapped = vd_disposition_name(w->disposition);
         snprintf(in->tail, sizeof(in->tail),
                  "\"deprecated\":true,\"mapped_to\":\"%s\",\"hint\":\"skip_item is deprecated: "
                  "call %s with reason_code '%s' instead%s.\"",
-                 w->disposition, w->disposition, w->reason_code,
+                 mapped, mapped, w->reason_code,
                  reject ? "" : " (the item stays eligible and is retried later)");
         w->tail = in->tail;
     } else if ((rc = parse_explicit(f, d, w))) {
         return rc;
     } else {
         w->disposition = d;
-        w->cause = d;
+        w->cause = vd_disposition_cause(d);
     }
-    snprintf(in->head, sizeof(in->head), "\"disposition\":\"%s\"", w->disposition);
+    snprintf(in->head, sizeof(in->head), "\"disposition\":\"%s\"",
+             vd_disposition_name(w->disposition));
     w->head = in->head;
     w->actor = f.ctx->actor;
     w->engine_data = in->engine;
@@ -250,7 +253,8 @@ vd_error vd_h_release(vd_ctx *ctx)
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1};
-    w.cause = "release";
+    w.disposition = VD_DISPOSITION_NONE;
+    w.cause = VD_CAUSE_RELEASE;
     w.reason_code = "release";
     w.reason = reason;
     w.actor = ctx->actor;
@@ -411,12 +415,10 @@ static bool valid_since(const char *s)
 
 vd_error vd_h_jobs_list(vd_ctx *ctx)
 {
-    static const char *const statuses[] = {"processing", "completed", "rejected", "deferred",
-                                           "failed",     "expired",   "released", NULL};
     vd_list_filter f = {0};
     char *out = NULL;
     vd_conn *c = NULL;
-    bool known = false;
+    vd_job_status status = VD_JOB_PROCESSING;
     vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &f.limit);
     if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &f.after)) ||
         (rc = vd_query_int(ctx, "item_id", 1, INT64_MAX, 0, &f.item_id)) ||
@@ -427,9 +429,7 @@ vd_error vd_h_jobs_list(vd_ctx *ctx)
         return rc;
     f.state = vd_query(ctx, "status");
     f.since = vd_query(ctx, "since");
-    for (size_t i = 0; f.state && statuses[i]; i++)
-        known |= strcmp(f.state, statuses[i]) == 0;
-    if (f.state && !known)
+    if (f.state && !vd_job_status_parse(f.state, &status))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "status", "'status' is not a job status");
     if (f.since && !valid_since(f.since))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "since", "'since' must be an RFC 3339 time");

@@ -270,8 +270,8 @@ vd_error vd_h_session_outcome(vd_ctx *ctx)
     o.report = &r;
     w.request_json = ctx->body;
     w.actor = ctx->actor;
-    w.disposition = "session_outcome";
-    w.cause = "session_outcome";
+    w.disposition = VD_DISPOSITION_SESSION_OUTCOME;
+    w.cause = VD_CAUSE_SESSION_OUTCOME;
     w.head = "\"adjudication\":null";
     w.decide = decide_outcome;
     w.decide_arg = &o;

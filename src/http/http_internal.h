@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "verdict/config.h"
+#include "verdict/domain.h"
 #include "verdict/error.h"
 #include "verdict/store.h"
 

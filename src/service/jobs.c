@@ -49,8 +49,8 @@ static char *finish_answer(const char *stored, bool replayed)
 bool vd_job_claim_taken(const vd_job_snapshot *snap)
 {
     /* an admin's release keeps no answer (no holder made the call); the holder's does */
-    return strcmp(snap->status, "expired") == 0 ||
-           (strcmp(snap->status, "released") == 0 && !snap->final_response);
+    return snap->status == VD_JOB_EXPIRED ||
+           (snap->status == VD_JOB_RELEASED && !snap->final_response);
 }
 
 /* A job that is no longer processing: replay, or say why not. */
@@ -63,8 +63,10 @@ static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
         out->replayed = true;
         return out->body ? VD_OK : VD_ERR_INTERNAL;
     }
-    snprintf(out->standing, sizeof(out->standing), "%s",
-             strcmp(snap->status, "released") == 0 ? "release" : snap->disposition);
+    out->standing = snap->status == VD_JOB_RELEASED ? "release"
+                                                    : vd_disposition_name(snap->disposition);
+    if (!out->standing)
+        out->standing = "";
     return VD_ERR_JOB_FINALIZED;
 }
 
@@ -87,7 +89,7 @@ static vd_error record_only(vd_conn *c, const vd_job_write *w, vd_job_answer *ou
  * later inside the transaction, nor a release). */
 static bool completes(const vd_job_write *w)
 {
-    return w->disposition && strcmp(w->disposition, "complete") == 0;
+    return w->disposition == VD_DISPOSITION_COMPLETE;
 }
 
 /* Whether write w may go on to the state machine; if not, out says why (or replays). */
@@ -97,7 +99,7 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
         return VD_ERR_NOT_FOUND;
     if (!snap->token_ok)
         return VD_ERR_CLAIM_LOST;
-    if (strcmp(snap->status, "processing") != 0)
+    if (snap->status != VD_JOB_PROCESSING)
         return finished_job(snap, out);
     if (!snap->holds)
         return VD_ERR_CLAIM_LOST;
@@ -206,7 +208,7 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
             free(out[i].body);
             memset(&out[i], 0, sizeof(out[i]));
         } else if (out[i].rc == VD_ERR_INVALID_TRANSITION) {
-            snprintf(out[i].item_state, sizeof(out[i].item_state), "%s", a.snap[i].item_state);
+            out[i].item_state = a.snap[i].item_state;
         }
         if (a.snap)
             vd_job_snapshot_cleanup(&a.snap[i]);

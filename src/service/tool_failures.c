@@ -143,7 +143,7 @@ static vd_error record_tx(vd_conn *c, void *arg)
         rc = VD_ERR_NOT_FOUND;
     else if (!snap.token_ok || vd_job_claim_taken(&snap))
         rc = VD_ERR_CLAIM_LOST;
-    else if (strcmp(snap.status, "processing") != 0)
+    else if (snap.status != VD_JOB_PROCESSING)
         rc = VD_ERR_JOB_FINALIZED;
     else if (!snap.holds)
         rc = VD_ERR_CLAIM_LOST;

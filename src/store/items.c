@@ -262,6 +262,7 @@ vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
     i64s j = i64_str(job_id), s = i64_str(lease_seconds);
     const char *p[] = {j.s, token, s.s};
     PGresult *res = NULL;
+    vd_job_status status = VD_JOB_PROCESSING;
     vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 3, p, &res);
     *out = NULL;
     if (rc)
@@ -270,10 +271,10 @@ vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
         rc = VD_ERR_NOT_FOUND;
     else if (!PQgetisnull(res, 0, 2))
         rc = (*out = strdup(PQgetvalue(res, 0, 2))) ? VD_OK : VD_ERR_INTERNAL;
-    else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "processing") != 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "expired") != 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "released") != 0) /* released: gave the claim back */
+    else if (!vd_job_status_parse(PQgetvalue(res, 0, 0), &status))
+        rc = VD_ERR_INTERNAL;
+    else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0 && status != VD_JOB_PROCESSING &&
+             status != VD_JOB_EXPIRED && status != VD_JOB_RELEASED) /* released: given back */
         rc = VD_ERR_JOB_FINALIZED;
     else
         rc = VD_ERR_CLAIM_LOST;

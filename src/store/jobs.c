@@ -24,11 +24,6 @@ void vd_job_snapshot_cleanup(vd_job_snapshot *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void copy_field(char *dst, size_t cap, const PGresult *res, int row, int col)
-{
-    snprintf(dst, cap, "%s", PQgetvalue(res, row, col));
-}
-
 static bool flag(const PGresult *res, int row, int col)
 {
     return strcmp(PQgetvalue(res, row, col), "t") == 0;
@@ -98,15 +93,17 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
             continue;
         vd_job_snapshot *s = &out[i];
         s->found = true;
-        copy_field(s->status, sizeof(s->status), res, r, 1);
+        s->disposition = VD_DISPOSITION_NONE;
+        if (!vd_job_status_parse(PQgetvalue(res, r, 1), &s->status) ||
+            (*PQgetvalue(res, r, 3) && !vd_disposition_parse(PQgetvalue(res, r, 3), &s->disposition)) ||
+            !vd_item_state_parse(PQgetvalue(res, r, 8), &s->item_state))
+            return VD_ERR_INTERNAL; /* a word the CHECK constraints do not allow */
         s->token_ok = flag(res, r, 2);
-        copy_field(s->disposition, sizeof(s->disposition), res, r, 3);
         s->required_tool_failed = flag(res, r, 4);
         s->same_request = flag(res, r, 5);
         if (!PQgetisnull(res, r, 6) && !(s->final_response = strdup(PQgetvalue(res, r, 6))))
             return VD_ERR_INTERNAL;
         s->item_id = strtoll(PQgetvalue(res, r, 7), NULL, 10);
-        copy_field(s->item_state, sizeof(s->item_state), res, r, 8);
         s->holds = flag(res, r, 9);
         s->failures = atoi(PQgetvalue(res, r, 10));
         s->defers = atoi(PQgetvalue(res, r, 11));
@@ -173,7 +170,7 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
     rc = read_snapshots(res, n, out);
     PQclear(res);
     for (size_t i = 0; i < n && rc == VD_OK; i++) {
-        if (out[i].found && !out[i].final_response && strcmp(out[i].status, "processing") != 0)
+        if (out[i].found && !out[i].final_response && out[i].status != VD_JOB_PROCESSING)
             rc = reread_answer(c, &keys[i], &out[i]);
     }
     return rc;
@@ -195,10 +192,10 @@ static cJSON *finish_row(const vd_job_finish *w)
     cJSON *row = cJSON_CreateObject();
     cJSON *values[] = {raw_i64(w->job_id),
                        raw_i64(w->item_id),
-                       cJSON_CreateString(w->to_state),
-                       cJSON_CreateString(w->job_status),
-                       cJSON_CreateString(w->cause),
-                       str_or_null(w->disposition),
+                       cJSON_CreateString(vd_item_state_name(w->to_state)),
+                       cJSON_CreateString(vd_job_status_name(w->job_status)),
+                       cJSON_CreateString(vd_cause_name(w->cause)),
+                       str_or_null(vd_disposition_name(w->disposition)),
                        str_or_null(w->reason_code),
                        str_or_null(w->reason),
                        cJSON_CreateNumber(w->failures),
@@ -235,8 +232,14 @@ static char *finish_rows(const vd_job_finish *w, size_t n)
 static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
 {
     char job[24], item[24], fail[16], defer[16], delay[32];
-    const char *p[18] = {job,           item,         w->to_state,  w->job_status,
-                         w->cause,      w->disposition, w->reason_code, w->reason,
+    const char *p[18] = {job,
+                         item,
+                         vd_item_state_name(w->to_state),
+                         vd_job_status_name(w->job_status),
+                         vd_cause_name(w->cause),
+                         vd_disposition_name(w->disposition),
+                         w->reason_code,
+                         w->reason,
                          fail,          defer,        delay,        w->forced ? "true" : "false",
                          w->actor,      w->engine_data, w->adjudication, w->request_json,
                          w->answer_head, w->answer_tail};
@@ -355,7 +358,7 @@ typedef struct release_ctx {
     int64_t item_id;
     const char *reason, *actor;
     char *out;
-    char state[16]; /* the item's state when it is not claimed */
+    vd_item_state state; /* the item's state when it is not claimed */
 } release_ctx;
 
 /* The item's current job, when it is claimed (0 otherwise; state filled either way). */
@@ -372,8 +375,9 @@ static vd_error current_job(vd_conn *c, release_ctx *r, int64_t *job)
     if (PQntuples(res) == 0) {
         rc = VD_ERR_NOT_FOUND;
     } else {
-        copy_field(r->state, sizeof(r->state), res, 0, 0);
-        if (strcmp(r->state, "claimed") == 0)
+        if (!vd_item_state_parse(PQgetvalue(res, 0, 0), &r->state))
+            rc = VD_ERR_INTERNAL;
+        else if (r->state == VD_ITEM_CLAIMED)
             *job = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
         else
             rc = VD_ERR_INVALID_TRANSITION;
@@ -395,10 +399,10 @@ static vd_error release_tx(vd_conn *c, void *arg)
         vd_job_snapshot_cleanup(&snap);
         if ((rc = current_job(c, r, &job)) || (rc = vd_store_job_lock(c, job, nil, NULL, &snap)))
             break;
-        if (snap.found && snap.holds && strcmp(snap.status, "processing") == 0)
+        if (snap.found && snap.holds && snap.status == VD_JOB_PROCESSING)
             break;
         rc = VD_ERR_INVALID_TRANSITION;
-        snprintf(r->state, sizeof(r->state), "%s", snap.found ? snap.item_state : "claimed");
+        r->state = snap.found ? snap.item_state : VD_ITEM_CLAIMED;
     }
     vd_job_snapshot_cleanup(&snap);
     if (rc)
@@ -417,15 +421,15 @@ static vd_error release_tx(vd_conn *c, void *arg)
 }
 
 vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
-                               const char *actor, char **out, char *state, size_t state_len)
+                               const char *actor, char **out, vd_item_state *state)
 {
-    release_ctx r = {item_id, reason, actor, NULL, ""};
+    release_ctx r = {item_id, reason, actor, NULL, VD_ITEM_CLAIMED};
     vd_error rc = vd_store_tx(c, release_tx, &r);
     *out = NULL;
     if (rc == VD_OK)
         *out = r.out;
     else
         free(r.out);
-    snprintf(state, state_len, "%s", r.state);
+    *state = r.state;
     return rc;
 }

@@ -41,10 +41,10 @@ static void test_machine_table_rows(void **state)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         vd_outcome o = vd_machine_apply(&rows[i].in, &rows[i].ev, &B, 0.5);
-        if (strcmp(o.to_state, rows[i].to) != 0 || strcmp(o.job_status, rows[i].job) != 0 ||
+        const char *to = vd_item_state_name(o.to_state), *job = vd_job_status_name(o.job_status);
+        if (strcmp(to, rows[i].to) != 0 || strcmp(job, rows[i].job) != 0 ||
             o.failures != rows[i].failures || o.defers != rows[i].defers)
-            fail_msg("row %zu: got %s/%s f=%d d=%d", i, o.to_state, o.job_status, o.failures,
-                     o.defers);
+            fail_msg("row %zu: got %s/%s f=%d d=%d", i, to, job, o.failures, o.defers);
         if (rows[i].code)
             assert_string_equal(o.reason_code, rows[i].code);
         else
@@ -97,7 +97,7 @@ static void test_machine_always_terminates(void **state)
                     vd_outcome o = vd_machine_apply(&in, &ev, &B, 0.5);
                     in.failures = o.failures;
                     in.defers = o.defers;
-                    if (strcmp(o.to_state, "deferred") != 0)
+                    if (o.to_state != VD_ITEM_DEFERRED)
                         break;
                     assert_true(steps < ma + md);
                 }
