@@ -53,6 +53,18 @@ typedef struct vd_job_answer {
  * JOB_FINALIZED. snap was read by vd_store_job_lock. */
 bool vd_job_claim_taken(const vd_job_snapshot *snap);
 
+/* The claim check of every call a job's holder makes (dispositions, releases, tool failures,
+ * heartbeats; MCP tool calls go through the first two): VD_OK while the job is processing and
+ * its token holds the item; VD_ERR_NOT_FOUND (no such job), VD_ERR_CLAIM_LOST (another token,
+ * the claim was taken: vd_job_claim_taken, or the item moved on), VD_ERR_JOB_FINALIZED (the
+ * holder finished it: the caller may replay). Pure. */
+VD_MUST_USE vd_error vd_job_fence(const vd_job_snapshot *snap);
+
+/* A heartbeat: extend the lease of job_id while `token` holds it (one statement), fenced by
+ * vd_job_fence. *out {"lease_expires_at": ...} (malloc'd) on VD_OK. */
+VD_MUST_USE vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
+                                      int64_t lease_seconds, char **out);
+
 /* Apply w in one transaction on conn (borrowed). Errors: VD_ERR_NOT_FOUND, CLAIM_LOST,
  * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller
  * frees out->body. */

@@ -85,10 +85,14 @@ vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char
 vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
                         int64_t limit, int64_t lease_seconds, const char *actor,
                         const vd_idem *idem, vd_reply *out);
-/* Extend the lease of a job that still holds its item: {"lease_expires_at": ...}.
- * VD_ERR_NOT_FOUND, VD_ERR_CLAIM_LOST or VD_ERR_JOB_FINALIZED otherwise. */
-vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                            int64_t lease_seconds, char **out);
+typedef struct vd_job_snapshot vd_job_snapshot;
+/* Extend the lease of a job that still holds its item, in one statement. *seen receives the
+ * job as the statement saw it (found, token_ok, status; holds when the lease was extended) for
+ * the service's claim check (vd_job_fence); *out {"lease_expires_at": ...} (malloc'd) when it
+ * was extended, else NULL. */
+VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
+                                        int64_t lease_seconds, vd_job_snapshot *seen,
+                                        char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
 vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
@@ -136,7 +140,7 @@ typedef vd_error (*vd_store_tx_fn)(vd_conn *c, void *arg);
 vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
 
 /* A job and its item read under row locks (inside vd_store_tx). */
-typedef struct vd_job_snapshot {
+struct vd_job_snapshot {
     bool found;
     bool token_ok;           /* the claim_token given is the job's */
     vd_job_status status;
@@ -149,7 +153,7 @@ typedef struct vd_job_snapshot {
     vd_item_state item_state;
     bool holds;              /* the job's token still holds the item (claimed by it) */
     int failures, defers, max_attempts, max_defers;
-} vd_job_snapshot;
+};
 
 /* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored
  * finishing request. Free with vd_job_snapshot_cleanup. */

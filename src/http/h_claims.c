@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "verdict/jobs.h"
 #include "verdict/store_ops.h"
 
 vd_error vd_h_claims(vd_ctx *ctx)
@@ -50,6 +51,6 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
         (rc = vd_ctx_db(ctx, &c)))
         return rc;
     snprintf(what, sizeof(what), "job %lld", (long long)job);
-    rc = vd_store_heartbeat(c, job, token, lease, &out);
+    rc = vd_job_heartbeat(c, job, token, lease, &out);
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }

@@ -53,11 +53,35 @@ bool vd_job_claim_taken(const vd_job_snapshot *snap)
            (snap->status == VD_JOB_RELEASED && !snap->final_response);
 }
 
-/* A job that is no longer processing: replay, or say why not. */
+vd_error vd_job_fence(const vd_job_snapshot *snap)
+{
+    if (!snap->found)
+        return VD_ERR_NOT_FOUND;
+    if (!snap->token_ok)
+        return VD_ERR_CLAIM_LOST;
+    if (snap->status != VD_JOB_PROCESSING)
+        return vd_job_claim_taken(snap) ? VD_ERR_CLAIM_LOST : VD_ERR_JOB_FINALIZED;
+    return snap->holds ? VD_OK : VD_ERR_CLAIM_LOST;
+}
+
+vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
+                          int64_t lease_seconds, char **out)
+{
+    vd_job_snapshot seen;
+    vd_error rc = vd_store_heartbeat(conn, job_id, token, lease_seconds, &seen, out);
+    if (rc == VD_OK)
+        rc = vd_job_fence(&seen);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    vd_job_snapshot_cleanup(&seen);
+    return rc;
+}
+
+/* A job its holder finished (vd_job_fence said so): replay, or say what stands. */
 static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
 {
-    if (vd_job_claim_taken(snap))
-        return VD_ERR_CLAIM_LOST;
     if (snap->same_request && snap->final_response) {
         out->body = finish_answer(snap->final_response, true);
         out->replayed = true;
@@ -95,14 +119,11 @@ static bool completes(const vd_job_write *w)
 /* Whether write w may go on to the state machine; if not, out says why (or replays). */
 static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job_answer *out)
 {
-    if (!snap->found)
-        return VD_ERR_NOT_FOUND;
-    if (!snap->token_ok)
-        return VD_ERR_CLAIM_LOST;
-    if (snap->status != VD_JOB_PROCESSING)
+    vd_error rc = vd_job_fence(snap);
+    if (rc == VD_ERR_JOB_FINALIZED)
         return finished_job(snap, out);
-    if (!snap->holds)
-        return VD_ERR_CLAIM_LOST;
+    if (rc)
+        return rc;
     if (vd_tool_guard_refuses(&(vd_tool_guard_input){
             w->is_reject, completes(w), w->force,
             snap->required_tool_failed, snap->required_tool_blocked}))

@@ -137,17 +137,8 @@ static vd_error record_tx(vd_conn *c, void *arg)
     vd_job_snapshot snap;
     long before = 0;
     vd_error rc = vd_store_job_lock(c, f->job_id, f->token, NULL, &snap);
-    if (rc)
-        goto out;
-    if (!snap.found)
-        rc = VD_ERR_NOT_FOUND;
-    else if (!snap.token_ok || vd_job_claim_taken(&snap))
-        rc = VD_ERR_CLAIM_LOST;
-    else if (snap.status != VD_JOB_PROCESSING)
-        rc = VD_ERR_JOB_FINALIZED;
-    else if (!snap.holds)
-        rc = VD_ERR_CLAIM_LOST;
-    if (rc || (rc = vd_store_tool_failure_count(c, f->job_id, f->tool, f->args, &before)))
+    if (rc || (rc = vd_job_fence(&snap)) ||
+        (rc = vd_store_tool_failure_count(c, f->job_id, f->tool, f->args, &before)))
         goto out;
     vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error)
                                                         : f->kind;

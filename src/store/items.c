@@ -257,27 +257,25 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
 }
 
 vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                            int64_t lease_seconds, char **out)
+                            int64_t lease_seconds, vd_job_snapshot *seen, char **out)
 {
     i64s j = i64_str(job_id), s = i64_str(lease_seconds);
     const char *p[] = {j.s, token, s.s};
     PGresult *res = NULL;
-    vd_job_status status = VD_JOB_PROCESSING;
     vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 3, p, &res);
+    memset(seen, 0, sizeof(*seen));
     *out = NULL;
     if (rc)
         return rc;
-    if (PQntuples(res) == 0)
-        rc = VD_ERR_NOT_FOUND;
-    else if (!PQgetisnull(res, 0, 2))
-        rc = (*out = strdup(PQgetvalue(res, 0, 2))) ? VD_OK : VD_ERR_INTERNAL;
-    else if (!vd_job_status_parse(PQgetvalue(res, 0, 0), &status))
-        rc = VD_ERR_INTERNAL;
-    else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0 && status != VD_JOB_PROCESSING &&
-             status != VD_JOB_EXPIRED && status != VD_JOB_RELEASED) /* released: given back */
-        rc = VD_ERR_JOB_FINALIZED;
-    else
-        rc = VD_ERR_CLAIM_LOST;
+    if (PQntuples(res) == 1) {
+        seen->found = true;
+        seen->token_ok = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+        seen->holds = !PQgetisnull(res, 0, 2);
+        if (!vd_job_status_parse(PQgetvalue(res, 0, 0), &seen->status))
+            rc = VD_ERR_INTERNAL;
+        else if (seen->holds && !(*out = strdup(PQgetvalue(res, 0, 2))))
+            rc = VD_ERR_INTERNAL;
+    }
     PQclear(res);
     return rc;
 }
