@@ -187,19 +187,23 @@ typedef struct vd_job_finish {
     const char *engine_data;  /* JSON object merged into the job, or NULL */
     const char *adjudication; /* JSON object, or NULL */
     const char *request_json; /* the finishing request, for replay */
-    /* The kept answer is {answer_head,"job":<job>,"item":<item>[,answer_tail] (no closing
-     * brace: the caller adds "replayed"); either may be NULL (no head: {"job":…). */
-    const char *answer_head, *answer_tail;
+    /* The kept answer, built by the statement (verdict_job_answer, sql/0012_answer.sql):
+     * {["disposition":<disposition>,]["adjudication":<adjudication>,]"job":…,"item":…
+     *  [,"deprecated":true,"mapped_to":<disposition>,"hint":<deprecation_hint>]} */
+    bool answer_disposition;       /* open with the disposition */
+    bool answer_adjudication;      /* ... or with the adjudication (null when none) */
+    const char *deprecation_hint;  /* skip_item's: the call was mapped to the disposition */
 } vd_job_finish;
 
 /* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept
- * answer of w[k] (malloc'd) once committed. The vd_store_tx callback must return right after
+ * answer of w[k] (a closed JSON object, malloc'd) once committed. The vd_store_tx callback must return right after
  * it: the transaction is over. engine_data, adjudication and request_json must be valid JSON
  * (or NULL). */
 vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers);
-/* Store an adjudication on a job without finishing it; answers the job and its item. */
-vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
-                                       char **item_json, char **job_json);
+/* Store an adjudication on a job without finishing it; *answer receives
+ * {"adjudication":…,"job":…,"item":…} (verdict_job_answer; malloc'd). */
+VD_MUST_USE vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id,
+                                                   const char *adjudication, char **answer);
 /* The adjudications of the item's jobs before `job_id`, newest first, as a JSON array of
  * objects (malloc'd). */
 vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id, char **out);

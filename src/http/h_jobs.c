@@ -101,8 +101,7 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 /* One disposition as parsed: the write and the text it points into. */
 typedef struct disp_in {
     vd_job_write w;
-    char head[64];
-    char tail[400];
+    char hint[200];
     char *engine;  /* engine_data re-serialised, or NULL */
     char *request; /* a batch entry without its job_id, as JSON (replays compare it) */
 } disp_in;
@@ -143,22 +142,17 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
         w->is_reject = reject;
         w->disposition = reject ? VD_DISPOSITION_REJECT_SOURCE : VD_DISPOSITION_DEFER_ITEM;
         w->cause = VD_CAUSE_SKIP_ITEM;
-        const char *mapped = vd_disposition_name(w->disposition);
-        snprintf(in->tail, sizeof(in->tail),
-                 "\"deprecated\":true,\"mapped_to\":\"%s\",\"hint\":\"skip_item is deprecated: "
-                 "call %s with reason_code '%s' instead%s.\"",
-                 mapped, mapped, w->reason_code,
+        snprintf(in->hint, sizeof(in->hint),
+                 "skip_item is deprecated: call %s with reason_code '%s' instead%s.",
+                 vd_disposition_name(w->disposition), w->reason_code,
                  reject ? "" : " (the item stays eligible and is retried later)");
-        w->tail = in->tail;
+        w->deprecation_hint = in->hint;
     } else if ((rc = parse_explicit(f, d, w))) {
         return rc;
     } else {
         w->disposition = d;
         w->cause = vd_disposition_cause(d);
     }
-    snprintf(in->head, sizeof(in->head), "\"disposition\":\"%s\"",
-             vd_disposition_name(w->disposition));
-    w->head = in->head;
     w->actor = f.ctx->actor;
     w->engine_data = in->engine;
     return VD_OK;
@@ -213,13 +207,12 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
         char msg[sizeof(ctx->err_message)];
         const char *field = refusal(rc, &in.w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
-    } else {
-        *answer = ans.body;
-        ans.body = NULL;
+    } else if (!(*answer = vd_job_reply(NULL, ans.kept, ans.replayed))) {
+        rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
 out:
     disp_cleanup(&in);
-    free(ans.body);
+    free(ans.kept);
     return rc;
 }
 
@@ -265,9 +258,10 @@ vd_error vd_h_release(vd_ctx *ctx)
         const char *field = refusal(rc, &w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
-        rc = vd_respond_owned(ctx, ans.body), ans.body = NULL;
+        char *reply = vd_job_reply(NULL, ans.kept, ans.replayed);
+        rc = reply ? vd_respond_owned(ctx, reply) : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
-    free(ans.body);
+    free(ans.kept);
     return rc;
 }
 
@@ -304,6 +298,30 @@ static vd_error parse_entry(vd_ctx *ctx, const cJSON *e, int i, disp_in *all)
     return VD_OK;
 }
 
+/* A refused entry of a batch: {"job_id":…,"status":…, then the single call's envelope}. */
+static char *refused_entry(int i, const disp_in *in, const vd_job_answer *ans)
+{
+    char msg[600], name[200], id[24];
+    const char *field = refusal(ans->rc, &in->w, ans, msg, sizeof(msg));
+    if (field)
+        snprintf(name, sizeof(name), "dispositions[%d].%s", i, field);
+    cJSON *env = vd_error_envelope(ans->rc, msg, field ? name : NULL);
+    cJSON *o = cJSON_CreateObject();
+    char *text = NULL;
+    snprintf(id, sizeof(id), "%lld", (long long)in->w.job_id); /* exact beyond 2^53 */
+    if (env && o && cJSON_AddRawToObject(o, "job_id", id) &&
+        cJSON_AddNumberToObject(o, "status", vd_error_status(ans->rc))) {
+        while (env->child) {
+            cJSON *m = cJSON_DetachItemViaPointer(env, env->child);
+            cJSON_AddItemToObject(o, m->string, m); /* takes m; its key is copied */
+        }
+        text = cJSON_PrintUnformatted(o);
+    }
+    cJSON_Delete(env);
+    cJSON_Delete(o);
+    return text;
+}
+
 /* {"results":[{"job_id":…,"status":…, then the single call's answer or error envelope}…]} */
 static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans,
                                 int n)
@@ -311,25 +329,19 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
     vd_buf b = {0};
     vd_buf_printf(&b, "{\"results\":[");
     for (int i = 0; i < n; i++) {
-        char *env = NULL;
-        const char *body = ans[i].body;
+        char lead[64], *entry = NULL;
         if (ans[i].rc) {
-            char msg[600], name[200];
-            const char *field = refusal(ans[i].rc, &in[i].w, &ans[i], msg, sizeof(msg));
-            if (field)
-                snprintf(name, sizeof(name), "dispositions[%d].%s", i, field);
-            cJSON *o = vd_error_envelope(ans[i].rc, msg, field ? name : NULL);
-            body = env = o ? cJSON_PrintUnformatted(o) : NULL;
-            cJSON_Delete(o);
-        }
-        if (!body || body[0] != '{') {
-            b.failed = true;
+            entry = refused_entry(i, &in[i], &ans[i]);
         } else {
-            vd_buf_printf(&b, "%s{\"job_id\":%lld,\"status\":%d,%s", i ? "," : "",
-                          (long long)in[i].w.job_id, ans[i].rc ? vd_error_status(ans[i].rc) : 200,
-                          body + 1);
+            snprintf(lead, sizeof(lead), "\"job_id\":%lld,\"status\":200",
+                     (long long)in[i].w.job_id);
+            entry = vd_job_reply(lead, ans[i].kept, ans[i].replayed);
         }
-        free(env);
+        if (!entry)
+            b.failed = true;
+        else
+            vd_buf_printf(&b, "%s%s", i ? "," : "", entry);
+        free(entry);
     }
     vd_buf_printf(&b, "]}");
     if (b.failed) {
@@ -379,7 +391,7 @@ out:
     for (i = 0; in && i < n; i++)
         disp_cleanup(&in[i]);
     for (i = 0; ans && i < n; i++)
-        free(ans[i].body);
+        free(ans[i].kept);
     free(in);
     free(w);
     free(ans);

@@ -199,15 +199,13 @@ typedef struct outcome_ctx {
     vd_session_report *report;
     vd_adjudication adj;
     char *adj_text;
-    char *head;
 } outcome_ctx;
 
 static void outcome_reset(outcome_ctx *o)
 {
     vd_adjudication_cleanup(&o->adj);
     free(o->adj_text);
-    free(o->head);
-    o->adj_text = o->head = NULL;
+    o->adj_text = NULL;
 }
 
 /* Inside the transaction: adjudicate with the item's own history, choose the event. */
@@ -227,12 +225,9 @@ static vd_error decide_outcome(vd_conn *c, const vd_job_snapshot *snap, vd_job_w
     cJSON *json = vd_adjudication_to_json(&o->adj);
     o->adj_text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
-    size_t len = o->adj_text ? strlen(o->adj_text) + 32 : 0;
-    if (!o->adj_text || !(o->head = malloc(len)))
+    if (!o->adj_text)
         return VD_ERR_INTERNAL;
-    snprintf(o->head, len, "\"adjudication\":%s", o->adj_text);
     w->adjudication = o->adj_text;
-    w->head = o->head;
     if (o->adj.outcome == VD_SESSION_OUTCOME_SUCCEEDED) {
         w->event.kind = VD_EVENT_SESSION_SUCCEEDED;
         w->reason_code = "success";
@@ -272,7 +267,6 @@ vd_error vd_h_session_outcome(vd_ctx *ctx)
     w.actor = ctx->actor;
     w.disposition = VD_DISPOSITION_SESSION_OUTCOME;
     w.cause = VD_CAUSE_SESSION_OUTCOME;
-    w.head = "\"adjudication\":null";
     w.decide = decide_outcome;
     w.decide_arg = &o;
     w.record_only = !apply;
@@ -292,11 +286,12 @@ vd_error vd_h_session_outcome(vd_ctx *ctx)
             vd_metrics_observe_adjudication(vd_session_outcome_name(o.adj.outcome),
                                             vd_retry_reason_name(o.adj.retry_reason),
                                             vd_content_state_name(o.adj.content_state));
-        rc = vd_respond_owned(ctx, ans.body);
-        ans.body = NULL;
+        char *reply = vd_job_reply(NULL, ans.kept, ans.replayed);
+        rc = reply ? vd_respond_owned(ctx, reply)
+                   : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
 out:
-    free(ans.body);
+    free(ans.kept);
     outcome_reset(&o);
     vd_session_report_cleanup(&r);
     return rc;

@@ -26,23 +26,17 @@ typedef struct apply_ctx {
     char **answer;    /* answers of fin[k] */
 } apply_ctx;
 
-/* {head,"job":job,"item":item,tail — without the closing "replayed" member. */
-static char *compose(const vd_job_write *w, const char *job, const char *item)
+char *vd_job_reply(const char *lead, const char *kept, bool replayed)
 {
-    size_t len = strlen(w->head) + strlen(job) + strlen(item) + (w->tail ? strlen(w->tail) : 0) + 32;
+    size_t n = strlen(kept), lead_n = lead ? strlen(lead) : 0, len = lead_n + n + 24;
+    if (n < 2 || kept[0] != '{' || kept[n - 1] != '}')
+        return NULL; /* not the closed object the store keeps */
     char *s = malloc(len);
-    if (s)
-        snprintf(s, len, "{%s,\"job\":%s,\"item\":%s%s%s", w->head, job, item, w->tail ? "," : "",
-                 w->tail ? w->tail : "");
-    return s;
-}
-
-static char *finish_answer(const char *stored, bool replayed)
-{
-    size_t len = strlen(stored) + 24;
-    char *s = malloc(len);
-    if (s)
-        snprintf(s, len, "%s,\"replayed\":%s}", stored, replayed ? "true" : "false");
+    if (!s)
+        return NULL;
+    /* the kept members, between the object's braces; "{}" has none */
+    snprintf(s, len, "{%s%s%.*s%s\"replayed\":%s}", lead ? lead : "", lead && n > 2 ? "," : "",
+             (int)(n - 2), kept + 1, lead || n > 2 ? "," : "", replayed ? "true" : "false");
     return s;
 }
 
@@ -83,9 +77,9 @@ vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
 static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
 {
     if (snap->same_request && snap->final_response) {
-        out->body = finish_answer(snap->final_response, true);
+        out->kept = strdup(snap->final_response);
         out->replayed = true;
-        return out->body ? VD_OK : VD_ERR_INTERNAL;
+        return out->kept ? VD_OK : VD_ERR_INTERNAL;
     }
     out->standing = snap->status == VD_JOB_RELEASED ? "release"
                                                     : vd_disposition_name(snap->disposition);
@@ -97,16 +91,7 @@ static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
 /* Store only the adjudication; the job keeps processing and the item stays claimed. */
 static vd_error record_only(vd_conn *c, const vd_job_write *w, vd_job_answer *out)
 {
-    char *item = NULL, *job = NULL, *stored = NULL;
-    vd_error rc = vd_store_job_set_adjudication(c, w->job_id, w->adjudication, &item, &job);
-    if (rc == VD_OK && !(stored = compose(w, job, item)))
-        rc = VD_ERR_INTERNAL;
-    if (rc == VD_OK && !(out->body = finish_answer(stored, false)))
-        rc = VD_ERR_INTERNAL;
-    free(item);
-    free(job);
-    free(stored);
-    return rc;
+    return vd_store_job_set_adjudication(c, w->job_id, w->adjudication, &out->kept);
 }
 
 /* Whether w is the `complete` disposition (not a session outcome, whose event is decided
@@ -142,7 +127,7 @@ static bool forced(const vd_job_snapshot *snap, const vd_job_write *w)
 static void reset_run(apply_ctx *a)
 {
     for (size_t i = 0; i < a->n; i++) {
-        free(a->out[i].body);
+        free(a->out[i].kept);
         memset(&a->out[i], 0, sizeof(a->out[i]));
         vd_job_snapshot_cleanup(&a->snap[i]);
         free(a->reason[i]);
@@ -172,12 +157,27 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     if (w->reason && !(a->reason[i] = vd_redact(w->reason)))
         return VD_ERR_INTERNAL;
     a->fin[*nfin] = (vd_job_finish){
-        w->job_id,    snap->item_id, o.to_state, o.job_status,
-        w->cause,     w->disposition, o.reason_code ? o.reason_code : w->reason_code,
-        a->reason[i], o.failures,    o.defers,   o.delay_seconds,
-        forced(snap, w),
-        w->actor,     w->engine_data, w->adjudication, w->request_json,
-        w->head,      w->tail};
+        .job_id = w->job_id,
+        .item_id = snap->item_id,
+        .to_state = o.to_state,
+        .job_status = o.job_status,
+        .cause = w->cause,
+        .disposition = w->disposition,
+        .reason_code = o.reason_code ? o.reason_code : w->reason_code,
+        .reason = a->reason[i],
+        .failures = o.failures,
+        .defers = o.defers,
+        .delay_seconds = o.delay_seconds,
+        .forced = forced(snap, w),
+        .actor = w->actor,
+        .engine_data = w->engine_data,
+        .adjudication = w->adjudication,
+        .request_json = w->request_json,
+        .answer_disposition = w->disposition != VD_DISPOSITION_NONE &&
+                              w->disposition != VD_DISPOSITION_SESSION_OUTCOME,
+        .answer_adjudication = w->disposition == VD_DISPOSITION_SESSION_OUTCOME,
+        .deprecation_hint = w->deprecation_hint,
+    };
     a->fin_of[(*nfin)++] = i;
     return VD_OK;
 }
@@ -199,10 +199,9 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     /* the last statement: it commits, and its answers are the ones replays get */
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;
-    for (size_t k = 0; k < nfin; k++) {
-        vd_job_answer *out = &a->out[a->fin_of[k]];
-        if (!(out->body = finish_answer(a->answer[k], false)))
-            return VD_ERR_INTERNAL;
+    for (size_t k = 0; k < nfin; k++) { /* the answers move to their writes */
+        a->out[a->fin_of[k]].kept = a->answer[k];
+        a->answer[k] = NULL;
     }
     return VD_OK;
 }
@@ -226,7 +225,7 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
         rc = vd_store_tx(conn, apply_tx, &a);
     for (size_t i = 0; i < n; i++) {
         if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
-            free(out[i].body);
+            free(out[i].kept);
             memset(&out[i], 0, sizeof(out[i]));
         } else if (out[i].rc == VD_ERR_INVALID_TRANSITION) {
             out[i].item_state = a.snap[i].item_state;

@@ -183,32 +183,63 @@ vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
     return vd_store_jobs_lock(c, &key, 1, out);
 }
 
+/* One value of a finishing record, as VD_FINISH_COLUMNS names it. */
+typedef enum fkind { FK_I64, FK_INT, FK_DBL, FK_BOOL, FK_STR, FK_JSON } fkind;
+typedef struct fvalue {
+    const char *name;
+    fkind kind;
+    int64_t i;
+    double d;
+    const char *s;
+} fvalue;
+
+#define FV_I64(v) .i = (v)
+#define FV_INT(v) .i = (v)
+#define FV_DBL(v) .d = (v)
+#define FV_BOOL(v) .i = (v) ? 1 : 0
+#define FV_STR(v) .s = (v)
+#define FV_JSON(v) .s = (v)
+#define FINISH_VALUE(col, type, k, value) {.name = #col, .kind = FK_##k, FV_##k(value)},
+#define FINISH_COUNT(col, type, k, value) +1
+enum { NFINISH = 0 VD_FINISH_COLUMNS(FINISH_COUNT) };
+
+/* The values of w in the table's order. */
+static void finish_values(const vd_job_finish *w, fvalue v[NFINISH])
+{
+    const fvalue all[NFINISH] = {VD_FINISH_COLUMNS(FINISH_VALUE)};
+    memcpy(v, all, sizeof(all));
+}
+
+static cJSON *json_value(const fvalue *v)
+{
+    switch (v->kind) {
+    case FK_I64:
+    case FK_INT:
+        return raw_i64(v->i);
+    case FK_DBL:
+        return cJSON_CreateNumber(v->d);
+    case FK_BOOL:
+        return cJSON_CreateBool(v->i != 0);
+    case FK_STR:
+        return str_or_null(v->s);
+    case FK_JSON:
+    default:
+        return raw_json(v->s);
+    }
+}
+
 static cJSON *finish_row(const vd_job_finish *w)
 {
-    static const char *const names[] = {
-        "job_id",   "item_id", "to_state", "job_status", "cause",       "disposition",
-        "reason_code", "reason", "failures", "defers",   "delay",       "forced",
-        "actor",    "engine_data", "adjudication", "request",       "head",        "tail"};
+    fvalue v[NFINISH];
+    const char *names[NFINISH];
+    cJSON *values[NFINISH];
+    finish_values(w, v);
+    for (int k = 0; k < NFINISH; k++) {
+        names[k] = v[k].name;
+        values[k] = json_value(&v[k]);
+    }
     cJSON *row = cJSON_CreateObject();
-    cJSON *values[] = {raw_i64(w->job_id),
-                       raw_i64(w->item_id),
-                       cJSON_CreateString(vd_item_state_name(w->to_state)),
-                       cJSON_CreateString(vd_job_status_name(w->job_status)),
-                       cJSON_CreateString(vd_cause_name(w->cause)),
-                       str_or_null(vd_disposition_name(w->disposition)),
-                       str_or_null(w->reason_code),
-                       str_or_null(w->reason),
-                       cJSON_CreateNumber(w->failures),
-                       cJSON_CreateNumber(w->defers),
-                       cJSON_CreateNumber(w->delay_seconds),
-                       cJSON_CreateBool(w->forced),
-                       str_or_null(w->actor),
-                       raw_json(w->engine_data),
-                       raw_json(w->adjudication),
-                       raw_json(w->request_json),
-                       str_or_null(w->answer_head),
-                       str_or_null(w->answer_tail)};
-    if (!add_all(row, names, values, 18)) {
+    if (!add_all(row, names, values, NFINISH)) {
         cJSON_Delete(row);
         return NULL;
     }
@@ -229,26 +260,25 @@ static char *finish_rows(const vd_job_finish *w, size_t n)
     return print_rows(rows, ok);
 }
 
+/* The positional job_finish: the values of the table as text ($1, $2, … in its order). */
 static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
 {
-    char job[24], item[24], fail[16], defer[16], delay[32];
-    const char *p[18] = {job,
-                         item,
-                         vd_item_state_name(w->to_state),
-                         vd_job_status_name(w->job_status),
-                         vd_cause_name(w->cause),
-                         vd_disposition_name(w->disposition),
-                         w->reason_code,
-                         w->reason,
-                         fail,          defer,        delay,        w->forced ? "true" : "false",
-                         w->actor,      w->engine_data, w->adjudication, w->request_json,
-                         w->answer_head, w->answer_tail};
-    snprintf(job, sizeof(job), "%" PRId64, w->job_id);
-    snprintf(item, sizeof(item), "%" PRId64, w->item_id);
-    snprintf(fail, sizeof(fail), "%d", w->failures);
-    snprintf(defer, sizeof(defer), "%d", w->defers);
-    snprintf(delay, sizeof(delay), "%.3f", w->delay_seconds);
-    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, 18, p, res);
+    fvalue v[NFINISH];
+    char text[NFINISH][32];
+    const char *p[NFINISH];
+    finish_values(w, v);
+    for (int k = 0; k < NFINISH; k++) {
+        p[k] = text[k];
+        if (v[k].kind == FK_I64 || v[k].kind == FK_INT)
+            snprintf(text[k], sizeof(text[k]), "%" PRId64, v[k].i);
+        else if (v[k].kind == FK_DBL)
+            snprintf(text[k], sizeof(text[k]), "%.3f", v[k].d);
+        else if (v[k].kind == FK_BOOL)
+            p[k] = v[k].i ? "true" : "false";
+        else
+            p[k] = v[k].s;
+    }
+    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH, p, res);
 }
 
 vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
@@ -282,25 +312,21 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
 }
 
 vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
-                                       char **item_json, char **job_json)
+                                       char **answer)
 {
     char job[24];
     const char *p[] = {job, adjudication};
     PGresult *res = NULL;
     vd_error rc;
     snprintf(job, sizeof(job), "%" PRId64, job_id);
-    *item_json = *job_json = NULL;
+    *answer = NULL;
     rc = vd_sql_exec(c, VD_SQL_JOB_SET_ADJUDICATION, 2, p, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) != 1) {
+    if (PQntuples(res) != 1)
         rc = VD_ERR_NOT_FOUND;
-    } else {
-        *item_json = strdup(PQgetvalue(res, 0, 0));
-        *job_json = strdup(PQgetvalue(res, 0, 1));
-        if (!*item_json || !*job_json)
-            rc = VD_ERR_INTERNAL;
-    }
+    else if (!(*answer = strdup(PQgetvalue(res, 0, 0))))
+        rc = VD_ERR_INTERNAL;
     PQclear(res);
     return rc;
 }

@@ -10,6 +10,9 @@
  * that already exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
+/* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
+#define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type
+
 /* The normalised registration batch (http/h_items.c builds it; every field is filled). */
 #define ITEMS_INPUT                                                                                \
     "input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, flow_step_id text,"       \
@@ -241,9 +244,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         " FOR NO KEY UPDATE OF j, i"},
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
-     * caller's transaction's last, sent with its COMMIT). The answer is
-     * {$17,"job":…,"item":…[,$18] — the caller closes it with "replayed". The same columns as
-     * jobs_finish, for one job. */
+     * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
+     * VD_FINISH_COLUMNS in order; the answer is built by verdict_job_answer from $17..$19. */
     [VD_SQL_JOB_FINISH] = {"job_finish",
         "WITH ui AS ("
         "  UPDATE items i SET state = $3, failures = $9, defers = $10,"
@@ -258,16 +260,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
         "    reason_code = $7, reason = $8,"
         "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
-        "    adjudication = coalesce($15::jsonb, j.adjudication)"
+        "    adjudication = coalesce($15::text::jsonb, j.adjudication)"
         "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
         " t AS ("
         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
         "                           reason_code, reason, forced, actor)"
         "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13)),"
         " a AS ("
-        "  SELECT '{' || coalesce($17::text || ',', '') || '\"job\":' || uj.job::text"
-        "         || ',\"item\":' || ui.item::text"
-        "         || coalesce(',' || $18::text, '') AS answer FROM ui, uj),"
+        "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19) AS answer"
+        "  FROM ui, uj),"
         " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
         "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
         " SELECT $1, answer FROM a"},
@@ -300,16 +301,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         " ORDER BY j.id FOR NO KEY UPDATE OF j, i"},
 
     /* Items, jobs, one transition each and the answers kept for replays, in one statement
-     * (the transaction's last, sent with its COMMIT); $1 is one object per job
-     * (vd_store_jobs_finish). An answer is {head,"job":…,"item":…[,tail] — the caller closes
-     * it with "replayed". The ANYs keep the generic plan on the primary keys (see jobs_lock). */
+     * (the transaction's last, sent with its COMMIT); $1 is one object per job with the
+     * columns of VD_FINISH_COLUMNS (vd_store_jobs_finish). The answers are verdict_job_answer's.
+     * The ANYs keep the generic plan on the primary keys (see jobs_lock). */
     [VD_SQL_JOBS_FINISH] = {"jobs_finish",
         "WITH r AS MATERIALIZED ("
-        "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(job_id bigint, item_id bigint,"
-        "    to_state text, job_status text, cause text, disposition text, reason_code text,"
-        "    reason text, failures integer, defers integer, delay float8, forced boolean,"
-        "    actor text, engine_data jsonb, adjudication jsonb, request jsonb, head text,"
-        "    tail text)),"
+        "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ord integer"
+        VD_FINISH_COLUMNS(FINISH_COLUMN_DEF) ")),"
         " ui AS ("
         "  UPDATE items i SET state = r.to_state, failures = r.failures, defers = r.defers,"
         "    available_at = CASE WHEN r.to_state = 'deferred'"
@@ -324,7 +322,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
         "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
         "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
-        "    adjudication = coalesce(r.adjudication, j.adjudication)"
+        "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication)"
         "  FROM r WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT job_id FROM r))"
         "  RETURNING j.id, verdict_job_json(j) AS job),"
         " t AS ("
@@ -333,8 +331,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, r.job_status, r.cause,"
         "         r.reason_code, r.reason, r.forced, r.actor FROM r ORDER BY r.job_id),"
         " a AS ("
-        "  SELECT r.job_id, r.request, '{' || coalesce(r.head || ',', '') || '\"job\":' || uj.job::text"
-        "         || ',\"item\":' || ui.item::text || coalesce(',' || r.tail, '') AS answer"
+        "  SELECT r.job_id, r.request, verdict_job_answer(r.answer_disposition,"
+        "         r.answer_adjudication, r.adjudication, uj.job, ui.item, r.deprecation_hint)"
+        "         AS answer"
         "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id),"
         " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
         "       SELECT job_id, verdict_request_digest(request), answer FROM a)"
@@ -484,9 +483,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         " SELECT json_build_object('job', uj.job, 'item', ui.item)::text FROM ui, uj"},
 
     [VD_SQL_JOB_SET_ADJUDICATION] = {"job_set_adjudication",
-        "WITH uj AS (UPDATE jobs j SET adjudication = $2::jsonb WHERE j.id = $1"
+        "WITH uj AS (UPDATE jobs j SET adjudication = $2::text::jsonb WHERE j.id = $1"
         "            RETURNING j.item_id, verdict_job_json(j) AS job)"
-        " SELECT verdict_item_json(i)::text, uj.job::text FROM uj JOIN items i ON i.id = uj.item_id"},
+        " SELECT verdict_job_answer(NULL, true, $2::text, uj.job, verdict_item_json(i), NULL)"
+        " FROM uj JOIN items i ON i.id = uj.item_id"},
 
     /* SPEC session-outcome.md §6: the item's earlier adjudications, newest first. */
     [VD_SQL_PRIOR_ADJUDICATIONS] = {"prior_adjudications",

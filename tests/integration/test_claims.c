@@ -411,7 +411,7 @@ static void test_claims_generic_plans_use_indexes(void **state)
                 " SELECT id, 'plan', 'w', 1, 'completed', gen_random_uuid(), now(), now()"
                 " FROM items WHERE flow_step_id = 'plan';"
                 " INSERT INTO job_answers (job_id, response)"
-                " SELECT id, '{' FROM jobs WHERE flow_step_id = 'plan';"
+                " SELECT id, '{}' FROM jobs WHERE flow_step_id = 'plan';"
                 " ANALYZE items, jobs, transitions, job_answers"));
     assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text",
                                 "'plan', 'w', 1, 300, 'a'", VD_SQL_CLAIM);
@@ -420,9 +420,9 @@ static void test_claims_generic_plans_use_indexes(void **state)
     assert_generic_plan_indexed(
         "finish_plan",
         "bigint, bigint, text, text, text, text, text, text, integer, integer, float8, boolean,"
-        " text, text, text, text, text, text",
+        " text, text, text, text, text, boolean, text",
         "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false,"
-        " 'w', NULL, NULL, '{}', '\"disposition\":\"complete\"', NULL",
+        " 'w', NULL, NULL, '{}', 'complete', false, NULL",
         VD_SQL_JOB_FINISH);
     assert_generic_plan_indexed("locks_plan", "jsonb", "'[{\"ord\": 0, \"job_id\": 1}]'",
                                 VD_SQL_JOBS_LOCK);

@@ -196,11 +196,15 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     PGresult *res = PQexec(pg, "SELECT (SELECT count(*) FROM job_answers),"
                                " (SELECT count(*) FROM information_schema.columns"
                                "  WHERE table_name = 'jobs' AND column_name LIKE 'final_%'),"
-                               " (SELECT id FROM jobs)");
+                               " (SELECT id FROM jobs),"
+                               /* 0012 closed the kept answer: it is a JSON object now */
+                               " (SELECT count(*) FROM job_answers"
+                               "  WHERE jsonb_typeof(response::jsonb) = 'object')");
     assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
     assert_string_equal(PQgetvalue(res, 0, 0), "1");
     assert_string_equal(PQgetvalue(res, 0, 1), "0");
-    job_id = atol(PQgetvalue(res, 0, 2));
+    job_id = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+    assert_string_equal(PQgetvalue(res, 0, 3), "1");
     PQclear(res);
     PQfinish(pg);
 
