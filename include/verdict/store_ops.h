@@ -126,8 +126,26 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char 
 
 /* SPEC §8 /v1/stats (flow_step_id may be NULL for all). */
 vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
-/* The database-derived /metrics families as Prometheus text (malloc'd). */
-vd_error vd_store_metrics(vd_conn *c, char **out);
+/* The database-derived /metrics families, as samples (rendered by the http layer). */
+typedef enum vd_db_family {
+    VD_DB_ITEMS,             /* a: flow_step_id, b: state */
+    VD_DB_TRANSITIONS,       /* a: cause, b: to_state */
+    VD_DB_STUCK_CLAIMS,      /* a: flow_step_id */
+    VD_DB_OLDEST_CLAIMABLE,  /* a: flow_step_id; seconds */
+    VD_DB__MAX
+} vd_db_family;
+typedef struct vd_db_sample {
+    vd_db_family family;
+    const char *a, *b; /* label values (b may be NULL), owned by the vd_db_metrics */
+    long long value;
+} vd_db_sample;
+typedef struct vd_db_metrics {
+    vd_db_sample *s; /* in family order, then by labels */
+    size_t n;
+    void *owner;     /* the result the labels point into */
+} vd_db_metrics;
+VD_MUST_USE vd_error vd_store_metrics(vd_conn *c, vd_db_metrics *out);
+void vd_db_metrics_cleanup(vd_db_metrics *m);
 /* Fold counter deltas into the counters (sql/0002_stats.sql). */
 vd_error vd_store_compact_counts(vd_conn *c);
 /* Delete up to `limit` transitions and jobs of done items older than `days`; *deleted gets

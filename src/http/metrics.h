@@ -5,6 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "verdict/store_ops.h"
+#include "verdict/sweeper.h"
+
 typedef struct vd_buf {
     char *data;
     size_t len, cap;
@@ -20,7 +23,14 @@ void vd_metrics_observe_http(long route, int status, double seconds);
 void vd_metrics_observe_adjudication(const char *outcome, const char *retry_reason,
                                      const char *content_state);
 void vd_metrics_observe_tool_failure(const char *kind, bool retryable);
-/* Append the in-process families in Prometheus text format. */
-void vd_metrics_render_http(vd_buf *out);
+/* What one scrape shows besides the in-process counters. */
+typedef struct vd_metrics_input {
+    int pool_in_use, pool_size;
+    const vd_sweeper_counts *sweeper;
+    const vd_db_metrics *db; /* NULL: the database could not be read (verdict_db_up 0) */
+} vd_metrics_input;
+
+/* The whole /metrics page in Prometheus text format: the one place that renders it. */
+void vd_metrics_render(vd_buf *out, const vd_metrics_input *in);
 
 #endif

@@ -519,10 +519,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "   UNION ALL SELECT flow_step_id, status, minute, delta FROM job_count_deltas) x"
         "   WHERE minute >= date_trunc('hour', now() - interval '1 day')"
         "     AND flow_step_id IN (SELECT flow_step_id FROM fs) GROUP BY 1, 2),"
-        " states AS (SELECT unnest(ARRAY['available', 'claimed', 'deferred', 'processed',"
-        "   'rejected', 'manual_review', 'failed']) AS s),"
-        " statuses AS (SELECT unnest(ARRAY['processing', 'completed', 'rejected', 'deferred',"
-        "   'failed', 'expired', 'released']) AS s),"
+        /* $2, $3: the item states and job statuses of domain.h */
+        " states AS (SELECT unnest($2::text[]) AS s),"
+        " statuses AS (SELECT unnest($3::text[]) AS s),"
         " per AS (SELECT fs.flow_step_id, json_build_object("
         "   'flow_step_id', fs.flow_step_id, 'paused', fs.paused,"
         "   'items', (SELECT json_object_agg(st.s, coalesce((SELECT n FROM ic WHERE"
@@ -541,7 +540,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "  'totals', json_build_object('items', (SELECT json_object_agg(st.s, coalesce("
         "     (SELECT sum(n) FROM ic WHERE ic.state = st.s), 0)) FROM states st)))::text"},
 
-    /* The database-derived families of /metrics, rendered as Prometheus text. */
+    /* The samples of the database-derived /metrics families, one row each: (family, label a,
+     * label b, value), families numbered as vd_db_family; $1 is the item states (domain.h).
+     * Rendering them is the http layer's (metrics.c). */
     [VD_SQL_METRICS] = {"metrics",
         "WITH ic AS (SELECT flow_step_id, state, sum(n) AS n FROM ("
         "   SELECT flow_step_id, state, n FROM item_counts"
@@ -550,37 +551,22 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         "   SELECT cause, to_state, n FROM transition_counts"
         "   UNION ALL SELECT cause, to_state, delta FROM transition_count_deltas) x"
         "   GROUP BY 1, 2),"
-        " states AS (SELECT unnest(ARRAY['available', 'claimed', 'deferred', 'processed',"
-        "   'rejected', 'manual_review', 'failed']) AS s)"
-        " SELECT '# HELP verdict_items Items by flow step and state.' || E'\\n'"
-        "  || '# TYPE verdict_items gauge' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_items{flow_step_id=\"%s\",state=\"%s\"} %s',"
-        "       verdict_prom_label(f.flow_step_id),"
-        "       st.s, coalesce((SELECT n FROM ic WHERE ic.flow_step_id = f.flow_step_id"
-        "       AND ic.state = st.s), 0)), E'\\n' ORDER BY f.flow_step_id, st.s) || E'\\n'"
-        "     FROM flow_steps f CROSS JOIN states st), '')"
-        "  || '# HELP verdict_transitions_total State transitions recorded, by cause and new state.'"
-        "  || E'\\n' || '# TYPE verdict_transitions_total counter' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_transitions_total{cause=\"%s\",to_state=\"%s\"} %s',"
-        "       cause, to_state, n), E'\\n' ORDER BY cause, to_state) || E'\\n' FROM tc), '')"
+        " states AS (SELECT unnest($1::text[]) AS s)"
+        " SELECT 0, f.flow_step_id, st.s, coalesce((SELECT n FROM ic"
+        "   WHERE ic.flow_step_id = f.flow_step_id AND ic.state = st.s), 0)"
+        "  FROM flow_steps f CROSS JOIN states st"
+        " UNION ALL SELECT 1, cause, to_state, n FROM tc"
         /* both per flow step from partial indexes: items_leases, items_claimable_age */
-        "  || '# HELP verdict_stuck_claims Claims whose lease passed and the sweeper has not closed"
-        " yet.' || E'\\n' || '# TYPE verdict_stuck_claims gauge' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_stuck_claims{flow_step_id=\"%s\"} %s',"
-        "       verdict_prom_label(f.flow_step_id),"
-        "       coalesce(sc.n, 0)), E'\\n' ORDER BY f.flow_step_id) || E'\\n'"
-        "     FROM flow_steps f LEFT JOIN (SELECT flow_step_id, count(*) AS n FROM items"
-        "       WHERE state = 'claimed' AND lease_expires_at < now() GROUP BY 1) sc"
-        "       ON sc.flow_step_id = f.flow_step_id), '')"
-        "  || '# HELP verdict_oldest_claimable_age_seconds Age of the oldest item that may be"
-        " claimed now (0: none).' || E'\\n'"
-        "  || '# TYPE verdict_oldest_claimable_age_seconds gauge' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_oldest_claimable_age_seconds{flow_step_id=\"%s\"} %s',"
-        "       verdict_prom_label(f.flow_step_id),"
-        "       coalesce((SELECT floor(extract(epoch FROM now() - min(i.available_at)))::bigint"
-        "         FROM items i WHERE i.flow_step_id = f.flow_step_id"
-        "         AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)),"
-        "       E'\\n' ORDER BY f.flow_step_id) || E'\\n' FROM flow_steps f), '')"},
+        " UNION ALL SELECT 2, f.flow_step_id, NULL, coalesce(sc.n, 0)"
+        "  FROM flow_steps f LEFT JOIN (SELECT flow_step_id, count(*) AS n FROM items"
+        "    WHERE state = 'claimed' AND lease_expires_at < now() GROUP BY 1) sc"
+        "    ON sc.flow_step_id = f.flow_step_id"
+        " UNION ALL SELECT 3, f.flow_step_id, NULL,"
+        "  coalesce((SELECT floor(extract(epoch FROM now() - min(i.available_at)))::bigint"
+        "   FROM items i WHERE i.flow_step_id = f.flow_step_id"
+        "   AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)"
+        "  FROM flow_steps f"
+        " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
         "SELECT verdict_compact_counts(), verdict_rollup_job_counts()"},
