@@ -73,6 +73,13 @@ VD_MUST_USE vd_error vd_job_fence(const vd_job_snapshot *snap);
 VD_MUST_USE vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
                                       int64_t lease_seconds, char **out);
 
+/* An admin's release of the live claim of a claimed item, in one transaction: the job is
+ * locked before its item (as every job write does), then released (vd_store_item_release).
+ * *out: {"job": {...}, "item": {...}} (malloc'd). VD_ERR_NOT_FOUND, or
+ * VD_ERR_INVALID_TRANSITION when the item is not claimed (its state is written to *state). */
+VD_MUST_USE vd_error vd_item_release(vd_conn *conn, int64_t item_id, const char *reason,
+                                     const char *actor, char **out, vd_item_state *state);
+
 /* Apply w in one transaction on conn (borrowed). Errors: VD_ERR_NOT_FOUND, CLAIM_LOST,
  * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller
  * frees out->kept. */

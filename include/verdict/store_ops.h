@@ -112,13 +112,16 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
                               const char *actor, char **out);
-/* An admin's release of the live claim of a claimed item: job -> released, item ->
- * available now, one transition (cause admin_release, actor), no budget spent; in one
- * transaction, the job locked before its item. *out: {"job": {...}, "item": {...}}
- * (malloc'd). VD_ERR_NOT_FOUND, or VD_ERR_INVALID_TRANSITION when the item is not claimed
- * (its state is written to *state). */
-vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
-                               const char *actor, char **out, vd_item_state *state);
+/* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without
+ * locks. VD_ERR_NOT_FOUND when there is no such item. */
+VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id,
+                                               vd_item_state *state, int64_t *job);
+/* The last statement of an admin's release (inside vd_store_tx, after vd_store_job_lock of
+ * job_id said it holds item_id; sent with the COMMIT): job -> released, item -> available
+ * now, one transition (cause admin_release, actor), no budget spent. *out: {"job": {...},
+ * "item": {...}} (malloc'd). */
+VD_MUST_USE vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id,
+                                           const char *reason, const char *actor, char **out);
 /* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
 vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
                                const char *reason_code, int64_t limit, bool reset_budgets,

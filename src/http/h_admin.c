@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/jobs.h"
 #include "verdict/store_ops.h"
 
 vd_error vd_h_requeue_one(vd_ctx *ctx)
@@ -129,7 +130,7 @@ vd_error vd_h_release_item(vd_ctx *ctx)
         return rc;
     }
     snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_store_item_release(c, id, clean, ctx->actor, &out, &state);
+    rc = vd_item_release(c, id, clean, ctx->actor, &out, &state);
     free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
         return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release",

@@ -253,3 +253,54 @@ vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w
     vd_error rc = vd_job_apply_many(conn, cfg, w, 1, out);
     return rc ? rc : out->rc;
 }
+
+typedef struct release_ctx {
+    int64_t item_id;
+    const char *reason, *actor;
+    char *out;
+    vd_item_state state; /* the item's state when it is not claimed */
+} release_ctx;
+
+static vd_error release_tx(vd_conn *c, void *arg)
+{
+    static const char *const nil = "00000000-0000-0000-0000-000000000000";
+    release_ctx *r = arg;
+    vd_job_snapshot snap = {0};
+    int64_t job = 0;
+    vd_error rc = VD_OK;
+    /* the item may move on between the unlocked read and the lock (its job finished, or a
+     * new claim): read again */
+    for (int tries = 0; tries < 3; tries++) {
+        vd_job_snapshot_cleanup(&snap);
+        if ((rc = vd_store_item_current_job(c, r->item_id, &r->state, &job)))
+            break;
+        if (r->state != VD_ITEM_CLAIMED) {
+            rc = VD_ERR_INVALID_TRANSITION;
+            break;
+        }
+        if ((rc = vd_store_job_lock(c, job, nil, NULL, &snap)))
+            break;
+        if (snap.found && snap.holds && snap.status == VD_JOB_PROCESSING)
+            break;
+        rc = VD_ERR_INVALID_TRANSITION;
+        r->state = snap.found ? snap.item_state : VD_ITEM_CLAIMED;
+    }
+    vd_job_snapshot_cleanup(&snap);
+    free(r->out);
+    r->out = NULL;
+    return rc ? rc : vd_store_item_release(c, r->item_id, job, r->reason, r->actor, &r->out);
+}
+
+vd_error vd_item_release(vd_conn *conn, int64_t item_id, const char *reason, const char *actor,
+                         char **out, vd_item_state *state)
+{
+    release_ctx r = {item_id, reason, actor, NULL, VD_ITEM_CLAIMED};
+    vd_error rc = vd_store_tx(conn, release_tx, &r);
+    *out = NULL;
+    if (rc == VD_OK)
+        *out = r.out;
+    else
+        free(r.out);
+    *state = r.state;
+    return rc;
+}

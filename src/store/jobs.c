@@ -380,82 +380,41 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
     return rc;
 }
 
-typedef struct release_ctx {
-    int64_t item_id;
-    const char *reason, *actor;
-    char *out;
-    vd_item_state state; /* the item's state when it is not claimed */
-} release_ctx;
-
-/* The item's current job, when it is claimed (0 otherwise; state filled either way). */
-static vd_error current_job(vd_conn *c, release_ctx *r, int64_t *job)
+vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state,
+                                   int64_t *job)
 {
     char id[24];
     const char *p[] = {id};
     PGresult *res = NULL;
-    snprintf(id, sizeof(id), "%" PRId64, r->item_id);
+    snprintf(id, sizeof(id), "%" PRId64, item_id);
     *job = 0;
     vd_error rc = vd_sql_exec(c, VD_SQL_ITEM_CURRENT_JOB, 1, p, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) == 0) {
+    if (PQntuples(res) == 0)
         rc = VD_ERR_NOT_FOUND;
-    } else {
-        if (!vd_item_state_parse(PQgetvalue(res, 0, 0), &r->state))
-            rc = VD_ERR_INTERNAL;
-        else if (r->state == VD_ITEM_CLAIMED)
-            *job = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        else
-            rc = VD_ERR_INVALID_TRANSITION;
-    }
+    else if (!vd_item_state_parse(PQgetvalue(res, 0, 0), state))
+        rc = VD_ERR_INTERNAL;
+    else if (*state == VD_ITEM_CLAIMED)
+        *job = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     PQclear(res);
     return rc;
 }
 
-static vd_error release_tx(vd_conn *c, void *arg)
+vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, const char *reason,
+                               const char *actor, char **out)
 {
-    static const char *const nil = "00000000-0000-0000-0000-000000000000";
-    release_ctx *r = arg;
-    vd_job_snapshot snap = {0};
-    int64_t job = 0;
-    vd_error rc = VD_OK;
-    /* the job is locked before its item, as every job write does; the item may move on
-     * between the unlocked read and the lock (its job finished, or a new claim): read again */
-    for (int tries = 0; tries < 3; tries++) {
-        vd_job_snapshot_cleanup(&snap);
-        if ((rc = current_job(c, r, &job)) || (rc = vd_store_job_lock(c, job, nil, NULL, &snap)))
-            break;
-        if (snap.found && snap.holds && snap.status == VD_JOB_PROCESSING)
-            break;
-        rc = VD_ERR_INVALID_TRANSITION;
-        r->state = snap.found ? snap.item_state : VD_ITEM_CLAIMED;
-    }
-    vd_job_snapshot_cleanup(&snap);
+    char item[24], jid[24];
+    const char *p[] = {item, jid, reason, actor};
+    PGresult *res = NULL;
+    snprintf(item, sizeof(item), "%" PRId64, item_id);
+    snprintf(jid, sizeof(jid), "%" PRId64, job_id);
+    *out = NULL;
+    vd_error rc = vd_sql_exec_commit(c, VD_SQL_ITEM_RELEASE, 4, p, &res);
     if (rc)
         return rc;
-    char item[24], jid[24];
-    const char *p[] = {item, jid, r->reason, r->actor};
-    PGresult *res = NULL;
-    snprintf(item, sizeof(item), "%" PRId64, r->item_id);
-    snprintf(jid, sizeof(jid), "%" PRId64, job);
-    if ((rc = vd_sql_exec_commit(c, VD_SQL_ITEM_RELEASE, 4, p, &res)))
-        return rc;
-    free(r->out);
-    r->out = PQntuples(res) == 1 ? strdup(PQgetvalue(res, 0, 0)) : NULL;
+    if (PQntuples(res) != 1 || !(*out = strdup(PQgetvalue(res, 0, 0))))
+        rc = VD_ERR_INTERNAL;
     PQclear(res);
-    return r->out ? VD_OK : VD_ERR_INTERNAL;
-}
-
-vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
-                               const char *actor, char **out, vd_item_state *state)
-{
-    release_ctx r = {item_id, reason, actor, NULL, VD_ITEM_CLAIMED};
-    vd_error rc = vd_store_tx(c, release_tx, &r);
-    *out = NULL;
-    if (rc == VD_OK)
-        *out = r.out;
-    else
-        free(r.out);
-    *state = r.state;
     return rc;
 }
