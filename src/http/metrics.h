@@ -1,21 +1,14 @@
-/* metrics.h - the http layer's in-process counters (metrics.c) and a growable text buffer. */
+/* metrics.h - the http layer's in-process counters and the /metrics renderer (metrics.c). */
 #ifndef VERDICT_HTTP_METRICS_H
 #define VERDICT_HTTP_METRICS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "verdict/buf.h"
 #include "verdict/store_ops.h"
 #include "verdict/sweeper.h"
 
-typedef struct vd_buf {
-    char *data;
-    size_t len, cap;
-    bool failed; /* an allocation failed; data holds what fit */
-} vd_buf;
-
-void vd_buf_printf(vd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void vd_buf_cleanup(vd_buf *b);
 
 /* Count one answered request; route is an index into vd_routes or -1 for unmatched. */
 void vd_metrics_observe_http(long route, int status, double seconds);

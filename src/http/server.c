@@ -40,8 +40,7 @@ typedef enum req_state {
 } req_state;
 
 typedef struct vd_req {
-    char *body;
-    size_t len, cap;
+    vd_buf body; /* the upload so far */
     bool too_large;
     double started;
     req_state state;
@@ -54,7 +53,7 @@ static void req_free(vd_req *r)
         return;
     cJSON_Delete(r->ctx.json);
     free(r->ctx.resp_body);
-    free(r->body);
+    vd_buf_cleanup(&r->body);
     free(r);
 }
 
@@ -73,25 +72,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 /* Append an upload chunk; past the cap the rest is drained and the request answered 413. */
 static void req_append(vd_req *r, const char *data, size_t len, size_t max)
 {
-    if (r->too_large || r->len + len > max) {
+    if (r->too_large || r->body.len + len > max) {
         r->too_large = true;
         return;
     }
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 1024;
-        while (cap < r->len + len + 1)
-            cap *= 2;
-        char *b = realloc(r->body, cap);
-        if (!b) {
-            r->too_large = true;
-            return;
-        }
-        r->body = b;
-        r->cap = cap;
-    }
-    memcpy(r->body + r->len, data, len);
-    r->len += len;
-    r->body[r->len] = '\0';
+    vd_buf_append(&r->body, data, len);
+    r->too_large = r->body.failed; /* out of memory: answered like a body past the cap */
 }
 
 static bool sane_request_id(const char *s)
@@ -163,16 +149,16 @@ static vd_error dispatch(vd_ctx *ctx, vd_req *r)
     if (r->too_large)
         return vd_fail(ctx, VD_ERR_PAYLOAD_TOO_LARGE, NULL, "the body is larger than %zu bytes",
                        ctx->cfg->max_body_bytes);
-    ctx->body = r->body ? r->body : "";
-    ctx->body_len = r->len;
-    if (r->len > 0) {
+    ctx->body = r->body.data ? r->body.data : "";
+    ctx->body_len = r->body.len;
+    if (r->body.len > 0) {
         const char *ct = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!is_json_ctype(ct))
             return vd_fail(ctx, VD_ERR_UNSUPPORTED_MEDIA_TYPE, NULL,
                            "Content-Type '%s' is not application/json", ct ? ct : "(none)");
         char field[200];
-        vd_error jrc = vd_json_parse(r->body, r->len, &ctx->json, msg, sizeof(msg), field,
+        vd_error jrc = vd_json_parse(r->body.data, r->body.len, &ctx->json, msg, sizeof(msg), field,
                                      sizeof(field));
         if (jrc)
             return vd_fail(ctx, jrc, field[0] ? field : NULL, "%s", msg);
