@@ -29,7 +29,7 @@
  * allocation. Unknown fields are ignored; an optional field set to null reads as absent
  * (so `returncode` null or absent means unknown); array elements must not be null.
  * Thread-safe. */
-vd_error vd_session_report_from_json(const cJSON *session, int default_max_retries,
+VD_MUST_USE vd_error vd_session_report_from_json(const cJSON *session, int default_max_retries,
                                      vd_session_report *out, const char **field_out);
 
 /* Frees what vd_session_report_from_json() allocated (pattern/error/message arrays and a

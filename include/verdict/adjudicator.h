@@ -231,7 +231,7 @@ void vd_session_report_init(vd_session_report *r);
  * are compiled per call, and every PCRE2 match is bounded by a match and heap limit; the
  * one caveat is cJSON itself, whose parser resets a library-global error pointer on every
  * call, for the HTTP layer as much as here). */
-vd_error vd_adjudicate(const vd_session_report *r, vd_adjudication *out);
+VD_MUST_USE vd_error vd_adjudicate(const vd_session_report *r, vd_adjudication *out);
 
 /* Frees what vd_adjudicate() allocated in *a and zeroes it. NULL-safe, idempotent. */
 void vd_adjudication_cleanup(vd_adjudication *a);

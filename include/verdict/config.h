@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "verdict/error.h"
+
 typedef enum vd_role {
     VD_ROLE_NONE = 0,
     VD_ROLE_READER,
@@ -69,7 +71,7 @@ typedef const char *(*vd_env_getter)(const char *name);
 /* Fill *cfg from the environment seen through `get`. On failure returns false, writes a
  * message naming the variable into err (errlen bytes) and leaves *cfg cleaned up. On success
  * the caller owns *cfg and releases it with vd_config_cleanup. */
-bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen);
+VD_MUST_USE bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen);
 
 /* Free what vd_config_load allocated; safe on a zeroed or cleaned config. */
 void vd_config_cleanup(vd_config *cfg);

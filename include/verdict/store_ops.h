@@ -13,9 +13,9 @@
 
 /* Close up to `limit` passed leases (job -> expired; item -> deferred or failed by its
  * failure budget), one transition each. *closed receives how many. */
-vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed);
+VD_MUST_USE vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed);
 /* Delete idempotency records older than 24 h. */
-vd_error vd_store_purge_idempotency(vd_conn *c, long *purged);
+VD_MUST_USE vd_error vd_store_purge_idempotency(vd_conn *c, long *purged);
 
 /* An Idempotency-Key scope (SPEC §2). key NULL: the call is not idempotent. body is the raw
  * request body; a repeat with the same key and another body is VD_ERR_IDEMPOTENCY_KEY_REUSED. */
@@ -34,13 +34,13 @@ typedef struct vd_reply {
 
 /* Register a batch (a JSON array of normalised items with "ord" and every field filled),
  * audited as `actor`. Answers {"items": [...]} in input order. */
-vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
+VD_MUST_USE vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
                                  const vd_idem *idem, vd_reply *out);
 /* {"items": [{id, item_identifier, state}]} for the known identifiers (a JSON array). */
-vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char *source_type,
+VD_MUST_USE vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char *source_type,
                                const char *identifiers_json, char **out);
 /* {"item": {...}, "transitions": [... last 100, newest first]} or VD_ERR_NOT_FOUND. */
-vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
+VD_MUST_USE vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
 /* What a list shows: every string filter may be NULL (any); `state` is the job status for
  * jobs; item_id 0 is any item; after is the keyset cursor (ids above it, or below it when
  * desc; 0 starts at the oldest or the newest). */
@@ -54,9 +54,9 @@ typedef struct vd_list_filter {
 
 /* {"items": [...], "next_after": id|null}. For items, worker_id is the worker of the item's
  * latest job and reason_code its last_reason_code. */
-vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out);
+VD_MUST_USE vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* The change feed: {"transitions": [... oldest first], "next_after": id, "last_id": id}. */
-vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
+VD_MUST_USE vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
                                    int64_t limit, char **out);
 
 /* Which parked or done items a bulk call takes: up to `limit` of a flow step in `state`,
@@ -67,22 +67,22 @@ typedef struct vd_bulk_select {
     int64_t limit;
 } vd_bulk_select;
 /* The ids a bulk call would take now, as a JSON array (dry run; locks nothing). */
-vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json);
+VD_MUST_USE vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json);
 /* Resolve one parked item (manual_review or failed) to `outcome` (processed or rejected),
  * audited with cause 'resolve': {"item": {...}, "transition": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is not parked. */
-vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
+VD_MUST_USE vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
                               const char *reason_code, const char *reason, const char *actor,
                               char **out);
 /* Resolve the items sel takes (sel->state must be manual_review or failed), skipping rows
  * locked by others; *ids_json receives the ids resolved as a JSON array. */
-vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char *outcome,
+VD_MUST_USE vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char *outcome,
                                const char *reason_code, const char *reason, const char *actor,
                                char **ids_json);
 
 /* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED). Answers
  * {"claims": [...]}. */
-vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
+VD_MUST_USE vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
                         int64_t limit, int64_t lease_seconds, const char *actor,
                         const vd_idem *idem, vd_reply *out);
 typedef struct vd_job_snapshot vd_job_snapshot;
@@ -95,22 +95,22 @@ VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *
                                         char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
-vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
+VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
                                        char **out);
 /* {"flow_steps": [{flow_step_id, paused, created_at, updated_at}]}. */
-vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
+VD_MUST_USE vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
 
 /* {"job": {...}} or VD_ERR_NOT_FOUND. */
-vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
+VD_MUST_USE vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
 /* {"job": {...}, "item": {...}} when `token` (a UUID in text form) is the job's claim token,
  * whatever the job's status; VD_ERR_NOT_FOUND when there is no such job or the token is
  * another's. */
-vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out);
+VD_MUST_USE vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out);
 /* {"jobs": [...], "next_after": id|null}; see vd_list_filter. */
-vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
+VD_MUST_USE vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* Requeue one item (any state but claimed): {"item": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
-vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
+VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
                               const char *actor, char **out);
 /* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without
  * locks. VD_ERR_NOT_FOUND when there is no such item. */
@@ -123,12 +123,12 @@ VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id,
 VD_MUST_USE vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id,
                                            const char *reason, const char *actor, char **out);
 /* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
-vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
+VD_MUST_USE vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
                                const char *reason_code, int64_t limit, bool reset_budgets,
                                const char *reason, const char *actor, long *count);
 
 /* SPEC §8 /v1/stats (flow_step_id may be NULL for all). */
-vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
+VD_MUST_USE vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
 /* The database-derived /metrics families, as samples (rendered by the http layer). */
 typedef enum vd_db_family {
     VD_DB_ITEMS,             /* a: flow_step_id, b: state */
@@ -150,15 +150,15 @@ typedef struct vd_db_metrics {
 VD_MUST_USE vd_error vd_store_metrics(vd_conn *c, vd_db_metrics *out);
 void vd_db_metrics_cleanup(vd_db_metrics *m);
 /* Fold counter deltas into the counters (sql/0002_stats.sql). */
-vd_error vd_store_compact_counts(vd_conn *c);
+VD_MUST_USE vd_error vd_store_compact_counts(vd_conn *c);
 /* Delete up to `limit` transitions and jobs of done items older than `days`; *deleted gets
  * how many rows went. */
-vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted);
+VD_MUST_USE vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted);
 
 /* Run fn(c, arg) in one transaction, retried on serialization failures and deadlocks (fn
  * must be safe to run again from scratch). */
 typedef vd_error (*vd_store_tx_fn)(vd_conn *c, void *arg);
-vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
+VD_MUST_USE vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
 
 /* A job and its item read under row locks (inside vd_store_tx). */
 struct vd_job_snapshot {
@@ -178,7 +178,7 @@ struct vd_job_snapshot {
 
 /* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored
  * finishing request. Free with vd_job_snapshot_cleanup. */
-vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
+VD_MUST_USE vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
                            const char *request_json, vd_job_snapshot *out);
 /* The same for n distinct jobs in one statement, locked in job id order (so that two callers
  * never wait on each other in a cycle); out[i] answers keys[i]. token must be a UUID in text
@@ -188,7 +188,7 @@ typedef struct vd_job_key {
     const char *token;
     const char *request_json;
 } vd_job_key;
-vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out);
+VD_MUST_USE vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out);
 void vd_job_snapshot_cleanup(vd_job_snapshot *s);
 
 /* Finish a job that holds its item and end the transaction: item state and counters, job
@@ -220,19 +220,19 @@ typedef struct vd_job_finish {
  * answer of w[k] (a closed JSON object, malloc'd) once committed. The vd_store_tx callback must return right after
  * it: the transaction is over. engine_data, adjudication and request_json must be valid JSON
  * (or NULL). */
-vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers);
+VD_MUST_USE vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers);
 /* Store an adjudication on a job without finishing it; *answer receives
  * {"adjudication":…,"job":…,"item":…} (verdict_job_answer; malloc'd). */
 VD_MUST_USE vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id,
                                                    const char *adjudication, char **answer);
 /* The adjudications of the item's jobs before `job_id`, newest first, as a JSON array of
  * objects (malloc'd). */
-vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id, char **out);
+VD_MUST_USE vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id, char **out);
 
 /* Tool failures (SPEC §6), inside the caller's transaction. */
-vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
+VD_MUST_USE vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
                                      const char *args, long *count);
-vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
+VD_MUST_USE vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
                                       const char *args, const char *kind, bool retryable,
                                       bool required, const char *error);
 

@@ -66,7 +66,7 @@ bool vd_tool_guard_refuses(const vd_tool_guard_input *in);
 
 /* Record f in one transaction on conn: fenced by the claim token like every job write.
  * Errors: VD_ERR_NOT_FOUND, CLAIM_LOST, JOB_FINALIZED, DATABASE_UNAVAILABLE. */
-vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
+VD_MUST_USE vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
                                 vd_tool_verdict *out);
 
 #endif

@@ -227,7 +227,11 @@ static bool load_tls(vd_config *cfg, vd_env_getter get, char *err, size_t errlen
         return fail(err, errlen, "%s: set together with %s (a certificate needs its key)",
                     has_cert ? "VERDICT_TLS_KEY_FILE" : "VERDICT_TLS_CERT_FILE",
                     has_cert ? "VERDICT_TLS_CERT_FILE" : "VERDICT_TLS_KEY_FILE");
-    if (has_cert && (!(cfg->tls_cert_file = strdup(cert)) || !(cfg->tls_key_file = strdup(key))))
+    if (!has_cert)
+        return true;
+    cfg->tls_cert_file = strdup(cert);
+    cfg->tls_key_file = strdup(key);
+    if (!cfg->tls_cert_file || !cfg->tls_key_file)
         return fail(err, errlen, "VERDICT_TLS_CERT_FILE: out of memory");
     return true;
 }
@@ -252,7 +256,7 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
         ncpu = 1;
     if (ncpu > 256)
         ncpu = 256;
-    return env_int(get, "VERDICT_THREADS", ncpu, 1, 256, &cfg->threads, err, errlen) &&
+    bool ok = env_int(get, "VERDICT_THREADS", ncpu, 1, 256, &cfg->threads, err, errlen) &&
            env_int(get, "VERDICT_LEASE_SECONDS", 300, 5, 86400, &cfg->lease_seconds, err,
                    errlen) &&
            env_int(get, "VERDICT_MAX_ATTEMPTS", 5, 1, 100, &cfg->max_attempts, err, errlen) &&
@@ -280,8 +284,10 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
                    &cfg->max_connections_per_ip, err, errlen) &&
            env_int(get, "VERDICT_READ_TIMEOUT_MS", 10000, 100, 600000, &cfg->read_timeout_ms,
                    err, errlen) &&
-           env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen) &&
-           ((cfg->max_body_bytes = (size_t)body), true);
+           env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen);
+    if (ok)
+        cfg->max_body_bytes = (size_t)body;
+    return ok;
 }
 
 bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)

@@ -153,7 +153,9 @@ bool vd_redact_is_secret_key(const char *key)
     pcre2_match_data *md = NULL;
     int rc = 0;
     pthread_once(&once, compile_all);
-    if (!secret_key_rx || !(md = pcre2_match_data_create_from_pattern(secret_key_rx, NULL)))
+    if (secret_key_rx)
+        md = pcre2_match_data_create_from_pattern(secret_key_rx, NULL);
+    if (!md)
         return true; /* out of memory: mask rather than leak */
     rc = pcre2_match(secret_key_rx, (PCRE2_SPTR)key, strlen(key), 0, 0, md, NULL);
     pcre2_match_data_free(md);

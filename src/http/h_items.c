@@ -135,7 +135,8 @@ vd_error vd_h_items_lookup(vd_ctx *ctx)
                            name);
         }
     }
-    if (!(ids_text = cJSON_PrintUnformatted(ids)))
+    ids_text = cJSON_PrintUnformatted(ids);
+    if (!ids_text)
         return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     if ((rc = vd_ctx_db(ctx, &c)) == VD_OK) {
         rc = vd_store_items_lookup(c, fs, st, ids_text, &out);

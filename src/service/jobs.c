@@ -145,7 +145,8 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     const vd_job_snapshot *snap = &a->snap[i];
     vd_job_answer *out = &a->out[i];
     vd_error rc;
-    if ((out->rc = judge(snap, w, out)) || out->replayed)
+    out->rc = judge(snap, w, out);
+    if (out->rc || out->replayed)
         return out->rc == VD_ERR_INTERNAL ? VD_ERR_INTERNAL : VD_OK;
     if (w->decide && (rc = w->decide(c, snap, w, w->decide_arg)))
         return rc;
@@ -154,7 +155,8 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     vd_budgets budgets = {snap->failures, snap->defers, snap->max_attempts, snap->max_defers};
     vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
     vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, vd_random_unit());
-    if (w->reason && !(a->reason[i] = vd_redact(w->reason)))
+    a->reason[i] = w->reason ? vd_redact(w->reason) : NULL;
+    if (w->reason && !a->reason[i])
         return VD_ERR_INTERNAL;
     a->fin[*nfin] = (vd_job_finish){
         .job_id = w->job_id,

@@ -204,7 +204,10 @@ static PGresult *collect(vd_conn *c, bool sent)
 {
     PGresult *keep = NULL, *res = NULL;
     bool ok = sent && conn_pump(c, false);
-    while (ok && (ok = next_result(c, &res)) && res) {
+    while (ok) {
+        ok = next_result(c, &res);
+        if (!ok || !res)
+            break;
         if (keep && !result_ok(keep)) {
             PQclear(res); /* the first failure is the answer */
         } else {
@@ -505,8 +508,12 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
     for (int i = 0; i < count; i++) {
         PGresult *res = NULL, *more = NULL;
         bool ok = next_result(c, &res) && res;
-        while (ok && (ok = next_result(c, &more)) && more)
+        while (ok) {
+            ok = next_result(c, &more);
+            if (!ok || !more)
+                break;
             PQclear(more);
+        }
         if (!ok) {
             PQclear(res);
             goto broken;
@@ -739,7 +746,8 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
     if (!c->in_tx || n > VD_SQL_MAX_PARAMS || c->deferred >= 0)
         return VD_ERR_INTERNAL;
     for (int i = 0; i < n; i++) {
-        if (params[i] && !(c->deferred_params[i] = strdup(params[i]))) {
+        c->deferred_params[i] = params[i] ? strdup(params[i]) : NULL;
+        if (params[i] && !c->deferred_params[i]) {
             c->deferred_n = i;
             drop_deferred(c);
             return VD_ERR_INTERNAL;

@@ -76,8 +76,8 @@ static vd_error idem_tx_run(vd_conn *c, void *arg)
                                                * takes over an expired record) */
         else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
             rc = VD_ERR_IDEMPOTENCY_KEY_REUSED;
-        else if (!(t->out->body = strdup(PQgetvalue(res, 0, 1))))
-            rc = VD_ERR_INTERNAL;
+        else
+            rc = vd_sql_dup(res, 0, 1, &t->out->body);
         t->out->replayed = rc == VD_OK;
         PQclear(res);
         return rc;
@@ -346,7 +346,7 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char 
     *count = 0;
     if (rc)
         return rc;
-    *count = atol(PQgetvalue(res, 0, 0));
+    *count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return VD_OK;
 }

@@ -101,14 +101,14 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
         s->token_ok = flag(res, r, 2);
         s->required_tool_failed = flag(res, r, 4);
         s->same_request = flag(res, r, 5);
-        if (!PQgetisnull(res, r, 6) && !(s->final_response = strdup(PQgetvalue(res, r, 6))))
+        if (!PQgetisnull(res, r, 6) && vd_sql_dup(res, r, 6, &s->final_response))
             return VD_ERR_INTERNAL;
         s->item_id = strtoll(PQgetvalue(res, r, 7), NULL, 10);
         s->holds = flag(res, r, 9);
-        s->failures = atoi(PQgetvalue(res, r, 10));
-        s->defers = atoi(PQgetvalue(res, r, 11));
-        s->max_attempts = atoi(PQgetvalue(res, r, 12));
-        s->max_defers = atoi(PQgetvalue(res, r, 13));
+        s->failures = (int)strtol(PQgetvalue(res, r, 10), NULL, 10);
+        s->defers = (int)strtol(PQgetvalue(res, r, 11), NULL, 10);
+        s->max_attempts = (int)strtol(PQgetvalue(res, r, 12), NULL, 10);
+        s->max_defers = (int)strtol(PQgetvalue(res, r, 13), NULL, 10);
         s->required_tool_blocked = flag(res, r, 14);
     }
     return VD_OK;
@@ -143,8 +143,7 @@ static vd_error reread_answer(vd_conn *c, const vd_job_key *key, vd_job_snapshot
         return rc;
     if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 1)) {
         s->same_request = flag(res, 0, 0);
-        if (!(s->final_response = strdup(PQgetvalue(res, 0, 1))))
-            rc = VD_ERR_INTERNAL;
+        rc = vd_sql_dup(res, 0, 1, &s->final_response);
     }
     PQclear(res);
     return rc;
@@ -297,9 +296,8 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
     for (int r = 0; r < PQntuples(res) && rc == VD_OK; r++) {
         int64_t job = strtoll(PQgetvalue(res, r, 0), NULL, 10);
         for (size_t k = 0; k < n; k++) {
-            if (w[k].job_id == job && !answers[k] &&
-                !(answers[k] = strdup(PQgetvalue(res, r, 1))))
-                rc = VD_ERR_INTERNAL;
+            if (w[k].job_id == job && !answers[k] && rc == VD_OK)
+                rc = vd_sql_dup(res, r, 1, &answers[k]);
         }
     }
     /* every job was locked by this transaction, so each has its row; committed either way */
@@ -361,7 +359,7 @@ vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *too
     rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_COUNT, 3, p, &res);
     if (rc)
         return rc;
-    *count = atol(PQgetvalue(res, 0, 0));
+    *count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return VD_OK;
 }

@@ -5,6 +5,8 @@
 #define VERDICT_STORE_INTERNAL_H
 
 #include <libpq-fe.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "verdict/store.h"
 
@@ -61,6 +63,14 @@ struct vd_conn {
        w->answer_disposition ? vd_disposition_name(w->disposition) : NULL)                         \
     XX(answer_adjudication, "boolean", BOOL, w->answer_adjudication)                               \
     XX(deprecation_hint, "text", STR, w->deprecation_hint)
+
+/* A copy of the text of row, col (malloc'd) into *out: VD_OK, or VD_ERR_INTERNAL when
+ * memory ran out (*out NULL). */
+static inline vd_error vd_sql_dup(const PGresult *res, int row, int col, char **out)
+{
+    *out = strdup(PQgetvalue(res, row, col));
+    return *out ? VD_OK : VD_ERR_INTERNAL;
+}
 
 /* Every SQL statement of the service, prepared once per connection (statements.c; in
  * transaction pool mode sent as unnamed statements instead). */

@@ -30,7 +30,7 @@ vd_error vd_store_purge_idempotency(vd_conn *c, long *purged)
     *purged = 0;
     if (rc)
         return rc;
-    *purged = atol(PQcmdTuples(res));
+    *purged = strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return VD_OK;
 }
@@ -56,12 +56,12 @@ vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted)
     rc = vd_sql_exec(c, VD_SQL_RETENTION_TRANSITIONS, 2, p, &res);
     if (rc)
         return rc;
-    *deleted += atol(PQcmdTuples(res));
+    *deleted += strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     rc = vd_sql_exec(c, VD_SQL_RETENTION_JOBS, 2, p, &res);
     if (rc)
         return rc;
-    *deleted += atol(PQcmdTuples(res));
+    *deleted += strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return VD_OK;
 }

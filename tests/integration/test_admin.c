@@ -265,7 +265,7 @@ static void test_feed_waits_for_open_writer(void **state)
     snprintf(sql, sizeof(sql), "INSERT INTO transitions (item_id, to_state, cause, actor)"
              " VALUES (%lld, 'available', 'requeue', 'test') RETURNING id", (long long)item);
     PGresult *res = exec_ok(c, sql);
-    int64_t held = atoll(PQgetvalue(res, 0, 0));
+    int64_t held = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     vt_register(&srv, "feed_open", "b", NULL); /* commits held + 1 */
     int64_t later = vt_sql_long("SELECT max(id) FROM transitions");

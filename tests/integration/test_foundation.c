@@ -250,7 +250,7 @@ static void test_foundation_database_restart(void **state)
     vt_resp r = vt_http(&srv, "GET", "/readyz", NULL, NULL, NULL);
     vt_assert_error(&r, 503, "database_unavailable");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "retryable")));
-    assert_true(atoi(r.retry_after) >= 1);
+    assert_true(strtol(r.retry_after, NULL, 10) >= 1);
     vt_resp_free(&r);
     assert_int_equal(sh("VERDICT_TEST_PG_START"), 0);
     long status = 0;

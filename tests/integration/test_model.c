@@ -183,7 +183,7 @@ static void test_model_random_sequences(void **state)
     (void)state;
     const char *seed = getenv("VERDICT_MODEL_SEED");
     const char *steps_env = getenv("VERDICT_MODEL_STEPS");
-    int steps = steps_env ? atoi(steps_env) : 3000;
+    int steps = steps_env ? (int)strtol(steps_env, NULL, 10) : 3000;
     rng = seed ? strtoull(seed, NULL, 10) : (unsigned long long)time(NULL) | 1;
     fprintf(stderr, "model test: seed %llu, %d steps\n", rng, steps);
     for (int i = 0; i < ITEMS; i++) {

@@ -191,7 +191,7 @@ static void test_stats_promtool(void **state)
     /* the sweeper (every second here) has run at least once since the server started */
     const char *runs = strstr(r.body, "verdict_sweeper_runs_total{result=\"ok\"} ");
     assert_non_null(runs);
-    assert_true(atol(runs + strlen("verdict_sweeper_runs_total{result=\"ok\"} ")) >= 1);
+    assert_true(strtol(runs + strlen("verdict_sweeper_runs_total{result=\"ok\"} "), NULL, 10) >= 1);
     assert_non_null(strstr(r.body, "verdict_sweeper_last_run_timestamp_seconds 1"));
     char path[] = "/tmp/verdict-scrape-XXXXXX";
     int fd = mkstemp(path);

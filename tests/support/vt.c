@@ -116,7 +116,7 @@ long vt_sql_long(const char *fmt, ...)
     va_start(ap, fmt);
     char *out = vt_vsql(fmt, ap);
     va_end(ap);
-    long v = out ? atol(out) : -1;
+    long v = out ? strtol(out, NULL, 10) : -1;
     free(out);
     return v;
 }
@@ -345,7 +345,7 @@ static const cJSON *walk(const cJSON *o, const char *path)
     for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && o;
          t = strtok_r(NULL, ".", &save)) {
         if (cJSON_IsArray(o))
-            o = cJSON_GetArrayItem(o, atoi(t));
+            o = cJSON_GetArrayItem(o, (int)strtol(t, NULL, 10));
         else
             o = cJSON_GetObjectItemCaseSensitive(o, t);
     }
