@@ -54,7 +54,7 @@ check_includes() {
 # No assignment in a condition but the error chain `(rc = f(...))` (CONTRIBUTING.md).
 check_assign() {
   local hits
-  hits=$(src_files | xargs grep -nE '(^|[(!&|][[:space:]]*)\([[:space:]]*[A-Za-z_][A-Za-z0-9_.>[-]*\]?[[:space:]]*=[^=]' |
+  hits=$(src_files | xargs grep -nE '(^|[(!&|][[:space:]]*)\([[:space:]]*\**[A-Za-z_][A-Za-z0-9_.>[-]*\]?[[:space:]]*=[^=]' |
     grep -vE '\((rc|err)[[:space:]]*=[[:space:]]*[A-Za-z_][A-Za-z0-9_>.-]*\(' )
   [ -z "$hits" ] && return 0
   printf '%s\n' "$hits"

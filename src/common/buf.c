@@ -35,14 +35,16 @@ static bool reserve(vd_buf *b, size_t more)
 void vd_buf_vprintf(vd_buf *b, const char *fmt, va_list ap)
 {
     va_list again;
-    char small[256];
+    if (!reserve(b, 0))
+        return;
+    /* formatted straight into the free space; only text that does not fit is formatted twice */
     va_copy(again, ap);
-    int n = vsnprintf(small, sizeof(small), fmt, ap);
-    if (n < 0)
+    int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+    if (n < 0) {
         b->failed = true;
-    else if ((size_t)n < sizeof(small))
-        vd_buf_append(b, small, (size_t)n);
-    else if (reserve(b, (size_t)n)) {
+    } else if (b->len + (size_t)n < b->cap) {
+        b->len += (size_t)n;
+    } else if (reserve(b, (size_t)n)) {
         vsnprintf(b->data + b->len, b->cap - b->len, fmt, again);
         b->len += (size_t)n;
     }

@@ -213,9 +213,10 @@ static bool env_or_file(vd_env_getter get, const char *var, char sep, char **out
         return fail(err, errlen, "%s and %s are both set: set one of them", var, file_var);
     if (path && *path)
         return read_secret_file(file_var, path, sep, out, err, errlen);
-    if (v && *v && !(*out = strdup(v)))
-        return fail(err, errlen, "%s: out of memory", var);
-    return true;
+    if (!v || !*v)
+        return true;
+    *out = strdup(v);
+    return *out ? true : fail(err, errlen, "%s: out of memory", var);
 }
 
 /* VERDICT_TLS_CERT_FILE and VERDICT_TLS_KEY_FILE: both or neither (server.c loads them). */

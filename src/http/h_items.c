@@ -77,7 +77,9 @@ static vd_error items_batch(vd_ctx *ctx, char **batch_text)
     int i = 0;
     for (const cJSON *it = items->child; it && rc == VD_OK; it = it->next, i++)
         rc = normalise_item(ctx, it, i, batch);
-    if (rc == VD_OK && !(*batch_text = cJSON_PrintUnformatted(batch)))
+    if (rc == VD_OK)
+        *batch_text = cJSON_PrintUnformatted(batch);
+    if (rc == VD_OK && !*batch_text)
         rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     cJSON_Delete(batch);
     return rc;

@@ -207,8 +207,10 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
         char msg[sizeof(ctx->err_message)];
         const char *field = refusal(rc, &in.w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
-    } else if (!(*answer = vd_job_reply(NULL, ans.kept, ans.replayed))) {
-        rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    } else {
+        *answer = vd_job_reply(NULL, ans.kept, ans.replayed);
+        if (!*answer)
+            rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
 out:
     disp_cleanup(&in);
@@ -339,8 +341,10 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
         }
         if (!entry)
             b.failed = true;
-        else
-            vd_buf_printf(&b, "%s%s", i ? "," : "", entry);
+        else if (i > 0)
+            vd_buf_append(&b, ",", 1);
+        if (entry)
+            vd_buf_append(&b, entry, strlen(entry));
         free(entry);
     }
     vd_buf_printf(&b, "]}");

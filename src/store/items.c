@@ -29,8 +29,8 @@ static vd_error text_of(vd_error rc, PGresult *res, char **out)
         return rc;
     if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
         rc = VD_ERR_NOT_FOUND;
-    else if (!(*out = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 0, out);
     PQclear(res);
     return rc;
 }
@@ -207,8 +207,8 @@ vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
         rc = VD_ERR_NOT_FOUND;
     else if (PQgetisnull(res, 0, 1))
         rc = VD_ERR_INVALID_TRANSITION;
-    else if (!(*out = strdup(PQgetvalue(res, 0, 1))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 1, out);
     PQclear(res);
     return rc;
 }
@@ -273,8 +273,8 @@ vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
         seen->holds = !PQgetisnull(res, 0, 2);
         if (!vd_job_status_parse(PQgetvalue(res, 0, 0), &seen->status))
             rc = VD_ERR_INTERNAL;
-        else if (seen->holds && !(*out = strdup(PQgetvalue(res, 0, 2))))
-            rc = VD_ERR_INTERNAL;
+        else if (seen->holds)
+            rc = vd_sql_dup(res, 0, 2, out);
     }
     PQclear(res);
     return rc;
@@ -328,8 +328,8 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
         rc = VD_ERR_NOT_FOUND;
     else if (PQgetisnull(res, 0, 1))
         rc = VD_ERR_INVALID_TRANSITION;
-    else if (!(*out = strdup(PQgetvalue(res, 0, 1))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 1, out);
     PQclear(res);
     return rc;
 }

@@ -323,8 +323,8 @@ vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *a
         return rc;
     if (PQntuples(res) != 1)
         rc = VD_ERR_NOT_FOUND;
-    else if (!(*answer = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 0, answer);
     PQclear(res);
     return rc;
 }
@@ -341,8 +341,7 @@ vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_i
     rc = vd_sql_exec(c, VD_SQL_PRIOR_ADJUDICATIONS, 2, p, &res);
     if (rc)
         return rc;
-    if (!(*out = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    rc = vd_sql_dup(res, 0, 0, out);
     PQclear(res);
     return rc;
 }
@@ -411,8 +410,7 @@ vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, cons
     vd_error rc = vd_sql_exec_commit(c, VD_SQL_ITEM_RELEASE, 4, p, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) != 1 || !(*out = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_INTERNAL;
     PQclear(res);
     return rc;
 }

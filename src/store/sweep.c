@@ -73,7 +73,8 @@ static vd_error one_text(vd_conn *c, vd_sql sql, int n, const char *const *p, ch
     *out = NULL;
     if (rc)
         return rc;
-    if (!(*out = strdup(PQntuples(res) ? PQgetvalue(res, 0, 0) : "")))
+    *out = strdup(PQntuples(res) ? PQgetvalue(res, 0, 0) : "");
+    if (!*out)
         rc = VD_ERR_INTERNAL;
     PQclear(res);
     return rc;
