@@ -30,7 +30,7 @@
  * (so `returncode` null or absent means unknown); array elements must not be null.
  * Thread-safe. */
 VD_MUST_USE vd_error vd_session_report_from_json(const cJSON *session, int default_max_retries,
-                                     vd_session_report *out, const char **field_out);
+                                                 vd_session_report *out, const char **field_out);
 
 /* Frees what vd_session_report_from_json() allocated (pattern/error/message arrays and a
  * joined parsed.result) and resets *r to the defaults. Only for reports it filled; NULL-safe. */

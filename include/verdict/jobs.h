@@ -21,12 +21,12 @@ typedef struct vd_job_write {
     vd_event event;
     vd_disposition disposition; /* stored on the job; NONE for a release */
     vd_cause cause;             /* the transition's cause */
-    const char *reason_code;  /* may be NULL */
-    const char *reason;       /* raw text, may be NULL; stored redacted */
-    bool is_reject;           /* subject to the required-tool guard (SPEC §6) */
-    bool force;               /* override that guard; recorded on the transition */
-    const char *engine_data;  /* JSON object or NULL */
-    const char *adjudication; /* JSON object or NULL */
+    const char *reason_code;    /* may be NULL */
+    const char *reason;         /* raw text, may be NULL; stored redacted */
+    bool is_reject;             /* subject to the required-tool guard (SPEC §6) */
+    bool force;                 /* override that guard; recorded on the transition */
+    const char *engine_data;    /* JSON object or NULL */
+    const char *adjudication;   /* JSON object or NULL */
     /* skip_item (SPEC §5.1): the answer says the call was mapped to `disposition`, with this
      * hint; NULL otherwise. The answer opens with the disposition (a disposition call), the
      * adjudication (VD_DISPOSITION_SESSION_OUTCOME) or the job (a release). */
@@ -34,16 +34,15 @@ typedef struct vd_job_write {
     /* Optional: called inside the transaction once the call is known to hold the job, before
      * the state machine runs; it may fill event, reason_code, reason and adjudication on its
      * copy of the write. It runs again when the transaction is retried. */
-    vd_error (*decide)(vd_conn *c, const vd_job_snapshot *snap, struct vd_job_write *w,
-                       void *arg);
+    vd_error (*decide)(vd_conn *c, const vd_job_snapshot *snap, struct vd_job_write *w, void *arg);
     void *decide_arg;
     bool record_only; /* store the adjudication on the job; leave item and job status as is */
 } vd_job_write;
 
 typedef struct vd_job_answer {
-    vd_error rc;          /* this write's own result (vd_job_apply_many) */
-    char *kept;           /* on VD_OK: the answer kept for replays, a closed JSON object
-                             (malloc'd); vd_job_reply renders it */
+    vd_error rc; /* this write's own result (vd_job_apply_many) */
+    char *kept;  /* on VD_OK: the answer kept for replays, a closed JSON object
+                    (malloc'd); vd_job_reply renders it */
     bool replayed;
     const char *standing;     /* on VD_ERR_JOB_FINALIZED: the disposition that stands, or
                                  "release" (static) */
@@ -84,7 +83,7 @@ VD_MUST_USE vd_error vd_item_release(vd_conn *conn, int64_t item_id, const char 
  * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller
  * frees out->kept. */
 VD_MUST_USE vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
-                      vd_job_answer *out);
+                                  vd_job_answer *out);
 
 /* Apply n writes to n distinct jobs in one transaction: one statement locks every job and
  * item (in job id order), one statement finishes all that may finish, sent with the COMMIT.
@@ -92,7 +91,7 @@ VD_MUST_USE vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_
  * DATABASE_UNAVAILABLE), a refused write does not stop the others. The return value is the
  * transaction's: on any error no write took effect and no out[i] holds an answer. The caller
  * frees every out[i].kept. */
-VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
-                           vd_job_answer *out);
+VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
+                                       size_t n, vd_job_answer *out);
 
 #endif

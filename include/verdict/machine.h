@@ -41,9 +41,9 @@ typedef struct vd_event {
 typedef struct vd_outcome {
     vd_item_state to_state;
     vd_job_status job_status;
-    int failures, defers;       /* after the event */
-    double delay_seconds;       /* available_at = now + delay (deferred only) */
-    const char *reason_code;    /* an override of the caller's reason code, or NULL */
+    int failures, defers;    /* after the event */
+    double delay_seconds;    /* available_at = now + delay (deferred only) */
+    const char *reason_code; /* an override of the caller's reason code, or NULL */
 } vd_outcome;
 
 /* min(cap, base * 2^(n-1)) with +-20% jitter; jitter_unit in [0,1) (0.5 = none). n >= 1. */

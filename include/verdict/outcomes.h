@@ -32,14 +32,14 @@ typedef struct vd_session_call {
     const char *token;
     const char *request_json; /* the call, for replays */
     const char *actor;
-    bool apply;               /* false: store the adjudication only (the job keeps running) */
+    bool apply;                /* false: store the adjudication only (the job keeps running) */
     vd_session_report *report; /* decoded; prior_consecutive_retries is filled here */
 } vd_session_call;
 
 typedef struct vd_session_result {
-    vd_job_answer answer;      /* the job write's answer (free answer.kept) */
-    bool adjudicated;          /* this call adjudicated (not a replay): adj is set */
-    vd_adjudication adj;       /* free with vd_adjudication_cleanup */
+    vd_job_answer answer; /* the job write's answer (free answer.kept) */
+    bool adjudicated;     /* this call adjudicated (not a replay): adj is set */
+    vd_adjudication adj;  /* free with vd_adjudication_cleanup */
 } vd_session_result;
 
 /* Adjudicate and store (and with apply, apply) a session outcome in one transaction on conn:
@@ -47,8 +47,7 @@ typedef struct vd_session_result {
  * Errors: those of vd_job_apply, VD_ERR_MATCH_BUDGET_EXHAUSTED. The caller frees
  * out->answer.kept and out->adj (vd_session_result_cleanup). */
 VD_MUST_USE vd_error vd_session_outcome_apply(vd_conn *conn, const vd_config *cfg,
-                                              const vd_session_call *call,
-                                              vd_session_result *out);
+                                              const vd_session_call *call, vd_session_result *out);
 void vd_session_result_cleanup(vd_session_result *r);
 
 #endif

@@ -35,10 +35,11 @@ typedef struct vd_reply {
 /* Register a batch (a JSON array of normalised items with "ord" and every field filled),
  * audited as `actor`. Answers {"items": [...]} in input order. */
 VD_MUST_USE vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
-                                 const vd_idem *idem, vd_reply *out);
+                                             const vd_idem *idem, vd_reply *out);
 /* {"items": [{id, item_identifier, state}]} for the known identifiers (a JSON array). */
-VD_MUST_USE vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char *source_type,
-                               const char *identifiers_json, char **out);
+VD_MUST_USE vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id,
+                                           const char *source_type, const char *identifiers_json,
+                                           char **out);
 /* {"item": {...}, "transitions": [... last 100, newest first]} or VD_ERR_NOT_FOUND. */
 VD_MUST_USE vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
 /* What a list shows: every string filter may be NULL (any); `state` is the job status for
@@ -57,7 +58,7 @@ typedef struct vd_list_filter {
 VD_MUST_USE vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* The change feed: {"transitions": [... oldest first], "next_after": id, "last_id": id}. */
 VD_MUST_USE vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
-                                   int64_t limit, char **out);
+                                               int64_t limit, char **out);
 
 /* Which parked or done items a bulk call takes: up to `limit` of a flow step in `state`,
  * optionally only those whose last_reason_code is reason_code (may be NULL), lowest ids
@@ -72,31 +73,30 @@ VD_MUST_USE vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel
  * audited with cause 'resolve': {"item": {...}, "transition": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is not parked. */
 VD_MUST_USE vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
-                              const char *reason_code, const char *reason, const char *actor,
-                              char **out);
+                                          const char *reason_code, const char *reason,
+                                          const char *actor, char **out);
 /* Resolve the items sel takes (sel->state must be manual_review or failed), skipping rows
  * locked by others; *ids_json receives the ids resolved as a JSON array. */
-VD_MUST_USE vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char *outcome,
-                               const char *reason_code, const char *reason, const char *actor,
-                               char **ids_json);
+VD_MUST_USE vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel,
+                                           const char *outcome, const char *reason_code,
+                                           const char *reason, const char *actor, char **ids_json);
 
 /* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED). Answers
  * {"claims": [...]}. */
 VD_MUST_USE vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
-                        int64_t limit, int64_t lease_seconds, const char *actor,
-                        const vd_idem *idem, vd_reply *out);
+                                    int64_t limit, int64_t lease_seconds, const char *actor,
+                                    const vd_idem *idem, vd_reply *out);
 typedef struct vd_job_snapshot vd_job_snapshot;
 /* Extend the lease of a job that still holds its item, in one statement. *seen receives the
  * job as the statement saw it (found, token_ok, status; holds when the lease was extended) for
  * the service's claim check (vd_job_fence); *out {"lease_expires_at": ...} (malloc'd) when it
  * was extended, else NULL. */
 VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                                        int64_t lease_seconds, vd_job_snapshot *seen,
-                                        char **out);
+                                        int64_t lease_seconds, vd_job_snapshot *seen, char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
-VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
-                                       char **out);
+VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id,
+                                                   bool paused, char **out);
 /* {"flow_steps": [{flow_step_id, paused, created_at, updated_at}]}. */
 VD_MUST_USE vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
 
@@ -110,12 +110,12 @@ VD_MUST_USE vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *to
 VD_MUST_USE vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* Requeue one item (any state but claimed): {"item": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
-VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
-                              const char *actor, char **out);
+VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets,
+                                          const char *reason, const char *actor, char **out);
 /* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without
  * locks. VD_ERR_NOT_FOUND when there is no such item. */
-VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id,
-                                               vd_item_state *state, int64_t *job);
+VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state,
+                                               int64_t *job);
 /* The last statement of an admin's release (inside vd_store_tx, after vd_store_job_lock of
  * job_id said it holds item_id; sent with the COMMIT): job -> released, item -> available
  * now, one transition (cause admin_release, actor), no budget spent. *out: {"job": {...},
@@ -124,17 +124,18 @@ VD_MUST_USE vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t 
                                            const char *reason, const char *actor, char **out);
 /* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
 VD_MUST_USE vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
-                               const char *reason_code, int64_t limit, bool reset_budgets,
-                               const char *reason, const char *actor, long *count);
+                                           const char *reason_code, int64_t limit,
+                                           bool reset_budgets, const char *reason,
+                                           const char *actor, long *count);
 
 /* SPEC §8 /v1/stats (flow_step_id may be NULL for all). */
 VD_MUST_USE vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
 /* The database-derived /metrics families, as samples (rendered by the http layer). */
 typedef enum vd_db_family {
-    VD_DB_ITEMS,             /* a: flow_step_id, b: state */
-    VD_DB_TRANSITIONS,       /* a: cause, b: to_state */
-    VD_DB_STUCK_CLAIMS,      /* a: flow_step_id */
-    VD_DB_OLDEST_CLAIMABLE,  /* a: flow_step_id; seconds */
+    VD_DB_ITEMS,            /* a: flow_step_id, b: state */
+    VD_DB_TRANSITIONS,      /* a: cause, b: to_state */
+    VD_DB_STUCK_CLAIMS,     /* a: flow_step_id */
+    VD_DB_OLDEST_CLAIMABLE, /* a: flow_step_id; seconds */
     VD_DB__MAX
 } vd_db_family;
 typedef struct vd_db_sample {
@@ -145,7 +146,7 @@ typedef struct vd_db_sample {
 typedef struct vd_db_metrics {
     vd_db_sample *s; /* in family order, then by labels */
     size_t n;
-    void *owner;     /* the result the labels point into */
+    void *owner; /* the result the labels point into */
 } vd_db_metrics;
 VD_MUST_USE vd_error vd_store_metrics(vd_conn *c, vd_db_metrics *out);
 void vd_db_metrics_cleanup(vd_db_metrics *m);
@@ -163,23 +164,23 @@ VD_MUST_USE vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
 /* A job and its item read under row locks (inside vd_store_tx). */
 struct vd_job_snapshot {
     bool found;
-    bool token_ok;           /* the claim_token given is the job's */
+    bool token_ok; /* the claim_token given is the job's */
     vd_job_status status;
     vd_disposition disposition; /* VD_DISPOSITION_NONE when none */
     bool required_tool_failed;  /* a `required: true` tool failed in this job */
     bool required_tool_blocked; /* ... and was answered retryable: false (do not call again) */
-    bool same_request;       /* the stored finishing request equals this one */
-    char *final_response;    /* the stored answer (malloc'd) or NULL */
+    bool same_request;          /* the stored finishing request equals this one */
+    char *final_response;       /* the stored answer (malloc'd) or NULL */
     int64_t item_id;
     vd_item_state item_state;
-    bool holds;              /* the job's token still holds the item (claimed by it) */
+    bool holds; /* the job's token still holds the item (claimed by it) */
     int failures, defers, max_attempts, max_defers;
 };
 
 /* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored
  * finishing request. Free with vd_job_snapshot_cleanup. */
 VD_MUST_USE vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
-                           const char *request_json, vd_job_snapshot *out);
+                                       const char *request_json, vd_job_snapshot *out);
 /* The same for n distinct jobs in one statement, locked in job id order (so that two callers
  * never wait on each other in a cycle); out[i] answers keys[i]. token must be a UUID in text
  * form; request_json valid JSON or NULL. */
@@ -188,7 +189,8 @@ typedef struct vd_job_key {
     const char *token;
     const char *request_json;
 } vd_job_key;
-VD_MUST_USE vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out);
+VD_MUST_USE vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n,
+                                        vd_job_snapshot *out);
 void vd_job_snapshot_cleanup(vd_job_snapshot *s);
 
 /* Finish a job that holds its item and end the transaction: item state and counters, job
@@ -199,7 +201,7 @@ typedef struct vd_job_finish {
     vd_item_state to_state;
     vd_job_status job_status;
     vd_cause cause;
-    vd_disposition disposition; /* VD_DISPOSITION_NONE leaves the job's NULL (a release) */
+    vd_disposition disposition;       /* VD_DISPOSITION_NONE leaves the job's NULL (a release) */
     const char *reason_code, *reason; /* already redacted */
     int failures, defers;
     double delay_seconds;
@@ -211,30 +213,31 @@ typedef struct vd_job_finish {
     /* The kept answer, built by the statement (verdict_job_answer, sql/0012_answer.sql):
      * {["disposition":<disposition>,]["adjudication":<adjudication>,]"job":…,"item":…
      *  [,"deprecated":true,"mapped_to":<disposition>,"hint":<deprecation_hint>]} */
-    bool answer_disposition;       /* open with the disposition */
-    bool answer_adjudication;      /* ... or with the adjudication (null when none) */
-    const char *deprecation_hint;  /* skip_item's: the call was mapped to the disposition */
+    bool answer_disposition;      /* open with the disposition */
+    bool answer_adjudication;     /* ... or with the adjudication (null when none) */
+    const char *deprecation_hint; /* skip_item's: the call was mapped to the disposition */
 } vd_job_finish;
 
 /* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept
- * answer of w[k] (a closed JSON object, malloc'd) once committed. The vd_store_tx callback must return right after
- * it: the transaction is over. engine_data, adjudication and request_json must be valid JSON
- * (or NULL). */
-VD_MUST_USE vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers);
+ * answer of w[k] (a closed JSON object, malloc'd) once committed. The vd_store_tx callback must
+ * return right after it: the transaction is over. engine_data, adjudication and request_json must
+ * be valid JSON (or NULL). */
+VD_MUST_USE vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n,
+                                          char **answers);
 /* Store an adjudication on a job without finishing it; *answer receives
  * {"adjudication":…,"job":…,"item":…} (verdict_job_answer; malloc'd). */
 VD_MUST_USE vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id,
                                                    const char *adjudication, char **answer);
 /* The adjudications of the item's jobs before `job_id`, newest first, as a JSON array of
  * objects (malloc'd). */
-VD_MUST_USE vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id, char **out);
+VD_MUST_USE vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id,
+                                                  char **out);
 
 /* Tool failures (SPEC §6), inside the caller's transaction. */
 VD_MUST_USE vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
-                                     const char *args, long *count);
+                                                 const char *args, long *count);
 VD_MUST_USE vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
-                                      const char *args, const char *kind, bool retryable,
-                                      bool required, const char *error);
-
+                                                  const char *args, const char *kind,
+                                                  bool retryable, bool required, const char *error);
 
 #endif

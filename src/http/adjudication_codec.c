@@ -135,8 +135,8 @@ static vd_error get_patterns(const cJSON *obj, const char *key, const char *fiel
     cJSON_ArrayForEach(el, list)
     {
         if (cJSON_IsString(el) && strlen(el->valuestring) > VD_ADJ_MAX_PATTERN_BYTES) {
-            r->invalid_reason = "a pattern longer than the limit of "
-                VD__STR(VD_ADJ_MAX_PATTERN_BYTES) " bytes";
+            r->invalid_reason =
+                "a pattern longer than the limit of " VD__STR(VD_ADJ_MAX_PATTERN_BYTES) " bytes";
             return fail_at(r, VD_ERR_INVALID_FIELD, field, i);
         }
         i++;
@@ -195,9 +195,8 @@ static vd_error decode_contract(const cJSON *session, vd_session_report *r)
         err = get_string(session, "completion_marker", "session.completion_marker", r,
                          &r->completion_marker);
     if (err == VD_OK)
-        err = get_patterns(session, "expected_output_patterns",
-                           "session.expected_output_patterns", r, &r->expected_output_patterns,
-                           &r->n_expected_output_patterns);
+        err = get_patterns(session, "expected_output_patterns", "session.expected_output_patterns",
+                           r, &r->expected_output_patterns, &r->n_expected_output_patterns);
     if (err == VD_OK)
         err = decode_write_behavior(session, r);
     if (err == VD_OK)

@@ -42,8 +42,8 @@ vd_error vd_h_requeue_one(vd_ctx *ctx)
 }
 
 /* The selection of a bulk call: flow_step_id, state (one of states), reason_code, limit. */
-static vd_error bulk_select(vd_ctx *ctx, vd_field f, const vd_item_state *states,
-                            size_t nstates, const char *states_text, vd_bulk_select *sel)
+static vd_error bulk_select(vd_ctx *ctx, vd_field f, const vd_item_state *states, size_t nstates,
+                            const char *states_text, vd_bulk_select *sel)
 {
     bool known = false;
     vd_item_state state = VD_ITEM_AVAILABLE;
@@ -81,8 +81,7 @@ static vd_error dry_run(vd_ctx *ctx, const vd_bulk_select *sel, const char *coun
 
 vd_error vd_h_requeue_bulk(vd_ctx *ctx)
 {
-    static const vd_item_state states[] = {VD_ITEM_FAILED, VD_ITEM_MANUAL_REVIEW,
-                                           VD_ITEM_REJECTED};
+    static const vd_item_state states[] = {VD_ITEM_FAILED, VD_ITEM_MANUAL_REVIEW, VD_ITEM_REJECTED};
     const cJSON *body = NULL;
     char *clean = NULL;
     bool reset = false, dry = false;
@@ -97,8 +96,7 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
         return rc;
     if (dry)
         return dry_run(ctx, &sel, "would_requeue");
-    if ((rc = vd_get_redacted(f, "reason", false, 0, 2000, &clean)) ||
-        (rc = vd_ctx_db(ctx, &c))) {
+    if ((rc = vd_get_redacted(f, "reason", false, 0, 2000, &clean)) || (rc = vd_ctx_db(ctx, &c))) {
         free(clean);
         return rc;
     }
@@ -133,8 +131,8 @@ vd_error vd_h_release_item(vd_ctx *ctx)
     rc = vd_item_release(c, id, clean, ctx->actor, &out, &state);
     free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
-        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release",
-                       what, vd_item_state_name(state));
+        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release", what,
+                       vd_item_state_name(state));
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }
 
@@ -202,8 +200,7 @@ vd_error vd_h_resolve_bulk(vd_ctx *ctx)
         free(reason);
         return rc;
     }
-    rc = vd_store_resolve_bulk(c, &sel, outcome, code ? code : "resolve", reason, ctx->actor,
-                               &ids);
+    rc = vd_store_resolve_bulk(c, &sel, outcome, code ? code : "resolve", reason, ctx->actor, &ids);
     free(reason);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);

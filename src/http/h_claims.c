@@ -21,8 +21,7 @@ vd_error vd_h_claims(vd_ctx *ctx)
         (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
         (rc = vd_get_string(f, "worker_id", true, 1, 200, &worker)) ||
         (rc = vd_get_int(f, "limit", false, 1, 100, 1, &limit)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds,
-                         &lease)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
         (rc = vd_ctx_db(ctx, &c)))
         return rc;
     vd_idem idem = {"claims", ctx->actor, key, ctx->body};
@@ -46,8 +45,7 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
         return rc;
     f.obj = body;
     if ((rc = vd_get_token(f, &token)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds,
-                         &lease)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
         (rc = vd_ctx_db(ctx, &c)))
         return rc;
     snprintf(what, sizeof(what), "job %lld", (long long)job);

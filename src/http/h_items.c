@@ -12,7 +12,6 @@
 #define MAX_BATCH 1000
 #define MAX_PAYLOAD 65536
 
-
 /* Validate items[i] and append its normalised form (every default filled) to batch. */
 static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch)
 {
@@ -40,7 +39,8 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         free(text);
         char name[64];
         if (len > MAX_PAYLOAD)
-            return vd_fail(ctx, VD_ERR_INVALID_FIELD, vd_field_name(f, "payload", name, sizeof(name)),
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD,
+                           vd_field_name(f, "payload", name, sizeof(name)),
                            "'%s' is larger than 64 KiB serialised", name);
     }
     cJSON *o = cJSON_CreateObject();
@@ -133,8 +133,8 @@ vd_error vd_h_items_lookup(vd_ctx *ctx)
         if (len < 1 || len > 2000) {
             char name[40];
             snprintf(name, sizeof(name), "item_identifiers[%d]", i);
-            return vd_fail(ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be a string of 1 to 2000 bytes",
-                           name);
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD, name,
+                           "'%s' must be a string of 1 to 2000 bytes", name);
         }
     }
     ids_text = cJSON_PrintUnformatted(ids);

@@ -18,10 +18,11 @@
 #define MAX_BATCH 100
 #define VD_MAX_ID 999999999999999999LL /* 18 digits, as in a path's job id */
 
-const char *const vd_reject_codes[] = {"irrelevant", "too_thin",    "duplicate",
-                                           "spam",       "low_quality", "other", NULL};
-const char *const vd_defer_codes[] = {"tool_error",     "quality_gate",      "provider_error",
-                                          "low_confidence", "dependency_outage", "other", NULL};
+const char *const vd_reject_codes[] = {"irrelevant",  "too_thin", "duplicate", "spam",
+                                       "low_quality", "other",    NULL};
+const char *const vd_defer_codes[] = {
+    "tool_error", "quality_gate", "provider_error", "low_confidence", "dependency_outage", "other",
+    NULL};
 
 static vd_error get_code(vd_field f, const char *const *allowed, const char **out)
 {
@@ -126,15 +127,13 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
     if ((rc = vd_get_token(f, &w->token)) ||
         (rc = vd_get_string(f, "disposition", true, 1, 40, &word)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
-        (rc = vd_get_bool(f, "force", false, &w->force)) ||
-        (rc = get_engine_data(f, &in->engine)))
+        (rc = vd_get_bool(f, "force", false, &w->force)) || (rc = get_engine_data(f, &in->engine)))
         return rc;
     w->reason = reason;
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
                        vd_field_name(f, "disposition", name, sizeof(name)),
-                       "'%s' must be complete, reject_source, defer_item, fail or skip_item",
-                       name);
+                       "'%s' must be complete, reject_source, defer_item, fail or skip_item", name);
     if (d == VD_DISPOSITION_SKIP_ITEM) {
         bool reject = false;
         vd_skip_item_map(reason, &reject, &w->reason_code);
@@ -159,8 +158,8 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
 }
 
 /* Why a job write was refused: the message (in msg) and the field it names, or NULL. */
-static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answer *ans,
-                           char *msg, size_t len)
+static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answer *ans, char *msg,
+                           size_t len)
 {
     int64_t job = w->job_id;
     char what[48];
@@ -261,7 +260,8 @@ vd_error vd_h_release(vd_ctx *ctx)
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
         char *reply = vd_job_reply(NULL, ans.kept, ans.replayed);
-        rc = reply ? vd_respond_owned(ctx, reply) : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+        rc = reply ? vd_respond_owned(ctx, reply)
+                   : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
     free(ans.kept);
     return rc;
@@ -325,8 +325,7 @@ static char *refused_entry(int i, const disp_in *in, const vd_job_answer *ans)
 }
 
 /* {"results":[{"job_id":…,"status":…, then the single call's answer or error envelope}…]} */
-static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans,
-                                int n)
+static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans, int n)
 {
     vd_buf b = {0};
     vd_buf_printf(&b, "{\"results\":[");

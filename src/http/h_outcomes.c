@@ -147,9 +147,9 @@ static vd_error decode_session(vd_ctx *ctx, const cJSON *body, vd_session_report
     rc = vd_session_report_from_json(s, ctx->cfg->max_consecutive_retries, r, &field);
     if (rc)
         return vd_fail(ctx, rc, field, "'%s' is %s", field ? field : "session",
-                       r->invalid_reason ? r->invalid_reason
+                       r->invalid_reason            ? r->invalid_reason
                        : rc == VD_ERR_MISSING_FIELD ? "required (exactly one of stdout, parsed)"
-                                                  : "not valid");
+                                                    : "not valid");
     return VD_OK;
 }
 

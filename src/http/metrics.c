@@ -68,15 +68,14 @@ static void render_labelled(vd_buf *out, const char *name, const char *help, lab
     vd_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
     pthread_mutex_lock(&labelled_mu);
     for (size_t i = 0; i < *n; i++)
-        vd_buf_printf(out, "%s{%s} %llu\n", name, table[i].labels,
-                      (unsigned long long)table[i].n);
+        vd_buf_printf(out, "%s{%s} %llu\n", name, table[i].labels, (unsigned long long)table[i].n);
     pthread_mutex_unlock(&labelled_mu);
 }
 
 static size_t route_slot(long route)
 {
     return route < 0 || route >= MAX_ROUTES || (size_t)route >= vd_route_count ? MAX_ROUTES
-                                                                                 : (size_t)route;
+                                                                               : (size_t)route;
 }
 
 void vd_metrics_observe_http(long route, int status, double seconds)
@@ -190,8 +189,8 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
     static const struct {
         const char *name, *type, *help, *a, *b;
     } fam[VD_DB__MAX] = {
-        [VD_DB_ITEMS] = {"verdict_items", "gauge", "Items by flow step and state.",
-                         "flow_step_id", "state"},
+        [VD_DB_ITEMS] = {"verdict_items", "gauge", "Items by flow step and state.", "flow_step_id",
+                         "state"},
         [VD_DB_TRANSITIONS] = {"verdict_transitions_total", "counter",
                                "State transitions recorded, by cause and new state.", "cause",
                                "to_state"},

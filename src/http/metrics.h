@@ -9,7 +9,6 @@
 #include "verdict/store_ops.h"
 #include "verdict/sweeper.h"
 
-
 /* Count one answered request; route is an index into vd_routes or -1 for unmatched. */
 void vd_metrics_observe_http(long route, int status, double seconds);
 /* Count one stored session outcome / one recorded tool failure (names are wire strings). */

@@ -184,7 +184,8 @@ static bool compute_success(struct adj *a, const struct sess *s, int rc, vd_term
         return content_ok(a, s, p);
     case VD_TERMINATION_NATURAL_EXIT:
         if (rc != 0)
-            return substantive && marker_set(a) && vd__adj_contains(res, a->marker) && content_ok(a, s, p);
+            return substantive && marker_set(a) && vd__adj_contains(res, a->marker) &&
+                   content_ok(a, s, p);
         return content_ok(a, s, p);
     default:
         return false;

@@ -77,7 +77,7 @@ struct adj {
     pcre2_match_context *mctx;
     struct strv warnings;
     bool oom;
-    double budget_end;    /* vd_monotonic() time the call's matching must end by */
+    double budget_end;     /* vd_monotonic() time the call's matching must end by */
     bool budget_exhausted; /* a search was cut off by it: the call fails */
 };
 

@@ -106,7 +106,8 @@ static void read_flat_exhaustion(const cJSON *obj, struct sess *s)
     cJSON_ArrayForEach(block, content)
     {
         const char *t = cJSON_IsObject(block) ? str_item(block, "text") : NULL;
-        if (t != NULL && str_is(block, "type", "text") && vd__adj_contains_ci(vd__adj_span_of(t), PROMPT_TOO_LONG))
+        if (t != NULL && str_is(block, "type", "text") &&
+            vd__adj_contains_ci(vd__adj_span_of(t), PROMPT_TOO_LONG))
             s->ctx_flag = true;
     }
 }

@@ -21,9 +21,9 @@ typedef struct apply_ctx {
     vd_job_key *key;
     vd_job_snapshot *snap;
     vd_job_finish *fin;
-    size_t *fin_of;   /* fin[k] finishes write fin_of[k] */
-    char **reason;    /* redacted reasons */
-    char **answer;    /* answers of fin[k] */
+    size_t *fin_of; /* fin[k] finishes write fin_of[k] */
+    char **reason;  /* redacted reasons */
+    char **answer;  /* answers of fin[k] */
 } apply_ctx;
 
 char *vd_job_reply(const char *lead, const char *kept, bool replayed)
@@ -58,8 +58,8 @@ vd_error vd_job_fence(const vd_job_snapshot *snap)
     return snap->holds ? VD_OK : VD_ERR_CLAIM_LOST;
 }
 
-vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
-                          int64_t lease_seconds, char **out)
+vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token, int64_t lease_seconds,
+                          char **out)
 {
     vd_job_snapshot seen;
     vd_error rc = vd_store_heartbeat(conn, job_id, token, lease_seconds, &seen, out);
@@ -81,8 +81,8 @@ static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
         out->replayed = true;
         return out->kept ? VD_OK : VD_ERR_INTERNAL;
     }
-    out->standing = snap->status == VD_JOB_RELEASED ? "release"
-                                                    : vd_disposition_name(snap->disposition);
+    out->standing =
+        snap->status == VD_JOB_RELEASED ? "release" : vd_disposition_name(snap->disposition);
     if (!out->standing)
         out->standing = "";
     return VD_ERR_JOB_FINALIZED;
@@ -109,9 +109,9 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
         return finished_job(snap, out);
     if (rc)
         return rc;
-    if (vd_tool_guard_refuses(&(vd_tool_guard_input){
-            w->is_reject, completes(w), w->force,
-            snap->required_tool_failed, snap->required_tool_blocked}))
+    if (vd_tool_guard_refuses(&(vd_tool_guard_input){w->is_reject, completes(w), w->force,
+                                                     snap->required_tool_failed,
+                                                     snap->required_tool_blocked}))
         return VD_ERR_TOOL_FAILURE_PENDING;
     return VD_OK;
 }
@@ -120,8 +120,8 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
 static bool forced(const vd_job_snapshot *snap, const vd_job_write *w)
 {
     return w->force && vd_tool_guard_refuses(&(vd_tool_guard_input){
-                           w->is_reject, completes(w), false,
-                           snap->required_tool_failed, snap->required_tool_blocked});
+                           w->is_reject, completes(w), false, snap->required_tool_failed,
+                           snap->required_tool_blocked});
 }
 
 static void reset_run(apply_ctx *a)

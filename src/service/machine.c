@@ -90,9 +90,15 @@ void vd_skip_item_map(const char *reason, bool *maps_to_reject, const char **rea
     static const struct {
         const char *word, *code;
     } quality[] = {
-        {"irrelevant", "irrelevant"}, {"not_relevant", "irrelevant"}, {"off_topic", "irrelevant"},
-        {"too_thin", "too_thin"},     {"thin", "too_thin"},           {"duplicate", "duplicate"},
-        {"dupe", "duplicate"},        {"spam", "spam"},               {"noise", "spam"},
+        {"irrelevant", "irrelevant"},
+        {"not_relevant", "irrelevant"},
+        {"off_topic", "irrelevant"},
+        {"too_thin", "too_thin"},
+        {"thin", "too_thin"},
+        {"duplicate", "duplicate"},
+        {"dupe", "duplicate"},
+        {"spam", "spam"},
+        {"noise", "spam"},
         {"low_quality", "low_quality"},
     };
     static const char *tooling[] = {"tool", "error", "fail", "timeout", "gate"};

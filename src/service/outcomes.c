@@ -45,8 +45,7 @@ static void outcome_reset(outcome_ctx *o)
 }
 
 /* Inside the transaction: adjudicate with the item's own history, choose the event. */
-static vd_error decide_outcome(vd_conn *c, const vd_job_snapshot *snap, vd_job_write *w,
-                               void *arg)
+static vd_error decide_outcome(vd_conn *c, const vd_job_snapshot *snap, vd_job_write *w, void *arg)
 {
     outcome_ctx *o = arg;
     char *prior = NULL;
@@ -79,8 +78,8 @@ static vd_error decide_outcome(vd_conn *c, const vd_job_snapshot *snap, vd_job_w
     return VD_OK;
 }
 
-vd_error vd_session_outcome_apply(vd_conn *conn, const vd_config *cfg,
-                                  const vd_session_call *call, vd_session_result *out)
+vd_error vd_session_outcome_apply(vd_conn *conn, const vd_config *cfg, const vd_session_call *call,
+                                  vd_session_result *out)
 {
     outcome_ctx o = {.report = call->report};
     vd_job_write w = {

@@ -55,16 +55,15 @@ static bool any_ci(const char *hay, const char *const *needles, size_t n)
 vd_tool_kind vd_tool_kind_classify(const char *error)
 {
     /* the network refused a connection: try again later */
-    static const char *const network[] = {"connection refused", "econnrefused",
-                                          "connection reset", "econnreset"};
+    static const char *const network[] = {"connection refused", "econnrefused", "connection reset",
+                                          "econnreset"};
     /* the provider refused this request: the same request is refused again */
     static const char *const refusal[] = {
-        "refused",       "refusal",        "content policy", "content_policy",
-        "usage polic",   "policy violation", "violates",     "content filter",
-        "content_filter", "safety system", "moderation",     "forbidden",
-        "not permitted", "blocked by",     "declined"};
-    static const char *const words[] = {"timeout",          "timed out",  "time out",
-                                        "rate limit",       "ratelimit",  "rate-limit",
+        "refused",          "refusal",   "content policy", "content_policy", "usage polic",
+        "policy violation", "violates",  "content filter", "content_filter", "safety system",
+        "moderation",       "forbidden", "not permitted",  "blocked by",     "declined"};
+    static const char *const words[] = {"timeout",           "timed out",   "time out",
+                                        "rate limit",        "ratelimit",   "rate-limit",
                                         "too many requests", "temporarily", "overloaded"};
     static const char *const codes[] = {"429", "502", "503", "504"};
     if (any_ci(error, network, COUNT(network)))
@@ -80,8 +79,8 @@ vd_tool_kind vd_tool_kind_classify(const char *error)
     return VD_TOOL_KIND_DETERMINISTIC;
 }
 
-void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required,
-                            long repeat_count, int loop_threshold, vd_tool_verdict *out)
+void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, long repeat_count,
+                            int loop_threshold, vd_tool_verdict *out)
 {
     /* a required tool that will not be called again leaves the task unfinishable */
     static const char required_tail[] =
@@ -140,10 +139,8 @@ static vd_error record_tx(vd_conn *c, void *arg)
     if (rc || (rc = vd_job_fence(&snap)) ||
         (rc = vd_store_tool_failure_count(c, f->job_id, f->tool, f->args, &before)))
         goto out;
-    vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error)
-                                                        : f->kind;
-    vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold,
-                           r->out);
+    vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error) : f->kind;
+    vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold, r->out);
     rc = vd_store_tool_failure_insert(c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind),
                                       r->out->retryable, f->required, r->redacted);
 out:

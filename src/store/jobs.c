@@ -95,7 +95,8 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
         s->found = true;
         s->disposition = VD_DISPOSITION_NONE;
         if (!vd_job_status_parse(PQgetvalue(res, r, 1), &s->status) ||
-            (*PQgetvalue(res, r, 3) && !vd_disposition_parse(PQgetvalue(res, r, 3), &s->disposition)) ||
+            (*PQgetvalue(res, r, 3) &&
+             !vd_disposition_parse(PQgetvalue(res, r, 3), &s->disposition)) ||
             !vd_item_state_parse(PQgetvalue(res, r, 8), &s->item_state))
             return VD_ERR_INTERNAL; /* a word the CHECK constraints do not allow */
         s->token_ok = flag(res, r, 2);
@@ -175,8 +176,8 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
     return rc;
 }
 
-vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
-                           const char *request_json, vd_job_snapshot *out)
+vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token, const char *request_json,
+                           vd_job_snapshot *out)
 {
     vd_job_key key = {job_id, token, request_json};
     return vd_store_jobs_lock(c, &key, 1, out);
@@ -346,8 +347,8 @@ vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_i
     return rc;
 }
 
-vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
-                                     const char *args, long *count)
+vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool, const char *args,
+                                     long *count)
 {
     char job[24];
     const char *p[] = {job, tool, args};
@@ -368,8 +369,8 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
                                       bool required, const char *error)
 {
     char job[24];
-    const char *p[] = {job, tool, args, kind, retryable ? "true" : "false",
-                       required ? "true" : "false", error};
+    const char *p[] = {
+        job, tool, args, kind, retryable ? "true" : "false", required ? "true" : "false", error};
     PGresult *res = NULL;
     snprintf(job, sizeof(job), "%" PRId64, job_id);
     vd_error rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_INSERT, 7, p, &res);
@@ -377,8 +378,7 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
     return rc;
 }
 
-vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state,
-                                   int64_t *job)
+vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state, int64_t *job)
 {
     char id[24];
     const char *p[] = {id};

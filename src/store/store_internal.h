@@ -15,16 +15,16 @@
 
 struct vd_conn {
     PGconn *pg;
-    bool ready;  /* connected and every statement prepared */
-    bool in_tx;  /* inside BEGIN .. COMMIT/ROLLBACK */
-    bool begin_pending; /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
+    bool ready;           /* connected and every statement prepared */
+    bool in_tx;           /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool begin_pending;   /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
     bool indexed_pending; /* begin_pending, and SET LOCAL enable_seqscan = off goes with it */
-    bool last_conflict; /* the last error was a serialization failure or deadlock */
-    bool timed_out; /* the last call passed its deadline (the connection was dropped) */
+    bool last_conflict;   /* the last error was a serialization failure or deadlock */
+    bool timed_out;       /* the last call passed its deadline (the connection was dropped) */
     int index;
-    const char *url; /* borrowed from the pool */
-    struct vd_db *db; /* the pool it belongs to */
-    int timeout_ms;  /* the pool's VERDICT_DB_TIMEOUT_MS */
+    const char *url;    /* borrowed from the pool */
+    struct vd_db *db;   /* the pool it belongs to */
+    int timeout_ms;     /* the pool's VERDICT_DB_TIMEOUT_MS */
     double deadline;    /* vd_monotonic() bound of the whole borrow (request), 0: per call */
     double op_deadline; /* the bound of the call in progress */
     /* A statement whose rows nobody reads (vd_sql_exec_deferred), sent in one pipeline with

@@ -210,8 +210,7 @@ static void test_foundation_upgrade_keeps_replays(void **state)
 
     snprintf(path, sizeof(path), "/v1/jobs/%ld/disposition", job_id);
     /* same request, other key order and spacing: jsonb equality */
-    snprintf(body, sizeof(body), "{\"disposition\":\"complete\",\"claim_token\":\"%s\"}",
-             token);
+    snprintf(body, sizeof(body), "{\"disposition\":\"complete\",\"claim_token\":\"%s\"}", token);
     vt_resp r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
     assert_int_equal(r.status, 200);
     assert_non_null(r.json);
@@ -220,7 +219,8 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     vt_resp_free(&r);
     snprintf(body, sizeof(body),
              "{\"claim_token\":\"%s\",\"disposition\":\"reject_source\","
-             "\"reason_code\":\"spam\"}", token);
+             "\"reason_code\":\"spam\"}",
+             token);
     r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
     vt_assert_error(&r, 409, "job_finalized");
     vt_resp_free(&r);

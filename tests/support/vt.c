@@ -169,8 +169,8 @@ void vt_server_start_listen(vt_server *s, const char *host, const char *const *e
             putenv((char *)env[i]);
         /* VT_VERDICTD: another binary (e.g. an older build, to show a test fails without a
          * change) */
-        execl(getenv("VT_VERDICTD") ? getenv("VT_VERDICTD") : VERDICTD_PATH, "verdictd",
-              "serve", (char *)NULL);
+        execl(getenv("VT_VERDICTD") ? getenv("VT_VERDICTD") : VERDICTD_PATH, "verdictd", "serve",
+              (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 300; i++) {
@@ -251,8 +251,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     header_value(p, size * n, "Retry-After", r->retry_after, sizeof(r->retry_after));
     header_value(p, size * n, "Content-Type", r->content_type, sizeof(r->content_type));
     header_value(p, size * n, "Idempotent-Replayed", replayed, sizeof(replayed));
-    header_value(p, size * n, "WWW-Authenticate", r->www_authenticate,
-                 sizeof(r->www_authenticate));
+    header_value(p, size * n, "WWW-Authenticate", r->www_authenticate, sizeof(r->www_authenticate));
     if (strcmp(replayed, "true") == 0)
         r->replayed = true;
     return size * n;
