@@ -192,8 +192,9 @@ static void fill_write(vd_job_write *jw, disp_kind k, const claim *c, const char
     jw->token = c->token;
     jw->event.retry_after_seconds = -1;
     jw->event.retryable = true;
-    jw->disposition = disp_name(k);
-    jw->cause = disp_name(k);
+    if (!vd_disposition_parse(disp_name(k), &jw->disposition))
+        jw->disposition = VD_DISPOSITION_FAIL;
+    jw->cause = vd_disposition_cause(jw->disposition);
     switch (k) {
     case DISP_COMPLETE:
         jw->event.kind = VD_EVENT_COMPLETE;
@@ -216,8 +217,8 @@ static void fill_write(vd_job_write *jw, disp_kind k, const claim *c, const char
         jw->reason = "bench: the provider answered 503";
         break;
     }
-    snprintf(head, head_cap, "\"disposition\":\"%s\"", jw->disposition);
-    jw->head = head;
+    (void)head;
+    (void)head_cap;
     jw->request_json = body;
     jw->actor = VB_ACTOR;
 }
@@ -247,7 +248,9 @@ static int do_disposition(worker *w, const claim *c, disp_kind k)
     status = vd_error_status(rc);
     if (rc != VD_OK)
         note_error(w, status, disp_name(k), vd_error_code(rc));
-    free(ans.body);
+    if (ans.kept) /* the reply the HTTP side would send */
+        free(vd_job_reply(NULL, ans.kept, ans.replayed));
+    free(ans.kept);
     return status;
 }
 
@@ -298,7 +301,9 @@ static int do_dispositions(worker *w, const claim *c, int n)
     for (int i = 0; i < n; i++) {
         if (rc == VD_OK && ans[i].rc != VD_OK)
             rc = ans[i].rc;
-        free(ans[i].body);
+        if (ans[i].kept)
+            free(vd_job_reply(NULL, ans[i].kept, ans[i].replayed));
+        free(ans[i].kept);
     }
     status = vd_error_status(rc);
     if (rc != VD_OK)

@@ -166,9 +166,9 @@ static char **child_env(const vb_env *e)
         if (strncmp(environ[i], "VERDICT_", 8) != 0 ||
             strncmp(environ[i], "VERDICT_DB_POOL_MODE=", 21) == 0)
             env[k++] = environ[i];
-    env[k++] = e->child_db[0] ? vb_strdupf("VERDICT_DATABASE_URL=%s dbname=%s", e->child_db,
-                                           e->db_name)
-                              : vb_strdupf("VERDICT_DATABASE_URL=%s", e->db_url);
+    env[k++] = e->child_db[0]
+                   ? vb_strdupf("VERDICT_DATABASE_URL=%s dbname=%s", e->child_db, e->db_name)
+                   : vb_strdupf("VERDICT_DATABASE_URL=%s", e->db_url);
     env[k++] = vb_strdupf("VERDICT_LISTEN=127.0.0.1:%d", e->port);
     env[k++] = vb_strdupf("VERDICT_API_KEYS=%s:admin:%s", VB_ACTOR, e->token);
     env[k++] = vb_strdupf("VERDICT_THREADS=%d", e->threads);

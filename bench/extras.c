@@ -11,42 +11,22 @@
 #include <string.h>
 
 #include "verdict/adjudicator.h"
+#include "verdict/buf.h"
 
 /* ---- (a) the adjudicator ---------------------------------------------------------------- */
 
 #define MARKER "== ORDER UP =="
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf;
+/* vd_buf_printf, reporting whether the buffer still holds everything appended. */
+static bool sb_printf(vd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static bool sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static bool sb_printf(sbuf *b, const char *fmt, ...)
+static bool sb_printf(vd_buf *b, const char *fmt, ...)
 {
     va_list ap;
-    int n;
-    for (;;) {
-        size_t room = b->cap - b->len;
-        va_start(ap, fmt);
-        n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return false;
-        if (b->p && (size_t)n < room) {
-            b->len += (size_t)n;
-            return true;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return false;
-        b->p = p;
-        b->cap = cap;
-    }
+    va_start(ap, fmt);
+    vd_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return !b->failed;
 }
 
 /* A plausible `claude -p --output-format stream-json` transcript of about `target` bytes:
@@ -56,7 +36,7 @@ static char *make_stream(size_t target)
     static const char filler[] =
         "The source argues that the migration is safe because every statement runs inside "
         "one transaction; the plan checks that claim against the schema and the test log. ";
-    sbuf b = {0};
+    vd_buf b = {0};
     bool ok = sb_printf(&b, "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"bench\","
                             "\"tools\":[\"Read\",\"Write\",\"Edit\",\"Bash\"]}\n");
     for (int i = 0; ok && b.len + 2048 < target; i++) {
@@ -80,10 +60,10 @@ static char *make_stream(size_t target)
                        "\"duration_ms\":183211,\"num_turns\":120,\"result\":\"Done. plan_path = "
                        "/work/plan.md\\n" MARKER "\",\"total_cost_usd\":0.42}\n");
     if (!ok) {
-        free(b.p);
+        vd_buf_cleanup(&b);
         return NULL;
     }
-    return b.p;
+    return vd_buf_take(&b);
 }
 
 static const char *patterns[] = {"plan_path\\s*=\\s*/\\S+"};

@@ -12,7 +12,9 @@ out=$(mktemp -d /tmp/verdict-fuzz.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc tests/fuzz/fuzz_adjudicator.c \
-  src/service/adjudicator.c src/http/adjudication_codec.c src/common/error.c src/common/util.c \
+  src/service/adjudicator.c src/service/adjudicator_text.c src/service/adjudicator_stream.c \
+  src/service/adjudication_json.c src/http/adjudication_codec.c src/common/error.c \
+  src/common/util.c src/common/buf.c \
   src/common/json_scan.c src/common/redact.c -lpthread \
   -lcjson -lpcre2-8 -lm -o "$out/fuzz_adjudicator"
 mkdir -p "$out/corpus"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# scripts/test.sh - the one test command (README, .ci/run): install what is missing, build
-# (plain and ASan+UBSan), start a throwaway PostgreSQL in a temp dir, run every CTest test in
-# both builds, lint the OpenAPI document, test the container image when podman is there, and
-# always stop the database. Exits non-zero on any failure.
+# scripts/test.sh - the one test command (README, .ci/run): install what is missing, run the
+# style checks (scripts/check.sh), build (plain and ASan+UBSan), start a throwaway PostgreSQL
+# in a temp dir, run every CTest test in both builds, the concurrency tests in a
+# ThreadSanitizer build, lint the OpenAPI document, test the container image when podman is
+# there, and always stop the database. Exits non-zero on any failure.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$VD_ROOT"
@@ -11,11 +12,16 @@ vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus gnutls-bin chromium pgbounce
 # the PHP client's PHPUnit suite and the WordPress end-to-end test (ctest label slow)
 vd_apt_install php-cli php-curl php-mysql php-xml php-mbstring phpunit wordpress mariadb-server
 command -v npm >/dev/null 2>&1 || vd_apt_install nodejs npm
+vd_apt_install clang-format git
 
 TMP=$(mktemp -d /tmp/verdict-test.XXXXXX)
 chmod 755 "$TMP"
 cleanup() { vd_pg_stop "$TMP/pg"; rm -rf "$TMP"; }
 trap cleanup EXIT
+
+status=0
+vd_log "style checks (scripts/check.sh: format, banned, includes, assign, length, must_use)"
+scripts/check.sh || status=1
 
 vd_log "building (plain) in build/"
 vd_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERDICT_TESTS=ON
@@ -32,7 +38,6 @@ if [ "$(id -u)" = 0 ]; then run_as="runuser -u postgres --"; else run_as=""; fi
 export VERDICT_TEST_PG_STOP="$run_as $pgctl -m fast stop"
 export VERDICT_TEST_PG_START="$run_as $pgctl -o '$pgopts' start"
 
-status=0
 # the console's browser test (ctest slow.ui_console) drives this chromium with playwright-core
 (cd tests/ui && [ -d node_modules/playwright-core ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
   npm ci --no-audit --no-fund --loglevel=error) || status=1
@@ -50,6 +55,26 @@ ctest --test-dir build --output-on-failure --no-tests=error -j2 || status=1
 vd_log "ctest (address,undefined sanitizers)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 -LE 'slow|fault' || status=1
+
+# ThreadSanitizer: the thread pool, the sweeper thread and the shared connection pool under the
+# concurrency tests. Only what they need is built. Every report of any process (verdictd and
+# the test programs) goes to $TMP/tsan/; one report fails the run. tests/tsan.supp names
+# uninstrumented libraries only, never verdict's code (CONTRIBUTING.md, Tests).
+vd_log "building (thread sanitizer) in build-tsan/"
+cmake -S "$VD_ROOT" -B build-tsan -DVERDICT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DVERDICT_SANITIZE=thread -DVERDICT_TESTS=ON -DVERDICT_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$(nproc)" --target verdictd test_concurrency test_outage \
+  test_limits >/dev/null
+vd_log "ctest (thread sanitizer: concurrency, outage, limits)"
+mkdir -p "$TMP/tsan"
+TSAN_OPTIONS="suppressions=$VD_ROOT/tests/tsan.supp log_path=$TMP/tsan/report history_size=4" \
+  ctest --test-dir build-tsan --output-on-failure --no-tests=error \
+  -R '^integration\.test_(concurrency|outage|limits)$' || status=1
+if compgen -G "$TMP/tsan/report*" >/dev/null; then
+  vd_log "ThreadSanitizer reported:"
+  cat "$TMP"/tsan/report* >&2
+  status=1
+fi
 
 vd_log "fuzzing the stdout parser and adjudicator (bounded)"
 scripts/fuzz.sh "${VERDICT_FUZZ_SECONDS:-60}" || status=1

@@ -23,7 +23,8 @@ static const char usage[] =
     "\n"
     "Configuration comes from the environment: VERDICT_DATABASE_URL (required),\n"
     "VERDICT_LISTEN (127.0.0.1:8080), VERDICT_THREADS, VERDICT_API_KEYS (name:role:token,...),\n"
-    "VERDICT_LEASE_SECONDS, VERDICT_MAX_ATTEMPTS, VERDICT_MAX_DEFERS, VERDICT_BACKOFF_BASE_SECONDS,\n"
+    "VERDICT_LEASE_SECONDS, VERDICT_MAX_ATTEMPTS, VERDICT_MAX_DEFERS, "
+    "VERDICT_BACKOFF_BASE_SECONDS,\n"
     "VERDICT_BACKOFF_CAP_SECONDS, VERDICT_LOOP_THRESHOLD, VERDICT_SWEEP_INTERVAL_SECONDS,\n"
     "VERDICT_MAX_BODY_BYTES, VERDICT_LOG_LEVEL, VERDICT_AUTO_MIGRATE, VERDICT_RETENTION_DAYS.\n"
     "See README.md.\n";
@@ -78,8 +79,7 @@ static int run_serve(const vd_config *cfg)
         goto out;
     sweeper = vd_sweeper_start(cfg, db);
     vd_logf(VD_LOG_INFO, "verdictd %s listening on %s:%d (%d threads, %zu api keys)",
-            VERDICT_VERSION, cfg->listen_host, cfg->listen_port, cfg->threads,
-            cfg->api_key_count);
+            VERDICT_VERSION, cfg->listen_host, cfg->listen_port, cfg->threads, cfg->api_key_count);
     sigwait(&set, &sig);
     vd_logf(VD_LOG_INFO, "signal %d: draining", sig);
     rc = 0;

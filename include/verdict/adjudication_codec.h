@@ -29,17 +29,14 @@
  * allocation. Unknown fields are ignored; an optional field set to null reads as absent
  * (so `returncode` null or absent means unknown); array elements must not be null.
  * Thread-safe. */
-vd_error vd_session_report_from_json(const cJSON *session, int default_max_retries,
-                                     vd_session_report *out, const char **field_out);
+VD_MUST_USE vd_error vd_session_report_from_json(const cJSON *session, int default_max_retries,
+                                                 vd_session_report *out, const char **field_out);
 
 /* Frees what vd_session_report_from_json() allocated (pattern/error/message arrays and a
  * joined parsed.result) and resets *r to the defaults. Only for reports it filled; NULL-safe. */
 void vd_session_report_cleanup(vd_session_report *r);
 
-/* Encodes *a as the §5 answer object with the keys outcome, success, needs_retry,
- * retry_reason, content_state, subtype, cli_subtype, infra_exit, write_evidence,
- * result_text and warnings, in that order. Returns a new tree the caller frees with
- * cJSON_Delete(), or NULL when memory runs out. *a is borrowed. Thread-safe. */
-cJSON *vd_adjudication_to_json(const vd_adjudication *a);
+/* The encoder of an adjudication (§5) is the service's: outcomes.h. */
+#include "verdict/outcomes.h"
 
 #endif

@@ -22,12 +22,12 @@
  * on text the caller sends, so each dimension is bounded: how many patterns, how long each
  * is, how much text they are matched against, how hard one match may backtrack, and how long
  * all matching of one call may take. */
-#define VD_ADJ_MAX_PATTERNS 32          /* per list: expected_output_patterns, expected_when */
-#define VD_ADJ_MAX_PATTERN_BYTES 1024   /* each pattern */
-#define VD_ADJ_MAX_TEXT_BYTES 262144    /* stdout, stderr, result, errors, messages: in total */
-#define VD_ADJ_MATCH_LIMIT 100000       /* PCRE2 match limit, per start position */
-#define VD_ADJ_DEPTH_LIMIT 10000        /* PCRE2 backtracking depth limit */
-#define VD_ADJ_MATCH_BUDGET_MS 1000     /* all regex matching of one call */
+#define VD_ADJ_MAX_PATTERNS 32        /* per list: expected_output_patterns, expected_when */
+#define VD_ADJ_MAX_PATTERN_BYTES 1024 /* each pattern */
+#define VD_ADJ_MAX_TEXT_BYTES 262144  /* stdout, stderr, result, errors, messages: in total */
+#define VD_ADJ_MATCH_LIMIT 100000     /* PCRE2 match limit, per start position */
+#define VD_ADJ_DEPTH_LIMIT 10000      /* PCRE2 backtracking depth limit */
+#define VD_ADJ_MATCH_BUDGET_MS 1000   /* all regex matching of one call */
 
 /* XX(CONSTANT, "wire string"); the first row of each table is the default (value 0). */
 #define VD_TERMINATION_MAP(XX)                                                                     \
@@ -231,7 +231,7 @@ void vd_session_report_init(vd_session_report *r);
  * are compiled per call, and every PCRE2 match is bounded by a match and heap limit; the
  * one caveat is cJSON itself, whose parser resets a library-global error pointer on every
  * call, for the HTTP layer as much as here). */
-vd_error vd_adjudicate(const vd_session_report *r, vd_adjudication *out);
+VD_MUST_USE vd_error vd_adjudicate(const vd_session_report *r, vd_adjudication *out);
 
 /* Frees what vd_adjudicate() allocated in *a and zeroes it. NULL-safe, idempotent. */
 void vd_adjudication_cleanup(vd_adjudication *a);

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "verdict/error.h"
+
 typedef enum vd_role {
     VD_ROLE_NONE = 0,
     VD_ROLE_READER,
@@ -33,10 +35,10 @@ typedef struct vd_api_key {
 } vd_api_key;
 
 typedef struct vd_config {
-    char *database_url;     /* NULL when unset (from VERDICT_DATABASE_URL or ..._FILE) */
-    char *listen_host;      /* e.g. "127.0.0.1", "::1", "0.0.0.0" */
+    char *database_url; /* NULL when unset (from VERDICT_DATABASE_URL or ..._FILE) */
+    char *listen_host;  /* e.g. "127.0.0.1", "::1", "0.0.0.0" */
     int listen_port;
-    bool listen_loopback;   /* the host is a loopback address */
+    bool listen_loopback; /* the host is a loopback address */
     int threads;
     vd_api_key *api_keys;
     size_t api_key_count;
@@ -57,10 +59,10 @@ typedef struct vd_config {
     bool db_pool_transaction; /* VERDICT_DB_POOL_MODE=transaction: no session state */
     int max_connections;      /* libmicrohttpd's global connection cap */
     int max_connections_per_ip;
-    int read_timeout_ms;      /* a request's headers and body must arrive within this */
-    int queue_depth;          /* requests waiting for a worker before 503 */
-    char *tls_cert_file;      /* PEM certificate chain; NULL: plain HTTP */
-    char *tls_key_file;       /* its PEM private key; set exactly when tls_cert_file is */
+    int read_timeout_ms; /* a request's headers and body must arrive within this */
+    int queue_depth;     /* requests waiting for a worker before 503 */
+    char *tls_cert_file; /* PEM certificate chain; NULL: plain HTTP */
+    char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */
@@ -69,7 +71,7 @@ typedef const char *(*vd_env_getter)(const char *name);
 /* Fill *cfg from the environment seen through `get`. On failure returns false, writes a
  * message naming the variable into err (errlen bytes) and leaves *cfg cleaned up. On success
  * the caller owns *cfg and releases it with vd_config_cleanup. */
-bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen);
+VD_MUST_USE bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen);
 
 /* Free what vd_config_load allocated; safe on a zeroed or cleaned config. */
 void vd_config_cleanup(vd_config *cfg);

@@ -10,6 +10,9 @@
 
 #include <stdbool.h>
 
+/* On a fallible function: a caller that drops its result is a compile error (-Werror). */
+#define VD_MUST_USE __attribute__((warn_unused_result))
+
 /* XX(NAME, code, http_status, retryable, hint) */
 #define VD_ERROR_MAP(XX)                                                                           \
     XX(INVALID_JSON, "invalid_json", 400, false,                                                   \
@@ -17,46 +20,46 @@
        "per object, numbers without leading zeros and within a double's range, nothing after "     \
        "it); 'field' names where it failed.")                                                      \
     XX(INVALID_FIELD, "invalid_field", 400, false,                                                 \
-       "Fix the field named in 'field' (type, range or length) and send the request again.")      \
+       "Fix the field named in 'field' (type, range or length) and send the request again.")       \
     XX(MISSING_FIELD, "missing_field", 400, false,                                                 \
-       "Add the required field named in 'field' and send the request again.")                     \
+       "Add the required field named in 'field' and send the request again.")                      \
     XX(UNAUTHORIZED, "unauthorized", 401, false,                                                   \
-       "Send 'Authorization: Bearer <token>' with a token from VERDICT_API_KEYS.")                \
+       "Send 'Authorization: Bearer <token>' with a token from VERDICT_API_KEYS.")                 \
     XX(FORBIDDEN, "forbidden", 403, false,                                                         \
-       "Use an API key whose role allows this call (reader < worker < admin).")                   \
+       "Use an API key whose role allows this call (reader < worker < admin).")                    \
     XX(CLAIM_MISMATCH, "claim_mismatch", 403, false,                                               \
-       "Send Verdict-Claim as '<job_id>:<claim_token>' of one claim, exactly as POST /v1/claims " \
-       "returned them: an MCP session acts on that job only.")                                    \
+       "Send Verdict-Claim as '<job_id>:<claim_token>' of one claim, exactly as POST /v1/claims "  \
+       "returned them: an MCP session acts on that job only.")                                     \
     XX(ORIGIN_FORBIDDEN, "origin_forbidden", 403, false,                                           \
-       "Call /mcp from an agent runtime (no Origin header) or from a page of this server's own "  \
+       "Call /mcp from an agent runtime (no Origin header) or from a page of this server's own "   \
        "origin.")                                                                                  \
     XX(NOT_FOUND, "not_found", 404, false,                                                         \
-       "Check the path and the id; GET /openapi.json lists every endpoint.")                      \
+       "Check the path and the id; GET /openapi.json lists every endpoint.")                       \
     XX(METHOD_NOT_ALLOWED, "method_not_allowed", 405, false,                                       \
        "Use one of the methods named in the Allow header.")                                        \
     XX(CLAIM_LOST, "claim_lost", 409, false,                                                       \
-       "Discard this result; do not retry this call. Claim new work instead.")                    \
+       "Discard this result; do not retry this call. Claim new work instead.")                     \
     XX(JOB_FINALIZED, "job_finalized", 409, false,                                                 \
-       "This job already has a final disposition; read it with GET /v1/jobs/{id} and move on.")   \
+       "This job already has a final disposition; read it with GET /v1/jobs/{id} and move on.")    \
     XX(INVALID_TRANSITION, "invalid_transition", 409, false,                                       \
-       "The item is not in a state that allows this; read it with GET /v1/items/{id}.")          \
+       "The item is not in a state that allows this; read it with GET /v1/items/{id}.")            \
     XX(TOOL_FAILURE_PENDING, "tool_failure_pending", 409, false,                                   \
-       "A required tool failed in this job: use defer_item (the source stays eligible) or "       \
-       "fail. reject_source, and complete after the tool was given up, need force: true.")        \
+       "A required tool failed in this job: use defer_item (the source stays eligible) or "        \
+       "fail. reject_source, and complete after the tool was given up, need force: true.")         \
     XX(PAYLOAD_TOO_LARGE, "payload_too_large", 413, false,                                         \
-       "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                    \
+       "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                     \
     XX(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, false,                               \
        "Send the body as 'Content-Type: application/json'.")                                       \
     XX(MATCH_BUDGET_EXHAUSTED, "match_budget_exhausted", 422, false,                               \
-       "Simplify the regexes (no nested quantifiers such as (a+)+) or send less text.")          \
+       "Simplify the regexes (no nested quantifiers such as (a+)+) or send less text.")            \
     XX(IDEMPOTENCY_KEY_REUSED, "idempotency_key_reused", 422, false,                               \
        "Use a new Idempotency-Key for a different request body.")                                  \
     XX(DATABASE_UNAVAILABLE, "database_unavailable", 503, true,                                    \
-       "Retry the same request after the Retry-After delay.")                           \
+       "Retry the same request after the Retry-After delay.")                                      \
     XX(OVERLOADED, "overloaded", 503, true,                                                        \
-       "Every worker is busy: retry the same request after the Retry-After delay.")              \
+       "Every worker is busy: retry the same request after the Retry-After delay.")                \
     XX(UNSUPPORTED_TRANSFER_CODING, "unsupported_transfer_coding", 501, false,                     \
-       "Send the body with a Content-Length, or with 'Transfer-Encoding: chunked'.")             \
+       "Send the body with a Content-Length, or with 'Transfer-Encoding: chunked'.")               \
     XX(INTERNAL, "internal", 500, false,                                                           \
        "Report this with the X-Request-Id; the request was not applied.")
 

@@ -19,52 +19,79 @@ typedef struct vd_job_write {
     const char *request_json; /* the call, as JSON; an identical repeat replays the answer */
     const char *actor;
     vd_event event;
-    const char *disposition;  /* stored on the job: "complete", ..., "session_outcome" */
-    const char *cause;        /* the transition's cause */
-    const char *reason_code;  /* may be NULL */
-    const char *reason;       /* raw text, may be NULL; stored redacted */
-    bool is_reject;           /* subject to the required-tool guard (SPEC §6) */
-    bool force;               /* override that guard; recorded on the transition */
-    const char *engine_data;  /* JSON object or NULL */
-    const char *adjudication; /* JSON object or NULL */
-    const char *head;         /* JSON members that open the answer, e.g. "\"disposition\":\"x\"",
-                                 or NULL (the answer opens with "job") */
-    const char *tail;         /* JSON members after job and item, or NULL */
+    vd_disposition disposition; /* stored on the job; NONE for a release */
+    vd_cause cause;             /* the transition's cause */
+    const char *reason_code;    /* may be NULL */
+    const char *reason;         /* raw text, may be NULL; stored redacted */
+    bool is_reject;             /* subject to the required-tool guard (SPEC §6) */
+    bool force;                 /* override that guard; recorded on the transition */
+    const char *engine_data;    /* JSON object or NULL */
+    const char *adjudication;   /* JSON object or NULL */
+    /* skip_item (SPEC §5.1): the answer says the call was mapped to `disposition`, with this
+     * hint; NULL otherwise. The answer opens with the disposition (a disposition call), the
+     * adjudication (VD_DISPOSITION_SESSION_OUTCOME) or the job (a release). */
+    const char *deprecation_hint;
     /* Optional: called inside the transaction once the call is known to hold the job, before
-     * the state machine runs; it may fill event, reason_code, reason, adjudication and head
-     * on its copy of the write. It runs again when the transaction is retried. */
-    vd_error (*decide)(vd_conn *c, const vd_job_snapshot *snap, struct vd_job_write *w,
-                       void *arg);
+     * the state machine runs; it may fill event, reason_code, reason and adjudication on its
+     * copy of the write. It runs again when the transaction is retried. */
+    vd_error (*decide)(vd_conn *c, const vd_job_snapshot *snap, struct vd_job_write *w, void *arg);
     void *decide_arg;
     bool record_only; /* store the adjudication on the job; leave item and job status as is */
 } vd_job_write;
 
 typedef struct vd_job_answer {
-    vd_error rc;          /* this write's own result (vd_job_apply_many) */
-    char *body;           /* the answer (malloc'd), on VD_OK */
+    vd_error rc; /* this write's own result (vd_job_apply_many) */
+    char *kept;  /* on VD_OK: the answer kept for replays, a closed JSON object
+                    (malloc'd); vd_job_reply renders it */
     bool replayed;
-    char standing[24];    /* on VD_ERR_JOB_FINALIZED: the disposition that stands */
-    char item_state[16];  /* on VD_ERR_INVALID_TRANSITION: the item's state */
+    const char *standing;     /* on VD_ERR_JOB_FINALIZED: the disposition that stands, or
+                                 "release" (static) */
+    vd_item_state item_state; /* on VD_ERR_INVALID_TRANSITION: the item's state */
 } vd_job_answer;
+
+/* The reply to a job write, the one place that adds "replayed":
+ * {[lead,]<the members of kept>,"replayed":<replayed>} (malloc'd; NULL when out of memory).
+ * kept is vd_job_answer.kept; lead is JSON members to put first (a batch's job_id and
+ * status) or NULL. */
+VD_MUST_USE char *vd_job_reply(const char *lead, const char *kept, bool replayed);
 
 /* Whether a finished job's claim was taken from its holder (the lease passed and was swept,
  * or an admin released it): the holder's writes are then VD_ERR_CLAIM_LOST, not
  * JOB_FINALIZED. snap was read by vd_store_job_lock. */
 bool vd_job_claim_taken(const vd_job_snapshot *snap);
 
+/* The claim check of every call a job's holder makes (dispositions, releases, tool failures,
+ * heartbeats; MCP tool calls go through the first two): VD_OK while the job is processing and
+ * its token holds the item; VD_ERR_NOT_FOUND (no such job), VD_ERR_CLAIM_LOST (another token,
+ * the claim was taken: vd_job_claim_taken, or the item moved on), VD_ERR_JOB_FINALIZED (the
+ * holder finished it: the caller may replay). Pure. */
+VD_MUST_USE vd_error vd_job_fence(const vd_job_snapshot *snap);
+
+/* A heartbeat: extend the lease of job_id while `token` holds it (one statement), fenced by
+ * vd_job_fence. *out {"lease_expires_at": ...} (malloc'd) on VD_OK. */
+VD_MUST_USE vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
+                                      int64_t lease_seconds, char **out);
+
+/* An admin's release of the live claim of a claimed item, in one transaction: the job is
+ * locked before its item (as every job write does), then released (vd_store_item_release).
+ * *out: {"job": {...}, "item": {...}} (malloc'd). VD_ERR_NOT_FOUND, or
+ * VD_ERR_INVALID_TRANSITION when the item is not claimed (its state is written to *state). */
+VD_MUST_USE vd_error vd_item_release(vd_conn *conn, int64_t item_id, const char *reason,
+                                     const char *actor, char **out, vd_item_state *state);
+
 /* Apply w in one transaction on conn (borrowed). Errors: VD_ERR_NOT_FOUND, CLAIM_LOST,
  * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller
- * frees out->body. */
-vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
-                      vd_job_answer *out);
+ * frees out->kept. */
+VD_MUST_USE vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
+                                  vd_job_answer *out);
 
 /* Apply n writes to n distinct jobs in one transaction: one statement locks every job and
  * item (in job id order), one statement finishes all that may finish, sent with the COMMIT.
  * Each write is judged on its own: out[i].rc is its result (the errors of vd_job_apply but
  * DATABASE_UNAVAILABLE), a refused write does not stop the others. The return value is the
  * transaction's: on any error no write took effect and no out[i] holds an answer. The caller
- * frees every out[i].body. */
-vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
-                           vd_job_answer *out);
+ * frees every out[i].kept. */
+VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
+                                       size_t n, vd_job_answer *out);
 
 #endif

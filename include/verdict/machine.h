@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "verdict/domain.h"
+
 typedef enum vd_event_kind {
     VD_EVENT_COMPLETE = 0,
     VD_EVENT_REJECT_SOURCE,
@@ -37,11 +39,11 @@ typedef struct vd_event {
 } vd_event;
 
 typedef struct vd_outcome {
-    const char *to_state;       /* "processed", "deferred", ... (static) */
-    const char *job_status;     /* "completed", "failed", ... (static) */
-    int failures, defers;       /* after the event */
-    double delay_seconds;       /* available_at = now + delay (deferred only) */
-    const char *reason_code;    /* an override of the caller's reason code, or NULL */
+    vd_item_state to_state;
+    vd_job_status job_status;
+    int failures, defers;    /* after the event */
+    double delay_seconds;    /* available_at = now + delay (deferred only) */
+    const char *reason_code; /* an override of the caller's reason code, or NULL */
 } vd_outcome;
 
 /* min(cap, base * 2^(n-1)) with +-20% jitter; jitter_unit in [0,1) (0.5 = none). n >= 1. */

@@ -9,13 +9,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "verdict/error.h"
+
 /* The mask written in place of a secret. */
 #define VD_REDACTED "[REDACTED]"
 
 /* A copy of s with every credential the pattern table recognises replaced by "[REDACTED]".
  * Idempotent: vd_redact(vd_redact(s)) equals vd_redact(s). Returns a malloc'd string the
  * caller frees, or NULL on allocation failure. */
-char *vd_redact(const char *s);
+VD_MUST_USE char *vd_redact(const char *s);
 
 /* Whether a JSON member named `key` holds a secret (password, secret, token, api_key,
  * client_secret, authorization, ... alone or as the last part of a longer key such as

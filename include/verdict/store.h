@@ -34,12 +34,12 @@ void vd_db_set_pool_mode(vd_db *db, bool transaction);
 /* Borrow a connected, prepared connection for the calling thread. Returns VD_OK and sets
  * *out, or VD_ERR_DATABASE_UNAVAILABLE (nothing to release). Waiting for a free connection
  * and connecting are bounded by the pool's timeout; so is each later call on it, on its own. */
-vd_error vd_db_acquire(vd_db *db, vd_conn **out);
+VD_MUST_USE vd_error vd_db_acquire(vd_db *db, vd_conn **out);
 /* The same, with one deadline (a vd_monotonic() time) for everything: the wait for a free
  * connection, connecting, and every call on the connection until it is released. A call that
  * passes it drops the connection (whatever it sent is rolled back by the server) and answers
  * VD_ERR_DATABASE_UNAVAILABLE. For requests: nothing they do outlives their bound. */
-vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **out);
+VD_MUST_USE vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **out);
 /* Give a connection back; a broken one is re-opened by the next acquire. */
 void vd_db_release(vd_db *db, vd_conn *conn);
 /* How many connections are borrowed right now. */
@@ -50,10 +50,10 @@ int vd_db_size(const vd_db *db);
 /* Apply every pending embedded migration under an advisory lock, each in its own
  * transaction. *applied (may be NULL) receives how many were applied. On failure writes a
  * message into err. Opens its own connection. */
-vd_error vd_store_migrate(const char *url, int *applied, char *err, size_t errlen);
+VD_MUST_USE vd_error vd_store_migrate(const char *url, int *applied, char *err, size_t errlen);
 /* The newest migration version the binary knows. */
 int vd_store_latest_version(void);
 /* VD_OK when the database answers and its schema is at the newest migration. */
-vd_error vd_store_ready(vd_conn *conn, int *version);
+VD_MUST_USE vd_error vd_store_ready(vd_conn *conn, int *version);
 
 #endif

@@ -8,13 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "verdict/domain.h"
 #include "verdict/store.h"
 
 /* Close up to `limit` passed leases (job -> expired; item -> deferred or failed by its
  * failure budget), one transition each. *closed receives how many. */
-vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed);
+VD_MUST_USE vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed);
 /* Delete idempotency records older than 24 h. */
-vd_error vd_store_purge_idempotency(vd_conn *c, long *purged);
+VD_MUST_USE vd_error vd_store_purge_idempotency(vd_conn *c, long *purged);
 
 /* An Idempotency-Key scope (SPEC §2). key NULL: the call is not idempotent. body is the raw
  * request body; a repeat with the same key and another body is VD_ERR_IDEMPOTENCY_KEY_REUSED. */
@@ -33,13 +34,14 @@ typedef struct vd_reply {
 
 /* Register a batch (a JSON array of normalised items with "ord" and every field filled),
  * audited as `actor`. Answers {"items": [...]} in input order. */
-vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
-                                 const vd_idem *idem, vd_reply *out);
+VD_MUST_USE vd_error vd_store_items_register(vd_conn *c, const char *batch_json, const char *actor,
+                                             const vd_idem *idem, vd_reply *out);
 /* {"items": [{id, item_identifier, state}]} for the known identifiers (a JSON array). */
-vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char *source_type,
-                               const char *identifiers_json, char **out);
+VD_MUST_USE vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id,
+                                           const char *source_type, const char *identifiers_json,
+                                           char **out);
 /* {"item": {...}, "transitions": [... last 100, newest first]} or VD_ERR_NOT_FOUND. */
-vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
+VD_MUST_USE vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
 /* What a list shows: every string filter may be NULL (any); `state` is the job status for
  * jobs; item_id 0 is any item; after is the keyset cursor (ids above it, or below it when
  * desc; 0 starts at the oldest or the newest). */
@@ -53,10 +55,10 @@ typedef struct vd_list_filter {
 
 /* {"items": [...], "next_after": id|null}. For items, worker_id is the worker of the item's
  * latest job and reason_code its last_reason_code. */
-vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out);
+VD_MUST_USE vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* The change feed: {"transitions": [... oldest first], "next_after": id, "last_id": id}. */
-vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
-                                   int64_t limit, char **out);
+VD_MUST_USE vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
+                                               int64_t limit, char **out);
 
 /* Which parked or done items a bulk call takes: up to `limit` of a flow step in `state`,
  * optionally only those whose last_reason_code is reason_code (may be NULL), lowest ids
@@ -66,94 +68,119 @@ typedef struct vd_bulk_select {
     int64_t limit;
 } vd_bulk_select;
 /* The ids a bulk call would take now, as a JSON array (dry run; locks nothing). */
-vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json);
+VD_MUST_USE vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json);
 /* Resolve one parked item (manual_review or failed) to `outcome` (processed or rejected),
  * audited with cause 'resolve': {"item": {...}, "transition": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is not parked. */
-vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
-                              const char *reason_code, const char *reason, const char *actor,
-                              char **out);
+VD_MUST_USE vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
+                                          const char *reason_code, const char *reason,
+                                          const char *actor, char **out);
 /* Resolve the items sel takes (sel->state must be manual_review or failed), skipping rows
  * locked by others; *ids_json receives the ids resolved as a JSON array. */
-vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char *outcome,
-                               const char *reason_code, const char *reason, const char *actor,
-                               char **ids_json);
+VD_MUST_USE vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel,
+                                           const char *outcome, const char *reason_code,
+                                           const char *reason, const char *actor, char **ids_json);
 
 /* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED). Answers
  * {"claims": [...]}. */
-vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
-                        int64_t limit, int64_t lease_seconds, const char *actor,
-                        const vd_idem *idem, vd_reply *out);
-/* Extend the lease of a job that still holds its item: {"lease_expires_at": ...}.
- * VD_ERR_NOT_FOUND, VD_ERR_CLAIM_LOST or VD_ERR_JOB_FINALIZED otherwise. */
-vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                            int64_t lease_seconds, char **out);
+VD_MUST_USE vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
+                                    int64_t limit, int64_t lease_seconds, const char *actor,
+                                    const vd_idem *idem, vd_reply *out);
+typedef struct vd_job_snapshot vd_job_snapshot;
+/* Extend the lease of a job that still holds its item, in one statement. *seen receives the
+ * job as the statement saw it (found, token_ok, status; holds when the lease was extended) for
+ * the service's claim check (vd_job_fence); *out {"lease_expires_at": ...} (malloc'd) when it
+ * was extended, else NULL. */
+VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
+                                        int64_t lease_seconds, vd_job_snapshot *seen, char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
-vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, bool paused,
-                                       char **out);
+VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id,
+                                                   bool paused, char **out);
 /* {"flow_steps": [{flow_step_id, paused, created_at, updated_at}]}. */
-vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
+VD_MUST_USE vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
 
 /* {"job": {...}} or VD_ERR_NOT_FOUND. */
-vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
+VD_MUST_USE vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out);
 /* {"job": {...}, "item": {...}} when `token` (a UUID in text form) is the job's claim token,
  * whatever the job's status; VD_ERR_NOT_FOUND when there is no such job or the token is
  * another's. */
-vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out);
+VD_MUST_USE vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out);
 /* {"jobs": [...], "next_after": id|null}; see vd_list_filter. */
-vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
+VD_MUST_USE vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out);
 /* Requeue one item (any state but claimed): {"item": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
-vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
-                              const char *actor, char **out);
-/* An admin's release of the live claim of a claimed item: job -> released, item ->
- * available now, one transition (cause admin_release, actor), no budget spent; in one
- * transaction, the job locked before its item. *out: {"job": {...}, "item": {...}}
- * (malloc'd). VD_ERR_NOT_FOUND, or VD_ERR_INVALID_TRANSITION when the item is not claimed
- * (its state is written to state). */
-vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
-                               const char *actor, char **out, char *state, size_t state_len);
+VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets,
+                                          const char *reason, const char *actor, char **out);
+/* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without
+ * locks. VD_ERR_NOT_FOUND when there is no such item. */
+VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state,
+                                               int64_t *job);
+/* The last statement of an admin's release (inside vd_store_tx, after vd_store_job_lock of
+ * job_id said it holds item_id; sent with the COMMIT): job -> released, item -> available
+ * now, one transition (cause admin_release, actor), no budget spent. *out: {"job": {...},
+ * "item": {...}} (malloc'd). */
+VD_MUST_USE vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id,
+                                           const char *reason, const char *actor, char **out);
 /* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
-vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
-                               const char *reason_code, int64_t limit, bool reset_budgets,
-                               const char *reason, const char *actor, long *count);
+VD_MUST_USE vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
+                                           const char *reason_code, int64_t limit,
+                                           bool reset_budgets, const char *reason,
+                                           const char *actor, long *count);
 
 /* SPEC §8 /v1/stats (flow_step_id may be NULL for all). */
-vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
-/* The database-derived /metrics families as Prometheus text (malloc'd). */
-vd_error vd_store_metrics(vd_conn *c, char **out);
+VD_MUST_USE vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);
+/* The database-derived /metrics families, as samples (rendered by the http layer). */
+typedef enum vd_db_family {
+    VD_DB_ITEMS,            /* a: flow_step_id, b: state */
+    VD_DB_TRANSITIONS,      /* a: cause, b: to_state */
+    VD_DB_STUCK_CLAIMS,     /* a: flow_step_id */
+    VD_DB_OLDEST_CLAIMABLE, /* a: flow_step_id; seconds */
+    VD_DB__MAX
+} vd_db_family;
+typedef struct vd_db_sample {
+    vd_db_family family;
+    const char *a, *b; /* label values (b may be NULL), owned by the vd_db_metrics */
+    long long value;
+} vd_db_sample;
+typedef struct vd_db_metrics {
+    vd_db_sample *s; /* in family order, then by labels */
+    size_t n;
+    void *owner; /* the result the labels point into */
+} vd_db_metrics;
+VD_MUST_USE vd_error vd_store_metrics(vd_conn *c, vd_db_metrics *out);
+void vd_db_metrics_cleanup(vd_db_metrics *m);
 /* Fold counter deltas into the counters (sql/0002_stats.sql). */
-vd_error vd_store_compact_counts(vd_conn *c);
+VD_MUST_USE vd_error vd_store_compact_counts(vd_conn *c);
 /* Delete up to `limit` transitions and jobs of done items older than `days`; *deleted gets
  * how many rows went. */
-vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted);
+VD_MUST_USE vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted);
 
 /* Run fn(c, arg) in one transaction, retried on serialization failures and deadlocks (fn
  * must be safe to run again from scratch). */
 typedef vd_error (*vd_store_tx_fn)(vd_conn *c, void *arg);
-vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
+VD_MUST_USE vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
 
 /* A job and its item read under row locks (inside vd_store_tx). */
-typedef struct vd_job_snapshot {
+struct vd_job_snapshot {
     bool found;
-    bool token_ok;           /* the claim_token given is the job's */
-    char status[16];         /* the job's status */
-    char disposition[24];    /* the job's disposition, "" when none */
+    bool token_ok; /* the claim_token given is the job's */
+    vd_job_status status;
+    vd_disposition disposition; /* VD_DISPOSITION_NONE when none */
     bool required_tool_failed;  /* a `required: true` tool failed in this job */
     bool required_tool_blocked; /* ... and was answered retryable: false (do not call again) */
-    bool same_request;       /* the stored finishing request equals this one */
-    char *final_response;    /* the stored answer (malloc'd) or NULL */
+    bool same_request;          /* the stored finishing request equals this one */
+    char *final_response;       /* the stored answer (malloc'd) or NULL */
     int64_t item_id;
-    char item_state[16];
-    bool holds;              /* the job's token still holds the item (claimed by it) */
+    vd_item_state item_state;
+    bool holds; /* the job's token still holds the item (claimed by it) */
     int failures, defers, max_attempts, max_defers;
-} vd_job_snapshot;
+};
 
 /* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored
  * finishing request. Free with vd_job_snapshot_cleanup. */
-vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
-                           const char *request_json, vd_job_snapshot *out);
+VD_MUST_USE vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
+                                       const char *request_json, vd_job_snapshot *out);
 /* The same for n distinct jobs in one statement, locked in job id order (so that two callers
  * never wait on each other in a cycle); out[i] answers keys[i]. token must be a UUID in text
  * form; request_json valid JSON or NULL. */
@@ -162,7 +189,8 @@ typedef struct vd_job_key {
     const char *token;
     const char *request_json;
 } vd_job_key;
-vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out);
+VD_MUST_USE vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n,
+                                        vd_job_snapshot *out);
 void vd_job_snapshot_cleanup(vd_job_snapshot *s);
 
 /* Finish a job that holds its item and end the transaction: item state and counters, job
@@ -170,7 +198,10 @@ void vd_job_snapshot_cleanup(vd_job_snapshot *s);
  * the same round trip. Strings may be NULL where the SQL column allows it. */
 typedef struct vd_job_finish {
     int64_t job_id, item_id;
-    const char *to_state, *job_status, *cause, *disposition;
+    vd_item_state to_state;
+    vd_job_status job_status;
+    vd_cause cause;
+    vd_disposition disposition;       /* VD_DISPOSITION_NONE leaves the job's NULL (a release) */
     const char *reason_code, *reason; /* already redacted */
     int failures, defers;
     double delay_seconds;
@@ -179,30 +210,34 @@ typedef struct vd_job_finish {
     const char *engine_data;  /* JSON object merged into the job, or NULL */
     const char *adjudication; /* JSON object, or NULL */
     const char *request_json; /* the finishing request, for replay */
-    /* The kept answer is {answer_head,"job":<job>,"item":<item>[,answer_tail] (no closing
-     * brace: the caller adds "replayed"); either may be NULL (no head: {"job":…). A NULL
-     * disposition leaves the job's NULL (a release). */
-    const char *answer_head, *answer_tail;
+    /* The kept answer, built by the statement (verdict_job_answer, sql/0012_answer.sql):
+     * {["disposition":<disposition>,]["adjudication":<adjudication>,]"job":…,"item":…
+     *  [,"deprecated":true,"mapped_to":<disposition>,"hint":<deprecation_hint>]} */
+    bool answer_disposition;      /* open with the disposition */
+    bool answer_adjudication;     /* ... or with the adjudication (null when none) */
+    const char *deprecation_hint; /* skip_item's: the call was mapped to the disposition */
 } vd_job_finish;
 
 /* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept
- * answer of w[k] (malloc'd) once committed. The vd_store_tx callback must return right after
- * it: the transaction is over. engine_data, adjudication and request_json must be valid JSON
- * (or NULL). */
-vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers);
-/* Store an adjudication on a job without finishing it; answers the job and its item. */
-vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
-                                       char **item_json, char **job_json);
+ * answer of w[k] (a closed JSON object, malloc'd) once committed. The vd_store_tx callback must
+ * return right after it: the transaction is over. engine_data, adjudication and request_json must
+ * be valid JSON (or NULL). */
+VD_MUST_USE vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n,
+                                          char **answers);
+/* Store an adjudication on a job without finishing it; *answer receives
+ * {"adjudication":…,"job":…,"item":…} (verdict_job_answer; malloc'd). */
+VD_MUST_USE vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id,
+                                                   const char *adjudication, char **answer);
 /* The adjudications of the item's jobs before `job_id`, newest first, as a JSON array of
  * objects (malloc'd). */
-vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id, char **out);
+VD_MUST_USE vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id,
+                                                  char **out);
 
 /* Tool failures (SPEC §6), inside the caller's transaction. */
-vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
-                                     const char *args, long *count);
-vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
-                                      const char *args, const char *kind, bool retryable,
-                                      bool required, const char *error);
-
+VD_MUST_USE vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
+                                                 const char *args, long *count);
+VD_MUST_USE vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
+                                                  const char *args, const char *kind,
+                                                  bool retryable, bool required, const char *error);
 
 #endif

@@ -38,17 +38,17 @@ typedef struct vd_tool_failure {
 } vd_tool_failure;
 
 typedef struct vd_tool_verdict {
-    vd_tool_kind kind;   /* after classification */
+    vd_tool_kind kind; /* after classification */
     bool retryable;
-    long repeat_count;   /* failures of the same (tool, args) in this job, this one included */
+    long repeat_count; /* failures of the same (tool, args) in this job, this one included */
     char hint[512];
 } vd_tool_verdict;
 
 /* Whether a retry can work and the hint, for the n-th failure of a (tool, args). When the
  * tool is required and will not be called again, the hint steers to defer_item or fail.
  * Pure. */
-void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required,
-                            long repeat_count, int loop_threshold, vd_tool_verdict *out);
+void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, long repeat_count,
+                            int loop_threshold, vd_tool_verdict *out);
 
 /* The required-tool rule for a call that finishes a job. */
 typedef struct vd_tool_guard_input {
@@ -66,7 +66,7 @@ bool vd_tool_guard_refuses(const vd_tool_guard_input *in);
 
 /* Record f in one transaction on conn: fenced by the claim token like every job write.
  * Errors: VD_ERR_NOT_FOUND, CLAIM_LOST, JOB_FINALIZED, DATABASE_UNAVAILABLE. */
-vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
-                                vd_tool_verdict *out);
+VD_MUST_USE vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg,
+                                            const vd_tool_failure *f, vd_tool_verdict *out);
 
 #endif

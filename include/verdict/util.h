@@ -32,7 +32,6 @@ void vd_utf8_scrub(char *dst, size_t cap, const char *src);
 /* Number of code points in valid UTF-8 s[0..len). */
 size_t vd_utf8_count(const char *s, size_t len);
 
-
 /* Current wall-clock time as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
 void vd_now_rfc3339(char *out, size_t len);
 /* Monotonic clock in seconds. */

@@ -168,8 +168,8 @@ static bool parse_keys(vd_config *cfg, const char *s, char *err, size_t errlen)
 
 /* The content of the file named by variable `var` (malloc'd in *out), trailing whitespace
  * and newlines cut; newlines inside become `sep` (',' joins one API key per line). */
-static bool read_secret_file(const char *var, const char *path, char sep, char **out,
-                             char *err, size_t errlen)
+static bool read_secret_file(const char *var, const char *path, char sep, char **out, char *err,
+                             size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -187,8 +187,8 @@ static bool read_secret_file(const char *var, const char *path, char sep, char *
         free(buf);
         return fail(err, errlen, "%s: '%s' is not a text file of at most 1 MiB", var, path);
     }
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-                     buf[n - 1] == '\t'))
+    while (n > 0 &&
+           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
         n--;
     buf[n] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -213,9 +213,10 @@ static bool env_or_file(vd_env_getter get, const char *var, char sep, char **out
         return fail(err, errlen, "%s and %s are both set: set one of them", var, file_var);
     if (path && *path)
         return read_secret_file(file_var, path, sep, out, err, errlen);
-    if (v && *v && !(*out = strdup(v)))
-        return fail(err, errlen, "%s: out of memory", var);
-    return true;
+    if (!v || !*v)
+        return true;
+    *out = strdup(v);
+    return *out ? true : fail(err, errlen, "%s: out of memory", var);
 }
 
 /* VERDICT_TLS_CERT_FILE and VERDICT_TLS_KEY_FILE: both or neither (server.c loads them). */
@@ -227,7 +228,11 @@ static bool load_tls(vd_config *cfg, vd_env_getter get, char *err, size_t errlen
         return fail(err, errlen, "%s: set together with %s (a certificate needs its key)",
                     has_cert ? "VERDICT_TLS_KEY_FILE" : "VERDICT_TLS_CERT_FILE",
                     has_cert ? "VERDICT_TLS_CERT_FILE" : "VERDICT_TLS_KEY_FILE");
-    if (has_cert && (!(cfg->tls_cert_file = strdup(cert)) || !(cfg->tls_key_file = strdup(key))))
+    if (!has_cert)
+        return true;
+    cfg->tls_cert_file = strdup(cert);
+    cfg->tls_key_file = strdup(key);
+    if (!cfg->tls_cert_file || !cfg->tls_key_file)
         return fail(err, errlen, "VERDICT_TLS_CERT_FILE: out of memory");
     return true;
 }
@@ -252,36 +257,35 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
         ncpu = 1;
     if (ncpu > 256)
         ncpu = 256;
-    return env_int(get, "VERDICT_THREADS", ncpu, 1, 256, &cfg->threads, err, errlen) &&
-           env_int(get, "VERDICT_LEASE_SECONDS", 300, 5, 86400, &cfg->lease_seconds, err,
-                   errlen) &&
-           env_int(get, "VERDICT_MAX_ATTEMPTS", 5, 1, 100, &cfg->max_attempts, err, errlen) &&
-           env_int(get, "VERDICT_MAX_DEFERS", 3, 1, 100, &cfg->max_defers, err, errlen) &&
-           env_int(get, "VERDICT_BACKOFF_BASE_SECONDS", 10, 0, 86400, &cfg->backoff_base_seconds,
-                   err, errlen) &&
-           env_int(get, "VERDICT_BACKOFF_CAP_SECONDS", 3600, 0, 604800,
-                   &cfg->backoff_cap_seconds, err, errlen) &&
-           env_int(get, "VERDICT_LOOP_THRESHOLD", 3, 1, 1000, &cfg->loop_threshold, err,
-                   errlen) &&
-           env_int(get, "VERDICT_SWEEP_INTERVAL_SECONDS", 5, 1, 3600,
-                   &cfg->sweep_interval_seconds, err, errlen) &&
-           env_int(get, "VERDICT_MAX_BODY_BYTES", 1048576, 1024, 64 * 1048576, &body, err,
-                   errlen) &&
-           env_int(get, "VERDICT_MAX_CONSECUTIVE_RETRIES", 3, 1, 1000,
-                   &cfg->max_consecutive_retries, err, errlen) &&
-           env_int(get, "VERDICT_RETENTION_DAYS", 30, 1, 36500, &cfg->retention_days, err,
-                   errlen) &&
-           env_int(get, "VERDICT_DB_POOL_SIZE", 0, 0, 512, &cfg->db_pool_size, err, errlen) &&
-           env_int(get, "VERDICT_DB_TIMEOUT_MS", 5000, 100, 600000, &cfg->db_timeout_ms, err,
-                   errlen) &&
-           env_int(get, "VERDICT_MAX_CONNECTIONS", 1024, 16, 60000, &cfg->max_connections, err,
-                   errlen) &&
-           env_int(get, "VERDICT_MAX_CONNECTIONS_PER_IP", 128, 0, 60000,
-                   &cfg->max_connections_per_ip, err, errlen) &&
-           env_int(get, "VERDICT_READ_TIMEOUT_MS", 10000, 100, 600000, &cfg->read_timeout_ms,
-                   err, errlen) &&
-           env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen) &&
-           ((cfg->max_body_bytes = (size_t)body), true);
+    bool ok =
+        env_int(get, "VERDICT_THREADS", ncpu, 1, 256, &cfg->threads, err, errlen) &&
+        env_int(get, "VERDICT_LEASE_SECONDS", 300, 5, 86400, &cfg->lease_seconds, err, errlen) &&
+        env_int(get, "VERDICT_MAX_ATTEMPTS", 5, 1, 100, &cfg->max_attempts, err, errlen) &&
+        env_int(get, "VERDICT_MAX_DEFERS", 3, 1, 100, &cfg->max_defers, err, errlen) &&
+        env_int(get, "VERDICT_BACKOFF_BASE_SECONDS", 10, 0, 86400, &cfg->backoff_base_seconds, err,
+                errlen) &&
+        env_int(get, "VERDICT_BACKOFF_CAP_SECONDS", 3600, 0, 604800, &cfg->backoff_cap_seconds, err,
+                errlen) &&
+        env_int(get, "VERDICT_LOOP_THRESHOLD", 3, 1, 1000, &cfg->loop_threshold, err, errlen) &&
+        env_int(get, "VERDICT_SWEEP_INTERVAL_SECONDS", 5, 1, 3600, &cfg->sweep_interval_seconds,
+                err, errlen) &&
+        env_int(get, "VERDICT_MAX_BODY_BYTES", 1048576, 1024, 64 * 1048576, &body, err, errlen) &&
+        env_int(get, "VERDICT_MAX_CONSECUTIVE_RETRIES", 3, 1, 1000, &cfg->max_consecutive_retries,
+                err, errlen) &&
+        env_int(get, "VERDICT_RETENTION_DAYS", 30, 1, 36500, &cfg->retention_days, err, errlen) &&
+        env_int(get, "VERDICT_DB_POOL_SIZE", 0, 0, 512, &cfg->db_pool_size, err, errlen) &&
+        env_int(get, "VERDICT_DB_TIMEOUT_MS", 5000, 100, 600000, &cfg->db_timeout_ms, err,
+                errlen) &&
+        env_int(get, "VERDICT_MAX_CONNECTIONS", 1024, 16, 60000, &cfg->max_connections, err,
+                errlen) &&
+        env_int(get, "VERDICT_MAX_CONNECTIONS_PER_IP", 128, 0, 60000, &cfg->max_connections_per_ip,
+                err, errlen) &&
+        env_int(get, "VERDICT_READ_TIMEOUT_MS", 10000, 100, 600000, &cfg->read_timeout_ms, err,
+                errlen) &&
+        env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen);
+    if (ok)
+        cfg->max_body_bytes = (size_t)body;
+    return ok;
 }
 
 bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)

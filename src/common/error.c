@@ -9,11 +9,10 @@ struct vd_error_row {
     const char *hint;
 };
 
-static const struct vd_error_row rows[VD_ERR__MAX] = {
-    [VD_OK] = {"ok", 200, false, ""},
+static const struct vd_error_row rows[VD_ERR__MAX] = {[VD_OK] = {"ok", 200, false, ""},
 #define VD__ERR_ROW(name, code, status, retryable, hint)                                           \
     [VD_ERR_##name] = {code, status, retryable, hint},
-    VD_ERROR_MAP(VD__ERR_ROW)
+                                                      VD_ERROR_MAP(VD__ERR_ROW)
 #undef VD__ERR_ROW
 };
 

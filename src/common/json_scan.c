@@ -168,9 +168,10 @@ static bool string(scan *j, char **out)
         unsigned char c = *j->p++;
         uint32_t cp = 0;
         if (c == '"') {
-            if (out && (!scratch_reserve(j, n, 1) || !(*out = malloc(n + 1))))
-                return fail(j, "out of memory");
             if (out) {
+                *out = scratch_reserve(j, n, 1) ? malloc(n + 1) : NULL;
+                if (!*out)
+                    return fail(j, "out of memory");
                 memcpy(*out, j->scratch, n);
                 (*out)[n] = '\0';
             }

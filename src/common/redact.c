@@ -3,6 +3,7 @@
  * Compiled once (JIT when available) and shared; each call uses its own match data.
  * Depends only on libc and PCRE2. */
 #include "verdict/redact.h"
+#include "verdict/buf.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -97,64 +98,39 @@ const char *vd_redact_pattern_name(size_t i)
     return i < NPATTERNS ? table[i].name : NULL;
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
 /* One pattern over s: a new string with each match's secret group masked. */
 static char *apply(const pcre2_code *code, int group, const char *s)
 {
     size_t len = strlen(s), at = 0;
-    sbuf out = {0};
+    vd_buf out = {0};
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, NULL);
     if (!md)
         return NULL;
-    sb_add(&out, "", 0);
-    while (at <= len && !out.oom) {
+    vd_buf_append(&out, "", 0);
+    while (at <= len && !out.failed) {
         int rc = pcre2_match(code, (PCRE2_SPTR)s, len, at, 0, md, NULL);
         if (rc < 0) /* no (further) match */
             break;
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t gs = ov[2 * group], ge = ov[2 * group + 1], me = ov[1];
         if (rc <= group || gs == PCRE2_UNSET || ge <= gs) { /* no secret: nothing to mask */
-            sb_add(&out, s + at, me > at ? me - at : 1);
+            vd_buf_append(&out, s + at, me > at ? me - at : 1);
             at = me > at ? me : at + 1;
             continue;
         }
-        sb_add(&out, s + at, gs - at);
-        sb_add(&out, VD_REDACTED, sizeof(VD_REDACTED) - 1);
-        sb_add(&out, s + ge, me > ge ? me - ge : 0);
+        vd_buf_append(&out, s + at, gs - at);
+        vd_buf_append(&out, VD_REDACTED, sizeof(VD_REDACTED) - 1);
+        vd_buf_append(&out, s + ge, me > ge ? me - ge : 0);
         at = me > ge ? me : ge;
     }
     if (at < len)
-        sb_add(&out, s + at, len - at);
+        vd_buf_append(&out, s + at, len - at);
     pcre2_match_data_free(md);
-    if (out.oom) {
-        free(out.p);
+    if (out.failed) {
+        vd_buf_cleanup(&out);
         return NULL;
     }
-    return out.p;
+    return vd_buf_take(&out);
 }
 
 char *vd_redact(const char *s)
@@ -177,7 +153,9 @@ bool vd_redact_is_secret_key(const char *key)
     pcre2_match_data *md = NULL;
     int rc = 0;
     pthread_once(&once, compile_all);
-    if (!secret_key_rx || !(md = pcre2_match_data_create_from_pattern(secret_key_rx, NULL)))
+    if (secret_key_rx)
+        md = pcre2_match_data_create_from_pattern(secret_key_rx, NULL);
+    if (!md)
         return true; /* out of memory: mask rather than leak */
     rc = pcre2_match(secret_key_rx, (PCRE2_SPTR)key, strlen(key), 0, 0, md, NULL);
     pcre2_match_data_free(md);

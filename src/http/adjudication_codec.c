@@ -1,10 +1,8 @@
-/* adjudication_codec.c - the JSON edge of the adjudicator (session-outcome.md §1 and §5).
- *
- * Decodes a request's `session` object into a vd_session_report, validating every field
- * (type, enum string, integer range) and naming the offending one, then encodes the
- * vd_adjudication answer. Knows cJSON and the adjudicator's plain structs, nothing of HTTP
- * or storage. Decoded strings are borrowed from the cJSON tree.
- */
+/* adjudication_codec.c - the JSON edge of the adjudicator (session-outcome.md §1): decodes a
+ * request's `session` object into a vd_session_report, validating every field (type, enum
+ * string, integer range) and naming the offending one. Knows cJSON and the adjudicator's
+ * plain structs, nothing of HTTP or storage. Decoded strings are borrowed from the cJSON
+ * tree. (The §5 encoder of the answer is the service's: service/outcomes.c.) */
 #include "verdict/adjudication_codec.h"
 #include "verdict/util.h"
 
@@ -137,8 +135,8 @@ static vd_error get_patterns(const cJSON *obj, const char *key, const char *fiel
     cJSON_ArrayForEach(el, list)
     {
         if (cJSON_IsString(el) && strlen(el->valuestring) > VD_ADJ_MAX_PATTERN_BYTES) {
-            r->invalid_reason = "a pattern longer than the limit of "
-                VD__STR(VD_ADJ_MAX_PATTERN_BYTES) " bytes";
+            r->invalid_reason =
+                "a pattern longer than the limit of " VD__STR(VD_ADJ_MAX_PATTERN_BYTES) " bytes";
             return fail_at(r, VD_ERR_INVALID_FIELD, field, i);
         }
         i++;
@@ -197,9 +195,8 @@ static vd_error decode_contract(const cJSON *session, vd_session_report *r)
         err = get_string(session, "completion_marker", "session.completion_marker", r,
                          &r->completion_marker);
     if (err == VD_OK)
-        err = get_patterns(session, "expected_output_patterns",
-                           "session.expected_output_patterns", r, &r->expected_output_patterns,
-                           &r->n_expected_output_patterns);
+        err = get_patterns(session, "expected_output_patterns", "session.expected_output_patterns",
+                           r, &r->expected_output_patterns, &r->n_expected_output_patterns);
     if (err == VD_OK)
         err = decode_write_behavior(session, r);
     if (err == VD_OK)
@@ -390,48 +387,4 @@ void vd_session_report_cleanup(vd_session_report *r)
     free(r->parsed.assistant_messages);
     free(r->parsed.result_buf);
     vd_session_report_init(r);
-}
-
-static bool add_string(cJSON *o, const char *key, const char *value)
-{
-    return cJSON_AddStringToObject(o, key, value ? value : "") != NULL;
-}
-
-static bool add_bool(cJSON *o, const char *key, bool value)
-{
-    return cJSON_AddBoolToObject(o, key, value) != NULL;
-}
-
-static bool add_warnings(cJSON *o, const vd_adjudication *a)
-{
-    cJSON *arr = cJSON_AddArrayToObject(o, "warnings");
-    if (arr == NULL)
-        return false;
-    for (size_t i = 0; i < a->n_warnings; i++) {
-        cJSON *w = cJSON_CreateString(a->warnings[i] ? a->warnings[i] : "");
-        if (w == NULL || !cJSON_AddItemToArray(arr, w)) {
-            cJSON_Delete(w);
-            return false;
-        }
-    }
-    return true;
-}
-
-cJSON *vd_adjudication_to_json(const vd_adjudication *a)
-{
-    cJSON *o = cJSON_CreateObject();
-    bool ok = o != NULL && add_string(o, "outcome", vd_session_outcome_name(a->outcome)) &&
-              add_bool(o, "success", a->success) && add_bool(o, "needs_retry", a->needs_retry) &&
-              add_string(o, "retry_reason", vd_retry_reason_name(a->retry_reason)) &&
-              add_string(o, "content_state", vd_content_state_name(a->content_state)) &&
-              add_string(o, "subtype", vd_subtype_label_name(a->subtype)) &&
-              add_string(o, "cli_subtype", vd_cli_subtype_name(a->cli_subtype)) &&
-              add_string(o, "infra_exit", vd_infra_exit_name(a->infra_exit)) &&
-              add_bool(o, "write_evidence", a->write_evidence) &&
-              add_string(o, "result_text", a->result_text) && add_warnings(o, a);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/jobs.h"
 #include "verdict/store_ops.h"
 
 vd_error vd_h_requeue_one(vd_ctx *ctx)
@@ -41,18 +42,19 @@ vd_error vd_h_requeue_one(vd_ctx *ctx)
 }
 
 /* The selection of a bulk call: flow_step_id, state (one of states), reason_code, limit. */
-static vd_error bulk_select(vd_ctx *ctx, vd_field f, const char *const *states,
+static vd_error bulk_select(vd_ctx *ctx, vd_field f, const vd_item_state *states, size_t nstates,
                             const char *states_text, vd_bulk_select *sel)
 {
     bool known = false;
+    vd_item_state state = VD_ITEM_AVAILABLE;
     vd_error rc;
     if ((rc = vd_get_string(f, "flow_step_id", true, 1, 200, &sel->flow_step_id)) ||
         (rc = vd_get_string(f, "state", true, 1, 40, &sel->state)) ||
         (rc = vd_get_string(f, "reason_code", false, 1, 200, &sel->reason_code)) ||
         (rc = vd_get_int(f, "limit", false, 1, 10000, 1000, &sel->limit)))
         return rc;
-    for (size_t i = 0; states[i]; i++)
-        known |= strcmp(sel->state, states[i]) == 0;
+    for (size_t i = 0; i < nstates && vd_item_state_parse(sel->state, &state); i++)
+        known |= state == states[i];
     if (!known)
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "state", "'state' must be %s", states_text);
     return VD_OK;
@@ -79,7 +81,7 @@ static vd_error dry_run(vd_ctx *ctx, const vd_bulk_select *sel, const char *coun
 
 vd_error vd_h_requeue_bulk(vd_ctx *ctx)
 {
-    static const char *const states[] = {"failed", "manual_review", "rejected", NULL};
+    static const vd_item_state states[] = {VD_ITEM_FAILED, VD_ITEM_MANUAL_REVIEW, VD_ITEM_REJECTED};
     const cJSON *body = NULL;
     char *clean = NULL;
     bool reset = false, dry = false;
@@ -88,14 +90,13 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
     vd_conn *c = NULL;
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
-    if (rc || (rc = bulk_select(ctx, f, states, "failed, manual_review or rejected", &sel)) ||
+    if (rc || (rc = bulk_select(ctx, f, states, 3, "failed, manual_review or rejected", &sel)) ||
         (rc = vd_get_bool(f, "reset_budgets", false, &reset)) ||
         (rc = vd_get_bool(f, "dry_run", false, &dry)))
         return rc;
     if (dry)
         return dry_run(ctx, &sel, "would_requeue");
-    if ((rc = vd_get_redacted(f, "reason", false, 0, 2000, &clean)) ||
-        (rc = vd_ctx_db(ctx, &c))) {
+    if ((rc = vd_get_redacted(f, "reason", false, 0, 2000, &clean)) || (rc = vd_ctx_db(ctx, &c))) {
         free(clean);
         return rc;
     }
@@ -113,7 +114,8 @@ vd_error vd_h_release_item(vd_ctx *ctx)
 {
     const cJSON *body = NULL;
     int64_t id = 0;
-    char *out = NULL, *clean = NULL, what[48], state[16] = "";
+    char *out = NULL, *clean = NULL, what[48];
+    vd_item_state state = VD_ITEM_CLAIMED;
     vd_conn *c = NULL;
     vd_error rc = vd_param_id(ctx, 0, "item", &id);
     if (rc || (rc = vd_body_object(ctx, &body)))
@@ -126,11 +128,11 @@ vd_error vd_h_release_item(vd_ctx *ctx)
         return rc;
     }
     snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_store_item_release(c, id, clean, ctx->actor, &out, state, sizeof(state));
+    rc = vd_item_release(c, id, clean, ctx->actor, &out, &state);
     free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
-        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release",
-                       what, state);
+        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release", what,
+                       vd_item_state_name(state));
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }
 
@@ -140,7 +142,8 @@ static vd_error resolve_fields(vd_ctx *ctx, vd_field f, const char **outcome, ch
     vd_error rc = vd_get_string(f, "outcome", true, 1, 40, outcome);
     if (rc)
         return rc;
-    if (strcmp(*outcome, "processed") != 0 && strcmp(*outcome, "rejected") != 0)
+    vd_item_state to = VD_ITEM_AVAILABLE;
+    if (!vd_item_state_parse(*outcome, &to) || (to != VD_ITEM_PROCESSED && to != VD_ITEM_REJECTED))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "outcome",
                        "'outcome' must be processed or rejected");
     return vd_get_redacted(f, "reason", true, 1, 2000, reason);
@@ -175,7 +178,7 @@ vd_error vd_h_resolve_one(vd_ctx *ctx)
 
 vd_error vd_h_resolve_bulk(vd_ctx *ctx)
 {
-    static const char *const states[] = {"manual_review", "failed", NULL};
+    static const vd_item_state states[] = {VD_ITEM_MANUAL_REVIEW, VD_ITEM_FAILED};
     const cJSON *body = NULL;
     const char *outcome = NULL, *code = NULL;
     bool dry = false;
@@ -184,7 +187,7 @@ vd_error vd_h_resolve_bulk(vd_ctx *ctx)
     vd_conn *c = NULL;
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
-    if (rc || (rc = bulk_select(ctx, f, states, "manual_review or failed", &sel)) ||
+    if (rc || (rc = bulk_select(ctx, f, states, 2, "manual_review or failed", &sel)) ||
         (rc = vd_get_string(f, "set_reason_code", false, 1, 200, &code)) ||
         (rc = vd_get_bool(f, "dry_run", false, &dry)) ||
         (rc = resolve_fields(ctx, f, &outcome, &reason)))
@@ -197,8 +200,7 @@ vd_error vd_h_resolve_bulk(vd_ctx *ctx)
         free(reason);
         return rc;
     }
-    rc = vd_store_resolve_bulk(c, &sel, outcome, code ? code : "resolve", reason, ctx->actor,
-                               &ids);
+    rc = vd_store_resolve_bulk(c, &sel, outcome, code ? code : "resolve", reason, ctx->actor, &ids);
     free(reason);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "verdict/jobs.h"
 #include "verdict/store_ops.h"
 
 vd_error vd_h_claims(vd_ctx *ctx)
@@ -20,8 +21,7 @@ vd_error vd_h_claims(vd_ctx *ctx)
         (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
         (rc = vd_get_string(f, "worker_id", true, 1, 200, &worker)) ||
         (rc = vd_get_int(f, "limit", false, 1, 100, 1, &limit)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds,
-                         &lease)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
         (rc = vd_ctx_db(ctx, &c)))
         return rc;
     vd_idem idem = {"claims", ctx->actor, key, ctx->body};
@@ -45,11 +45,10 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
         return rc;
     f.obj = body;
     if ((rc = vd_get_token(f, &token)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds,
-                         &lease)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
         (rc = vd_ctx_db(ctx, &c)))
         return rc;
     snprintf(what, sizeof(what), "job %lld", (long long)job);
-    rc = vd_store_heartbeat(c, job, token, lease, &out);
+    rc = vd_job_heartbeat(c, job, token, lease, &out);
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }

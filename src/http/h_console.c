@@ -54,8 +54,8 @@ static const char *ui_ctype(const char *name)
 /* Answer an embedded file: 304 when the caller's If-None-Match names its ETag. */
 static vd_error serve_ui(vd_ctx *ctx, const char *name)
 {
-    const char *inm = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
-                                                  MHD_HTTP_HEADER_IF_NONE_MATCH);
+    const char *inm =
+        MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
     for (size_t i = 0; i < vd_ui_file_count; i++) {
         const vd_ui_file *f = &vd_ui_files[i];
         if (strcmp(f->name, name) != 0)

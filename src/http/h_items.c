@@ -12,18 +12,6 @@
 #define MAX_BATCH 1000
 #define MAX_PAYLOAD 65536
 
-static const char *const item_states[] = {"available", "claimed",       "deferred", "processed",
-                                          "rejected",  "manual_review", "failed",   NULL};
-
-static bool in_list(const char *s, const char *const *list)
-{
-    for (size_t i = 0; list[i]; i++) {
-        if (strcmp(s, list[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Validate items[i] and append its normalised form (every default filled) to batch. */
 static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch)
 {
@@ -51,7 +39,8 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         free(text);
         char name[64];
         if (len > MAX_PAYLOAD)
-            return vd_fail(ctx, VD_ERR_INVALID_FIELD, vd_field_name(f, "payload", name, sizeof(name)),
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD,
+                           vd_field_name(f, "payload", name, sizeof(name)),
                            "'%s' is larger than 64 KiB serialised", name);
     }
     cJSON *o = cJSON_CreateObject();
@@ -88,7 +77,9 @@ static vd_error items_batch(vd_ctx *ctx, char **batch_text)
     int i = 0;
     for (const cJSON *it = items->child; it && rc == VD_OK; it = it->next, i++)
         rc = normalise_item(ctx, it, i, batch);
-    if (rc == VD_OK && !(*batch_text = cJSON_PrintUnformatted(batch)))
+    if (rc == VD_OK)
+        *batch_text = cJSON_PrintUnformatted(batch);
+    if (rc == VD_OK && !*batch_text)
         rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     cJSON_Delete(batch);
     return rc;
@@ -142,11 +133,12 @@ vd_error vd_h_items_lookup(vd_ctx *ctx)
         if (len < 1 || len > 2000) {
             char name[40];
             snprintf(name, sizeof(name), "item_identifiers[%d]", i);
-            return vd_fail(ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be a string of 1 to 2000 bytes",
-                           name);
+            return vd_fail(ctx, VD_ERR_INVALID_FIELD, name,
+                           "'%s' must be a string of 1 to 2000 bytes", name);
         }
     }
-    if (!(ids_text = cJSON_PrintUnformatted(ids)))
+    ids_text = cJSON_PrintUnformatted(ids);
+    if (!ids_text)
         return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     if ((rc = vd_ctx_db(ctx, &c)) == VD_OK) {
         rc = vd_store_items_lookup(c, fs, st, ids_text, &out);
@@ -182,7 +174,8 @@ vd_error vd_h_items_list(vd_ctx *ctx)
         (rc = vd_query_order(ctx, &f.desc)))
         return rc;
     f.state = vd_query(ctx, "state");
-    if (f.state && !in_list(f.state, item_states))
+    vd_item_state state = VD_ITEM_AVAILABLE;
+    if (f.state && !vd_item_state_parse(f.state, &state))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "state", "'state' is not an item state");
     if ((rc = vd_ctx_db(ctx, &c)))
         return rc;

@@ -18,10 +18,11 @@
 #define MAX_BATCH 100
 #define VD_MAX_ID 999999999999999999LL /* 18 digits, as in a path's job id */
 
-const char *const vd_reject_codes[] = {"irrelevant", "too_thin",    "duplicate",
-                                           "spam",       "low_quality", "other", NULL};
-const char *const vd_defer_codes[] = {"tool_error",     "quality_gate",      "provider_error",
-                                          "low_confidence", "dependency_outage", "other", NULL};
+const char *const vd_reject_codes[] = {"irrelevant",  "too_thin", "duplicate", "spam",
+                                       "low_quality", "other",    NULL};
+const char *const vd_defer_codes[] = {
+    "tool_error", "quality_gate", "provider_error", "low_confidence", "dependency_outage", "other",
+    NULL};
 
 static vd_error get_code(vd_field f, const char *const *allowed, const char **out)
 {
@@ -64,36 +65,30 @@ static vd_error get_engine_data(vd_field f, char **out)
 }
 
 /* Fill the event and reason fields of w for one explicit disposition. */
-static vd_error parse_explicit(vd_field f, const char *d, vd_job_write *w)
+static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 {
-    char name[200];
     int64_t after = -1;
     bool b = false;
     vd_error rc = VD_OK;
-    if (strcmp(d, "complete") == 0) {
+    if (d == VD_DISPOSITION_COMPLETE) {
         w->event.kind = VD_EVENT_COMPLETE;
-    } else if (strcmp(d, "reject_source") == 0) {
+    } else if (d == VD_DISPOSITION_REJECT_SOURCE) {
         w->event.kind = VD_EVENT_REJECT_SOURCE;
         w->is_reject = true;
         rc = get_code(f, vd_reject_codes, &w->reason_code);
-    } else if (strcmp(d, "defer_item") == 0) {
+    } else if (d == VD_DISPOSITION_DEFER_ITEM) {
         w->event.kind = VD_EVENT_DEFER_ITEM;
         if ((rc = get_code(f, vd_defer_codes, &w->reason_code)) ||
             (rc = vd_get_bool(f, "manual_review", false, &b)))
             return rc;
         w->event.manual_review = b;
-    } else if (strcmp(d, "fail") == 0) {
+    } else { /* VD_DISPOSITION_FAIL: parse_disposition let no other word through */
         w->event.kind = VD_EVENT_FAIL;
         w->reason_code = "engine_error";
         if ((rc = vd_get_string(f, "error", true, 1, 4000, &w->reason)) ||
             (rc = vd_get_bool(f, "retryable", true, &b)))
             return rc;
         w->event.retryable = b;
-    } else {
-        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
-                       vd_field_name(f, "disposition", name, sizeof(name)),
-                       "'%s' must be complete, reject_source, defer_item, fail or skip_item",
-                       name);
     }
     if (rc)
         return rc;
@@ -107,8 +102,7 @@ static vd_error parse_explicit(vd_field f, const char *d, vd_job_write *w)
 /* One disposition as parsed: the write and the text it points into. */
 typedef struct disp_in {
     vd_job_write w;
-    char head[64];
-    char tail[400];
+    char hint[200];
     char *engine;  /* engine_data re-serialised, or NULL */
     char *request; /* a batch entry without its job_id, as JSON (replays compare it) */
 } disp_in;
@@ -124,46 +118,48 @@ static void disp_cleanup(disp_in *in)
 static vd_error parse_disposition(vd_field f, disp_in *in)
 {
     vd_job_write *w = &in->w;
-    const char *d = NULL, *reason = NULL;
+    const char *word = NULL, *reason = NULL;
+    vd_disposition d = VD_DISPOSITION_NONE;
+    char name[200];
     vd_error rc;
     w->event.retry_after_seconds = -1;
     w->event.retryable = true;
     if ((rc = vd_get_token(f, &w->token)) ||
-        (rc = vd_get_string(f, "disposition", true, 1, 40, &d)) ||
+        (rc = vd_get_string(f, "disposition", true, 1, 40, &word)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
-        (rc = vd_get_bool(f, "force", false, &w->force)) ||
-        (rc = get_engine_data(f, &in->engine)))
+        (rc = vd_get_bool(f, "force", false, &w->force)) || (rc = get_engine_data(f, &in->engine)))
         return rc;
     w->reason = reason;
-    if (strcmp(d, "skip_item") == 0) {
+    if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
+                       vd_field_name(f, "disposition", name, sizeof(name)),
+                       "'%s' must be complete, reject_source, defer_item, fail or skip_item", name);
+    if (d == VD_DISPOSITION_SKIP_ITEM) {
         bool reject = false;
         vd_skip_item_map(reason, &reject, &w->reason_code);
         w->event.kind = reject ? VD_EVENT_REJECT_SOURCE : VD_EVENT_DEFER_ITEM;
         w->is_reject = reject;
-        w->disposition = reject ? "reject_source" : "defer_item";
-        w->cause = "skip_item";
-        snprintf(in->tail, sizeof(in->tail),
-                 "\"deprecated\":true,\"mapped_to\":\"%s\",\"hint\":\"skip_item is deprecated: "
-                 "call %s with reason_code '%s' instead%s.\"",
-                 w->disposition, w->disposition, w->reason_code,
+        w->disposition = reject ? VD_DISPOSITION_REJECT_SOURCE : VD_DISPOSITION_DEFER_ITEM;
+        w->cause = VD_CAUSE_SKIP_ITEM;
+        snprintf(in->hint, sizeof(in->hint),
+                 "skip_item is deprecated: call %s with reason_code '%s' instead%s.",
+                 vd_disposition_name(w->disposition), w->reason_code,
                  reject ? "" : " (the item stays eligible and is retried later)");
-        w->tail = in->tail;
+        w->deprecation_hint = in->hint;
     } else if ((rc = parse_explicit(f, d, w))) {
         return rc;
     } else {
         w->disposition = d;
-        w->cause = d;
+        w->cause = vd_disposition_cause(d);
     }
-    snprintf(in->head, sizeof(in->head), "\"disposition\":\"%s\"", w->disposition);
-    w->head = in->head;
     w->actor = f.ctx->actor;
     w->engine_data = in->engine;
     return VD_OK;
 }
 
 /* Why a job write was refused: the message (in msg) and the field it names, or NULL. */
-static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answer *ans,
-                           char *msg, size_t len)
+static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answer *ans, char *msg,
+                           size_t len)
 {
     int64_t job = w->job_id;
     char what[48];
@@ -211,12 +207,13 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
         const char *field = refusal(rc, &in.w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
-        *answer = ans.body;
-        ans.body = NULL;
+        *answer = vd_job_reply(NULL, ans.kept, ans.replayed);
+        if (!*answer)
+            rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
 out:
     disp_cleanup(&in);
-    free(ans.body);
+    free(ans.kept);
     return rc;
 }
 
@@ -250,7 +247,8 @@ vd_error vd_h_release(vd_ctx *ctx)
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1};
-    w.cause = "release";
+    w.disposition = VD_DISPOSITION_NONE;
+    w.cause = VD_CAUSE_RELEASE;
     w.reason_code = "release";
     w.reason = reason;
     w.actor = ctx->actor;
@@ -261,9 +259,11 @@ vd_error vd_h_release(vd_ctx *ctx)
         const char *field = refusal(rc, &w, &ans, msg, sizeof(msg));
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
-        rc = vd_respond_owned(ctx, ans.body), ans.body = NULL;
+        char *reply = vd_job_reply(NULL, ans.kept, ans.replayed);
+        rc = reply ? vd_respond_owned(ctx, reply)
+                   : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
-    free(ans.body);
+    free(ans.kept);
     return rc;
 }
 
@@ -300,32 +300,51 @@ static vd_error parse_entry(vd_ctx *ctx, const cJSON *e, int i, disp_in *all)
     return VD_OK;
 }
 
+/* A refused entry of a batch: {"job_id":…,"status":…, then the single call's envelope}. */
+static char *refused_entry(int i, const disp_in *in, const vd_job_answer *ans)
+{
+    char msg[600], name[200], id[24];
+    const char *field = refusal(ans->rc, &in->w, ans, msg, sizeof(msg));
+    if (field)
+        snprintf(name, sizeof(name), "dispositions[%d].%s", i, field);
+    cJSON *env = vd_error_envelope(ans->rc, msg, field ? name : NULL);
+    cJSON *o = cJSON_CreateObject();
+    char *text = NULL;
+    snprintf(id, sizeof(id), "%lld", (long long)in->w.job_id); /* exact beyond 2^53 */
+    if (env && o && cJSON_AddRawToObject(o, "job_id", id) &&
+        cJSON_AddNumberToObject(o, "status", vd_error_status(ans->rc))) {
+        while (env->child) {
+            cJSON *m = cJSON_DetachItemViaPointer(env, env->child);
+            cJSON_AddItemToObject(o, m->string, m); /* takes m; its key is copied */
+        }
+        text = cJSON_PrintUnformatted(o);
+    }
+    cJSON_Delete(env);
+    cJSON_Delete(o);
+    return text;
+}
+
 /* {"results":[{"job_id":…,"status":…, then the single call's answer or error envelope}…]} */
-static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans,
-                                int n)
+static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans, int n)
 {
     vd_buf b = {0};
     vd_buf_printf(&b, "{\"results\":[");
     for (int i = 0; i < n; i++) {
-        char *env = NULL;
-        const char *body = ans[i].body;
+        char lead[64], *entry = NULL;
         if (ans[i].rc) {
-            char msg[600], name[200];
-            const char *field = refusal(ans[i].rc, &in[i].w, &ans[i], msg, sizeof(msg));
-            if (field)
-                snprintf(name, sizeof(name), "dispositions[%d].%s", i, field);
-            cJSON *o = vd_error_envelope(ans[i].rc, msg, field ? name : NULL);
-            body = env = o ? cJSON_PrintUnformatted(o) : NULL;
-            cJSON_Delete(o);
-        }
-        if (!body || body[0] != '{') {
-            b.failed = true;
+            entry = refused_entry(i, &in[i], &ans[i]);
         } else {
-            vd_buf_printf(&b, "%s{\"job_id\":%lld,\"status\":%d,%s", i ? "," : "",
-                          (long long)in[i].w.job_id, ans[i].rc ? vd_error_status(ans[i].rc) : 200,
-                          body + 1);
+            snprintf(lead, sizeof(lead), "\"job_id\":%lld,\"status\":200",
+                     (long long)in[i].w.job_id);
+            entry = vd_job_reply(lead, ans[i].kept, ans[i].replayed);
         }
-        free(env);
+        if (!entry)
+            b.failed = true;
+        else if (i > 0)
+            vd_buf_append(&b, ",", 1);
+        if (entry)
+            vd_buf_append(&b, entry, strlen(entry));
+        free(entry);
     }
     vd_buf_printf(&b, "]}");
     if (b.failed) {
@@ -375,7 +394,7 @@ out:
     for (i = 0; in && i < n; i++)
         disp_cleanup(&in[i]);
     for (i = 0; ans && i < n; i++)
-        free(ans[i].body);
+        free(ans[i].kept);
     free(in);
     free(w);
     free(ans);
@@ -411,12 +430,10 @@ static bool valid_since(const char *s)
 
 vd_error vd_h_jobs_list(vd_ctx *ctx)
 {
-    static const char *const statuses[] = {"processing", "completed", "rejected", "deferred",
-                                           "failed",     "expired",   "released", NULL};
     vd_list_filter f = {0};
     char *out = NULL;
     vd_conn *c = NULL;
-    bool known = false;
+    vd_job_status status = VD_JOB_PROCESSING;
     vd_error rc = vd_query_int(ctx, "limit", 1, 500, 100, &f.limit);
     if (rc || (rc = vd_query_int(ctx, "after", 0, INT64_MAX, 0, &f.after)) ||
         (rc = vd_query_int(ctx, "item_id", 1, INT64_MAX, 0, &f.item_id)) ||
@@ -427,9 +444,7 @@ vd_error vd_h_jobs_list(vd_ctx *ctx)
         return rc;
     f.state = vd_query(ctx, "status");
     f.since = vd_query(ctx, "since");
-    for (size_t i = 0; f.state && statuses[i]; i++)
-        known |= strcmp(f.state, statuses[i]) == 0;
-    if (f.state && !known)
+    if (f.state && !vd_job_status_parse(f.state, &status))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "status", "'status' is not a job status");
     if (f.since && !valid_since(f.since))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "since", "'since' must be an RFC 3339 time");

@@ -145,6 +145,7 @@ static void answer_text(const cJSON *a, char *out, size_t len)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(a, "item");
     const char *state = str_of(item, "state"), *given = NULL;
+    vd_item_state st = VD_ITEM_AVAILABLE;
     const char *again = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "replayed"))
                             ? " (This call had been applied already; nothing changed.)"
                             : "";
@@ -153,15 +154,15 @@ static void answer_text(const cJSON *a, char *out, size_t len)
         given = str_of(a, "hint");
     if (*given)
         snprintf(out, len, "%s", given);
-    else if (strcmp(state, "processed") == 0)
+    else if (vd_item_state_parse(state, &st) && st == VD_ITEM_PROCESSED)
         snprintf(out, len, "Done: the item is processed and will not be offered again.%s", again);
-    else if (strcmp(state, "rejected") == 0)
+    else if (st == VD_ITEM_REJECTED)
         snprintf(out, len, "The source is rejected; the item is closed for good.%s", again);
-    else if (strcmp(state, "deferred") == 0)
+    else if (st == VD_ITEM_DEFERRED)
         snprintf(out, len,
                  "The item is deferred: it stays eligible and is offered again after %s.%s",
                  str_of(item, "available_at"), again);
-    else if (strcmp(state, "manual_review") == 0)
+    else if (st == VD_ITEM_MANUAL_REVIEW)
         snprintf(out, len, "The item is parked for a person to review.%s", again);
     else
         snprintf(out, len, "Recorded '%s': the item is now %s.%s", str_of(a, "disposition"), state,

@@ -1,6 +1,7 @@
 /* h_outcomes.c - SPEC §6 and §7: tool-failure envelopes, the pure adjudication endpoint, and
- * session outcomes stored on a job (and applied to its item). The adjudicator itself is the
- * service layer's (service/adjudicator.c); this file decodes, encodes and wires. */
+ * session outcomes stored on a job (and applied to its item). The adjudicator and the
+ * session-outcome rules are the service layer's (service/adjudicator.c, outcomes.c); this
+ * file decodes requests and answers. */
 #include "http_internal.h"
 #include "metrics.h"
 
@@ -11,6 +12,7 @@
 #include "verdict/adjudication_codec.h"
 #include "verdict/adjudicator.h"
 #include "verdict/jobs.h"
+#include "verdict/outcomes.h"
 #include "verdict/tool_failures.h"
 
 #define MAX_ARGS 65536
@@ -145,9 +147,9 @@ static vd_error decode_session(vd_ctx *ctx, const cJSON *body, vd_session_report
     rc = vd_session_report_from_json(s, ctx->cfg->max_consecutive_retries, r, &field);
     if (rc)
         return vd_fail(ctx, rc, field, "'%s' is %s", field ? field : "session",
-                       r->invalid_reason ? r->invalid_reason
+                       r->invalid_reason            ? r->invalid_reason
                        : rc == VD_ERR_MISSING_FIELD ? "required (exactly one of stdout, parsed)"
-                                                  : "not valid");
+                                                    : "not valid");
     return VD_OK;
 }
 
@@ -176,128 +178,44 @@ vd_error vd_h_adjudications(vd_ctx *ctx)
     return rc;
 }
 
-/* session-outcome.md §6: retriable outcomes in a row before this job, newest first. */
-static int prior_retries(const char *adjudications_json)
-{
-    cJSON *list = cJSON_Parse(adjudications_json);
-    int n = 0;
-    for (const cJSON *a = list ? list->child : NULL; a; a = a->next) {
-        const char *outcome = cJSON_GetStringValue(cJSON_GetObjectItem(a, "outcome"));
-        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItem(a, "retry_reason"));
-        if (!outcome || !reason || strcmp(reason, "zero_writes") == 0)
-            continue; /* neither counts nor stops */
-        if (strcmp(outcome, "retriable") == 0 || strcmp(reason, "budget_exhausted") == 0)
-            n++;
-        else
-            break;
-    }
-    cJSON_Delete(list);
-    return n;
-}
-
-typedef struct outcome_ctx {
-    vd_session_report *report;
-    vd_adjudication adj;
-    char *adj_text;
-    char *head;
-} outcome_ctx;
-
-static void outcome_reset(outcome_ctx *o)
-{
-    vd_adjudication_cleanup(&o->adj);
-    free(o->adj_text);
-    free(o->head);
-    o->adj_text = o->head = NULL;
-}
-
-/* Inside the transaction: adjudicate with the item's own history, choose the event. */
-static vd_error decide_outcome(vd_conn *c, const vd_job_snapshot *snap, vd_job_write *w,
-                               void *arg)
-{
-    outcome_ctx *o = arg;
-    char *prior = NULL;
-    vd_error rc = vd_store_prior_adjudications(c, snap->item_id, w->job_id, &prior);
-    outcome_reset(o);
-    if (rc)
-        return rc;
-    o->report->prior_consecutive_retries = prior_retries(prior);
-    free(prior);
-    if ((rc = vd_adjudicate(o->report, &o->adj)))
-        return rc;
-    cJSON *json = vd_adjudication_to_json(&o->adj);
-    o->adj_text = json ? cJSON_PrintUnformatted(json) : NULL;
-    cJSON_Delete(json);
-    size_t len = o->adj_text ? strlen(o->adj_text) + 32 : 0;
-    if (!o->adj_text || !(o->head = malloc(len)))
-        return VD_ERR_INTERNAL;
-    snprintf(o->head, len, "\"adjudication\":%s", o->adj_text);
-    w->adjudication = o->adj_text;
-    w->head = o->head;
-    if (o->adj.outcome == VD_SESSION_OUTCOME_SUCCEEDED) {
-        w->event.kind = VD_EVENT_SESSION_SUCCEEDED;
-        w->reason_code = "success";
-    } else if (o->adj.outcome == VD_SESSION_OUTCOME_RETRIABLE) {
-        w->event.kind = VD_EVENT_SESSION_RETRIABLE;
-        w->reason_code = vd_retry_reason_name(o->adj.retry_reason);
-    } else {
-        w->event.kind = VD_EVENT_SESSION_FAILED;
-        w->reason_code = o->adj.retry_reason == VD_RETRY_REASON_BUDGET_EXHAUSTED
-                             ? "budget_exhausted"
-                             : vd_subtype_label_name(o->adj.subtype);
-    }
-    return VD_OK;
-}
-
 vd_error vd_h_session_outcome(vd_ctx *ctx)
 {
     const cJSON *body = NULL;
     vd_session_report r;
-    outcome_ctx o;
-    vd_job_write w = {0};
-    vd_job_answer ans = {0};
+    vd_session_result res = {0};
+    vd_session_call call = {.request_json = ctx->body, .actor = ctx->actor, .report = &r};
     vd_conn *c = NULL;
-    bool apply = true;
     char what[48];
-    vd_error rc = vd_param_id(ctx, 0, "job", &w.job_id);
-    memset(&o, 0, sizeof(o));
+    vd_error rc = vd_param_id(ctx, 0, "job", &call.job_id);
     vd_session_report_init(&r);
     if (rc || (rc = vd_body_object(ctx, &body)))
         return rc;
     vd_field f = {ctx, body, NULL};
-    if ((rc = vd_get_token(f, &w.token)) || (rc = vd_get_bool(f, "apply", true, &apply)) ||
+    if ((rc = vd_get_token(f, &call.token)) || (rc = vd_get_bool(f, "apply", true, &call.apply)) ||
         (rc = decode_session(ctx, body, &r)))
         return rc;
-    o.report = &r;
-    w.request_json = ctx->body;
-    w.actor = ctx->actor;
-    w.disposition = "session_outcome";
-    w.cause = "session_outcome";
-    w.head = "\"adjudication\":null";
-    w.decide = decide_outcome;
-    w.decide_arg = &o;
-    w.record_only = !apply;
     if ((rc = vd_ctx_db(ctx, &c)))
         goto out;
-    snprintf(what, sizeof(what), "job %lld", (long long)w.job_id);
-    rc = vd_job_apply(c, ctx->cfg, &w, &ans);
+    snprintf(what, sizeof(what), "job %lld", (long long)call.job_id);
+    rc = vd_session_outcome_apply(c, ctx->cfg, &call, &res);
     if (rc == VD_ERR_JOB_FINALIZED)
         vd_fail(ctx, rc, NULL,
                 "%s is already finished with disposition '%s'; a different report cannot "
                 "replace it",
-                what, ans.standing);
+                what, res.answer.standing);
     else if (rc)
         vd_store_fail(ctx, rc, what);
     else {
-        if (!ans.replayed && o.adj_text)
-            vd_metrics_observe_adjudication(vd_session_outcome_name(o.adj.outcome),
-                                            vd_retry_reason_name(o.adj.retry_reason),
-                                            vd_content_state_name(o.adj.content_state));
-        rc = vd_respond_owned(ctx, ans.body);
-        ans.body = NULL;
+        if (res.adjudicated)
+            vd_metrics_observe_adjudication(vd_session_outcome_name(res.adj.outcome),
+                                            vd_retry_reason_name(res.adj.retry_reason),
+                                            vd_content_state_name(res.adj.content_state));
+        char *reply = vd_job_reply(NULL, res.answer.kept, res.answer.replayed);
+        rc = reply ? vd_respond_owned(ctx, reply)
+                   : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
 out:
-    free(ans.body);
-    outcome_reset(&o);
+    vd_session_result_cleanup(&res);
     vd_session_report_cleanup(&r);
     return rc;
 }

@@ -53,61 +53,19 @@ vd_error vd_h_openapi_yaml(vd_ctx *ctx)
 vd_error vd_h_metrics(vd_ctx *ctx)
 {
     vd_buf out = {0};
+    vd_sweeper_counts sw;
+    vd_db_metrics db = {0};
+    vd_conn *c = NULL;
+    bool db_up = false;
     vd_error rc = VD_OK;
-    vd_buf_printf(&out, "# HELP verdict_up Whether verdictd is serving.\n# TYPE verdict_up gauge\n"
-                        "verdict_up 1\n");
-    vd_buf_printf(&out,
-                  "# HELP verdict_db_pool_in_use Database connections borrowed right now.\n"
-                  "# TYPE verdict_db_pool_in_use gauge\nverdict_db_pool_in_use %d\n"
-                  "# HELP verdict_db_pool_size Database connections this process may open.\n"
-                  "# TYPE verdict_db_pool_size gauge\nverdict_db_pool_size %d\n",
-                  vd_db_in_use(ctx->db), vd_db_size(ctx->db));
-    vd_metrics_render_http(&out);
-    {
-        vd_sweeper_counts sw;
-        vd_sweeper_totals(&sw);
-        vd_buf_printf(
-            &out,
-            "# HELP verdict_sweeper_runs_total Sweeper passes of this process, by result.\n"
-            "# TYPE verdict_sweeper_runs_total counter\n"
-            "verdict_sweeper_runs_total{result=\"ok\"} %llu\n"
-            "verdict_sweeper_runs_total{result=\"error\"} %llu\n"
-            "# HELP verdict_sweeper_leases_closed_total Passed leases the sweeper closed.\n"
-            "# TYPE verdict_sweeper_leases_closed_total counter\n"
-            "verdict_sweeper_leases_closed_total %llu\n"
-            "# HELP verdict_sweeper_idempotency_purged_total Idempotency records older than 24 h "
-            "purged.\n"
-            "# TYPE verdict_sweeper_idempotency_purged_total counter\n"
-            "verdict_sweeper_idempotency_purged_total %llu\n"
-            "# HELP verdict_sweeper_retention_deleted_total Jobs and transitions deleted by "
-            "retention.\n"
-            "# TYPE verdict_sweeper_retention_deleted_total counter\n"
-            "verdict_sweeper_retention_deleted_total %llu\n"
-            "# HELP verdict_sweeper_last_run_timestamp_seconds When the last sweeper pass ended "
-            "(0: none yet).\n"
-            "# TYPE verdict_sweeper_last_run_timestamp_seconds gauge\n"
-            "verdict_sweeper_last_run_timestamp_seconds %.3f\n",
-            sw.runs - sw.failed_runs, sw.failed_runs, sw.leases_closed, sw.idempotency_purged,
-            sw.retention_deleted, sw.last_run_unix);
+    vd_sweeper_totals(&sw);
+    if (vd_db_acquire_until(ctx->db, ctx->deadline, &c) == VD_OK) {
+        db_up = vd_store_metrics(c, &db) == VD_OK;
+        vd_db_release(ctx->db, c);
     }
-    {
-        vd_conn *c = NULL;
-        char *db = NULL;
-        bool db_up = false;
-        /* the database families are left out (not failed) while the database is down:
-         * verdict_up still answers and verdict_db_up says 0, which is what an alert wants */
-        if (vd_db_acquire_until(ctx->db, ctx->deadline, &c) == VD_OK) {
-            db_up = vd_store_metrics(c, &db) == VD_OK;
-            if (db_up)
-                vd_buf_printf(&out, "%s", db);
-            vd_db_release(ctx->db, c);
-        }
-        vd_buf_printf(&out,
-                      "# HELP verdict_db_up Whether this scrape could read verdict's database "
-                      "(1) or not (0).\n# TYPE verdict_db_up gauge\nverdict_db_up %d\n",
-                      db_up ? 1 : 0);
-        free(db);
-    }
+    vd_metrics_render(&out, &(vd_metrics_input){vd_db_in_use(ctx->db), vd_db_size(ctx->db), &sw,
+                                                db_up ? &db : NULL});
+    vd_db_metrics_cleanup(&db);
     if (out.failed)
         rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory rendering metrics");
     else

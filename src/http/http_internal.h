@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "verdict/config.h"
+#include "verdict/domain.h"
 #include "verdict/error.h"
 #include "verdict/store.h"
 
@@ -27,7 +28,7 @@ typedef struct vd_route {
     const char *pattern; /* "/v1/jobs/{job_id}/heartbeat" */
     vd_role role;        /* VD_ROLE_NONE: no token needed */
     vd_handler handler;
-    const char *name;    /* the metrics label, e.g. "jobs.heartbeat" */
+    const char *name; /* the metrics label, e.g. "jobs.heartbeat" */
 } vd_route;
 
 extern const vd_route vd_routes[];
@@ -60,7 +61,7 @@ struct vd_ctx {
     vd_match match;
     const char *body; /* NUL-terminated; "" when none */
     size_t body_len;
-    cJSON *json;      /* the parsed body; NULL when empty */
+    cJSON *json;       /* the parsed body; NULL when empty */
     const char *actor; /* the API key's name, or "anonymous" */
     vd_role role;
     char request_id[80];
@@ -73,11 +74,11 @@ struct vd_ctx {
     char err_field[200];
     char retry_after[16];
     bool idempotent_replayed;
-    bool console;          /* a /ui answer: CSP, caching and framing headers */
-    const char *etag;      /* ETag of an embedded asset, or NULL */
-    const char *location;  /* Location of a redirect, or NULL */
-    vd_conn *dbc; /* borrowed from the pool by vd_ctx_db, released after the handler */
-    double deadline; /* vd_monotonic() bound of every database wait of this request */
+    bool console;         /* a /ui answer: CSP, caching and framing headers */
+    const char *etag;     /* ETag of an embedded asset, or NULL */
+    const char *location; /* Location of a redirect, or NULL */
+    vd_conn *dbc;         /* borrowed from the pool by vd_ctx_db, released after the handler */
+    double deadline;      /* vd_monotonic() bound of every database wait of this request */
 };
 
 /* The request's database connection, acquired on first use. VD_ERR_DATABASE_UNAVAILABLE
@@ -93,13 +94,11 @@ vd_error vd_respond_owned(vd_ctx *ctx, char *json);
 /* The Idempotency-Key header: VD_OK with *key NULL when absent; 400 when malformed. */
 vd_error vd_idempotency_key(vd_ctx *ctx, const char **key);
 
-
 /* Answer with a JSON value (taken: freed here) and the given status. Returns VD_OK, or
  * VD_ERR_INTERNAL when it cannot be printed. */
 vd_error vd_respond_json(vd_ctx *ctx, int status, cJSON *value);
 /* Answer with raw text (copied). */
-vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text,
-                         size_t len);
+vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text, size_t len);
 /* Record an error for the envelope: field may be NULL; message is printf-style. Returns err
  * so handlers can `return vd_fail(...)`. */
 vd_error vd_fail(vd_ctx *ctx, vd_error err, const char *field, const char *fmt, ...)
@@ -208,8 +207,8 @@ typedef struct vd_agent_tool {
     const char *name;
     const char *disposition; /* what the disposition endpoint gets; NULL: not a disposition */
     const char *description;
-    cJSON *(*schema)(void);  /* the JSON Schema of the arguments (caller frees) */
-    bool mcp_only;           /* offered only by /mcp (report_tool_failure) */
+    cJSON *(*schema)(void); /* the JSON Schema of the arguments (caller frees) */
+    bool mcp_only;          /* offered only by /mcp (report_tool_failure) */
 } vd_agent_tool;
 
 extern const vd_agent_tool vd_agent_tools[];

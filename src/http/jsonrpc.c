@@ -86,7 +86,9 @@ cJSON *vd_rpc_result(const cJSON *id, cJSON *result)
 cJSON *vd_rpc_error(const cJSON *id, int code, const char *message, cJSON *data)
 {
     cJSON *o = envelope_of(id), *e = NULL;
-    if (!o || !(e = cJSON_AddObjectToObject(o, "error"))) {
+    if (o)
+        e = cJSON_AddObjectToObject(o, "error");
+    if (!e) {
         cJSON_Delete(o);
         cJSON_Delete(data);
         return NULL;

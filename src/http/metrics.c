@@ -1,6 +1,7 @@
-/* metrics.c - in-process counters for /metrics: requests by route and status, latency
- * histograms by route. Lock-free (atomics), so the hot path never waits on a scrape.
- * Database-derived series are rendered by the /metrics handler from a query. */
+/* metrics.c - /metrics: in-process counters (requests by route and status, latency histograms
+ * by route; lock-free atomics, so the hot path never waits on a scrape) and the one renderer of
+ * the whole page, the database-derived families included (their samples come from the store
+ * as data: vd_store_metrics). */
 #include "http_internal.h"
 #include "metrics.h"
 
@@ -67,15 +68,14 @@ static void render_labelled(vd_buf *out, const char *name, const char *help, lab
     vd_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
     pthread_mutex_lock(&labelled_mu);
     for (size_t i = 0; i < *n; i++)
-        vd_buf_printf(out, "%s{%s} %llu\n", name, table[i].labels,
-                      (unsigned long long)table[i].n);
+        vd_buf_printf(out, "%s{%s} %llu\n", name, table[i].labels, (unsigned long long)table[i].n);
     pthread_mutex_unlock(&labelled_mu);
 }
 
 static size_t route_slot(long route)
 {
     return route < 0 || route >= MAX_ROUTES || (size_t)route >= vd_route_count ? MAX_ROUTES
-                                                                                 : (size_t)route;
+                                                                               : (size_t)route;
 }
 
 void vd_metrics_observe_http(long route, int status, double seconds)
@@ -157,7 +157,7 @@ static void render_histograms(vd_buf *out)
     }
 }
 
-void vd_metrics_render_http(vd_buf *out)
+static void render_http(vd_buf *out)
 {
     render_counts(out);
     render_histograms(out);
@@ -167,4 +167,100 @@ void vd_metrics_render_http(vd_buf *out)
     render_labelled(out, "verdict_tool_failures_total",
                     "Tool failures recorded, by kind and whether the envelope said retryable.",
                     tool_failures, &n_tool_failures);
+}
+
+/* A label value, escaped as the text format wants (backslash, double quote, newline). */
+static void put_label(vd_buf *out, const char *name, const char *v)
+{
+    vd_buf_printf(out, "%s=\"", name);
+    for (const char *p = v; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            vd_buf_printf(out, "\\%c", *p);
+        else if (*p == '\n')
+            vd_buf_printf(out, "\\n");
+        else
+            vd_buf_printf(out, "%c", *p);
+    }
+    vd_buf_printf(out, "\"");
+}
+
+static void render_db(vd_buf *out, const vd_db_metrics *db)
+{
+    static const struct {
+        const char *name, *type, *help, *a, *b;
+    } fam[VD_DB__MAX] = {
+        [VD_DB_ITEMS] = {"verdict_items", "gauge", "Items by flow step and state.", "flow_step_id",
+                         "state"},
+        [VD_DB_TRANSITIONS] = {"verdict_transitions_total", "counter",
+                               "State transitions recorded, by cause and new state.", "cause",
+                               "to_state"},
+        [VD_DB_STUCK_CLAIMS] = {"verdict_stuck_claims", "gauge",
+                                "Claims whose lease passed and the sweeper has not closed yet.",
+                                "flow_step_id", NULL},
+        [VD_DB_OLDEST_CLAIMABLE] = {"verdict_oldest_claimable_age_seconds", "gauge",
+                                    "Age of the oldest item that may be claimed now (0: none).",
+                                    "flow_step_id", NULL},
+    };
+    size_t k = 0;
+    for (int f = 0; f < VD_DB__MAX; f++) {
+        vd_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", fam[f].name, fam[f].help, fam[f].name,
+                      fam[f].type);
+        for (; k < db->n && (int)db->s[k].family == f; k++) {
+            vd_buf_printf(out, "%s{", fam[f].name);
+            put_label(out, fam[f].a, db->s[k].a);
+            if (fam[f].b && db->s[k].b) {
+                vd_buf_printf(out, ",");
+                put_label(out, fam[f].b, db->s[k].b);
+            }
+            vd_buf_printf(out, "} %lld\n", db->s[k].value);
+        }
+    }
+}
+
+static void render_sweeper(vd_buf *out, const vd_sweeper_counts *sw)
+{
+    vd_buf_printf(out,
+                  "# HELP verdict_sweeper_runs_total Sweeper passes of this process, by result.\n"
+                  "# TYPE verdict_sweeper_runs_total counter\n"
+                  "verdict_sweeper_runs_total{result=\"ok\"} %llu\n"
+                  "verdict_sweeper_runs_total{result=\"error\"} %llu\n"
+                  "# HELP verdict_sweeper_leases_closed_total Passed leases the sweeper closed.\n"
+                  "# TYPE verdict_sweeper_leases_closed_total counter\n"
+                  "verdict_sweeper_leases_closed_total %llu\n"
+                  "# HELP verdict_sweeper_idempotency_purged_total Idempotency records older "
+                  "than 24 h purged.\n"
+                  "# TYPE verdict_sweeper_idempotency_purged_total counter\n"
+                  "verdict_sweeper_idempotency_purged_total %llu\n"
+                  "# HELP verdict_sweeper_retention_deleted_total Jobs and transitions deleted by "
+                  "retention.\n"
+                  "# TYPE verdict_sweeper_retention_deleted_total counter\n"
+                  "verdict_sweeper_retention_deleted_total %llu\n"
+                  "# HELP verdict_sweeper_last_run_timestamp_seconds When the last sweeper pass "
+                  "ended (0: none yet).\n"
+                  "# TYPE verdict_sweeper_last_run_timestamp_seconds gauge\n"
+                  "verdict_sweeper_last_run_timestamp_seconds %.3f\n",
+                  sw->runs - sw->failed_runs, sw->failed_runs, sw->leases_closed,
+                  sw->idempotency_purged, sw->retention_deleted, sw->last_run_unix);
+}
+
+void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
+{
+    vd_buf_printf(out, "# HELP verdict_up Whether verdictd is serving.\n# TYPE verdict_up gauge\n"
+                       "verdict_up 1\n");
+    vd_buf_printf(out,
+                  "# HELP verdict_db_pool_in_use Database connections borrowed right now.\n"
+                  "# TYPE verdict_db_pool_in_use gauge\nverdict_db_pool_in_use %d\n"
+                  "# HELP verdict_db_pool_size Database connections this process may open.\n"
+                  "# TYPE verdict_db_pool_size gauge\nverdict_db_pool_size %d\n",
+                  in->pool_in_use, in->pool_size);
+    render_http(out);
+    render_sweeper(out, in->sweeper);
+    /* the database families are left out (not failed) while the database is down:
+     * verdict_up still answers and verdict_db_up says 0, which is what an alert wants */
+    if (in->db)
+        render_db(out, in->db);
+    vd_buf_printf(out,
+                  "# HELP verdict_db_up Whether this scrape could read verdict's database "
+                  "(1) or not (0).\n# TYPE verdict_db_up gauge\nverdict_db_up %d\n",
+                  in->db ? 1 : 0);
 }

@@ -10,8 +10,7 @@
 #include "verdict/adjudicator.h"
 #include "verdict/util.h"
 
-vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text,
-                         size_t len)
+vd_error vd_respond_text(vd_ctx *ctx, int status, const char *ctype, const char *text, size_t len)
 {
     char *copy = malloc(len + 1);
     if (!copy)
@@ -98,8 +97,9 @@ const char *vd_store_message(vd_error err, const char *what, char *msg, size_t l
     const char *w = what ? what : "the resource";
     switch (err) {
     case VD_ERR_DATABASE_UNAVAILABLE:
-        snprintf(msg, len, "the database is unavailable or did not answer in time; retry the "
-                           "same request");
+        snprintf(msg, len,
+                 "the database is unavailable or did not answer in time; retry the "
+                 "same request");
         return NULL;
     case VD_ERR_NOT_FOUND:
         snprintf(msg, len, "%s does not exist", w);

@@ -40,8 +40,7 @@ typedef enum req_state {
 } req_state;
 
 typedef struct vd_req {
-    char *body;
-    size_t len, cap;
+    vd_buf body; /* the upload so far */
     bool too_large;
     double started;
     req_state state;
@@ -54,7 +53,7 @@ static void req_free(vd_req *r)
         return;
     cJSON_Delete(r->ctx.json);
     free(r->ctx.resp_body);
-    free(r->body);
+    vd_buf_cleanup(&r->body);
     free(r);
 }
 
@@ -73,25 +72,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 /* Append an upload chunk; past the cap the rest is drained and the request answered 413. */
 static void req_append(vd_req *r, const char *data, size_t len, size_t max)
 {
-    if (r->too_large || r->len + len > max) {
+    if (r->too_large || r->body.len + len > max) {
         r->too_large = true;
         return;
     }
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 1024;
-        while (cap < r->len + len + 1)
-            cap *= 2;
-        char *b = realloc(r->body, cap);
-        if (!b) {
-            r->too_large = true;
-            return;
-        }
-        r->body = b;
-        r->cap = cap;
-    }
-    memcpy(r->body + r->len, data, len);
-    r->len += len;
-    r->body[r->len] = '\0';
+    vd_buf_append(&r->body, data, len);
+    r->too_large = r->body.failed; /* out of memory: answered like a body past the cap */
 }
 
 static bool sane_request_id(const char *s)
@@ -144,13 +130,14 @@ static bool is_json_ctype(const char *ct)
 static vd_error dispatch(vd_ctx *ctx, vd_req *r)
 {
     char msg[200];
-    vd_match_result m = vd_route_match(vd_routes, vd_route_count, ctx->method, ctx->path,
-                                       &ctx->match);
+    vd_match_result m =
+        vd_route_match(vd_routes, vd_route_count, ctx->method, ctx->path, &ctx->match);
     if (m == VD_MATCH_NOT_FOUND)
         return vd_fail(ctx, VD_ERR_NOT_FOUND, NULL, "no endpoint %s %s", ctx->method, ctx->path);
     if (m == VD_MATCH_BAD_METHOD)
-        return vd_fail(ctx, VD_ERR_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s (allowed: %s)",
-                       ctx->method, ctx->path, ctx->match.allow);
+        return vd_fail(ctx, VD_ERR_METHOD_NOT_ALLOWED, NULL,
+                       "%s is not allowed on %s (allowed: %s)", ctx->method, ctx->path,
+                       ctx->match.allow);
     ctx->route = &vd_routes[ctx->match.route_index];
     if (ctx->route->role != VD_ROLE_NONE) {
         vd_error rc = authenticate(ctx);
@@ -163,16 +150,16 @@ static vd_error dispatch(vd_ctx *ctx, vd_req *r)
     if (r->too_large)
         return vd_fail(ctx, VD_ERR_PAYLOAD_TOO_LARGE, NULL, "the body is larger than %zu bytes",
                        ctx->cfg->max_body_bytes);
-    ctx->body = r->body ? r->body : "";
-    ctx->body_len = r->len;
-    if (r->len > 0) {
-        const char *ct = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_TYPE);
+    ctx->body = r->body.data ? r->body.data : "";
+    ctx->body_len = r->body.len;
+    if (r->body.len > 0) {
+        const char *ct =
+            MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!is_json_ctype(ct))
             return vd_fail(ctx, VD_ERR_UNSUPPORTED_MEDIA_TYPE, NULL,
                            "Content-Type '%s' is not application/json", ct ? ct : "(none)");
         char field[200];
-        vd_error jrc = vd_json_parse(r->body, r->len, &ctx->json, msg, sizeof(msg), field,
+        vd_error jrc = vd_json_parse(r->body.data, r->body.len, &ctx->json, msg, sizeof(msg), field,
                                      sizeof(field));
         if (jrc)
             return vd_fail(ctx, jrc, field[0] ? field : NULL, "%s", msg);
@@ -195,8 +182,7 @@ static void access_log(const vd_ctx *ctx, double secs)
              "\",\"route\":\"%s\",\"status\":%d,\"error\":\"%s\",\"duration_ms\":%.3f,"
              "\"actor\":\"%s\"",
              ctx->route ? ctx->route->name : "unmatched", ctx->status,
-             ctx->err ? vd_error_code(ctx->err) : "", secs * 1000.0,
-             ctx->actor ? ctx->actor : "");
+             ctx->err ? vd_error_code(ctx->err) : "", secs * 1000.0, ctx->actor ? ctx->actor : "");
     vd_log(VD_LOG_INFO, "request", fields);
 }
 
@@ -231,9 +217,9 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
                     ctx->err_message);
         cJSON *env = vd_error_envelope(ctx->err, ctx->err_message, ctx->err_field);
         if (speaks_jsonrpc(ctx->route)) /* MCP: a JSON-RPC error with no id, the envelope as data */
-            env = vd_rpc_error(NULL, vd_rpc_code_of(ctx->err),
-                               ctx->err_message[0] ? ctx->err_message : vd_error_code(ctx->err),
-                               env);
+            env =
+                vd_rpc_error(NULL, vd_rpc_code_of(ctx->err),
+                             ctx->err_message[0] ? ctx->err_message : vd_error_code(ctx->err), env);
         if (vd_respond_json(ctx, vd_error_status(ctx->err), env))
             return MHD_NO;
         if (vd_error_retryable(ctx->err) && !ctx->retry_after[0])
@@ -244,7 +230,7 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
     if (!resp)
         return MHD_NO;
     ctx->resp_body = NULL; /* owned by the response now */
-    if (ctx->resp_ctype) /* none on a 202 with no body */
+    if (ctx->resp_ctype)   /* none on a 202 with no body */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctx->resp_ctype);
     MHD_add_response_header(resp, "X-Request-Id", ctx->request_id);
     if (ctx->retry_after[0])
@@ -296,8 +282,8 @@ static enum MHD_Result finish(vd_req *r)
     return ret;
 }
 
-static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *conn,
-                     const char *url, const char *method)
+static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *conn, const char *url,
+                     const char *method)
 {
     vd_ctx *ctx = &r->ctx;
     const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
@@ -319,14 +305,15 @@ static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *con
  * Content-Length above the cap. */
 static vd_error refuse_early(vd_ctx *ctx)
 {
-    const char *te = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    const char *cl = MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *cl =
+        MHD_lookup_connection_value(ctx->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (te && strcasecmp(te, "chunked") != 0)
         return vd_fail(ctx, VD_ERR_UNSUPPORTED_TRANSFER_CODING, "Transfer-Encoding",
                        "Transfer-Encoding '%s' is not supported: send the body with a "
-                       "Content-Length or 'Transfer-Encoding: chunked'", te);
+                       "Content-Length or 'Transfer-Encoding: chunked'",
+                       te);
     if (cl && !te) {
         char *end = NULL;
         unsigned long long n;
@@ -335,8 +322,7 @@ static vd_error refuse_early(vd_ctx *ctx)
         if (cl[0] < '0' || cl[0] > '9' || *end != '\0' || errno == ERANGE ||
             n > ctx->cfg->max_body_bytes)
             return vd_fail(ctx, VD_ERR_PAYLOAD_TOO_LARGE, "Content-Length",
-                           "the declared body is larger than %zu bytes",
-                           ctx->cfg->max_body_bytes);
+                           "the declared body is larger than %zu bytes", ctx->cfg->max_body_bytes);
     }
     return VD_OK;
 }
@@ -372,8 +358,8 @@ static enum MHD_Result start_request(vd_server *srv, vd_req *r)
 }
 
 /* First call: headers only. Set up the request and refuse at once what cannot be served. */
-static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn,
-                                     const char *url, const char *method, void **req_cls)
+static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn, const char *url,
+                                     const char *method, void **req_cls)
 {
     vd_req *r = calloc(1, sizeof(*r));
     if (!r)
@@ -392,9 +378,8 @@ static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **req_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **req_cls)
 {
     vd_server *srv = cls;
     vd_req *r = *req_cls;
@@ -505,13 +490,11 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     srv->daemon = MHD_start_daemon(
         flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
-        MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-        MHD_OPTION_CONNECTION_LIMIT, connection_cap(cfg),
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
-        MHD_OPTION_END);
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        srv, MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
+        connection_cap(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections_per_ip, MHD_OPTION_END);
     if (!srv->daemon) {
         int e = errno;
         vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,

@@ -21,89 +21,97 @@ typedef struct apply_ctx {
     vd_job_key *key;
     vd_job_snapshot *snap;
     vd_job_finish *fin;
-    size_t *fin_of;   /* fin[k] finishes write fin_of[k] */
-    char **reason;    /* redacted reasons */
-    char **answer;    /* answers of fin[k] */
+    size_t *fin_of; /* fin[k] finishes write fin_of[k] */
+    char **reason;  /* redacted reasons */
+    char **answer;  /* answers of fin[k] */
 } apply_ctx;
 
-/* {head,"job":job,"item":item,tail — without the closing "replayed" member. */
-static char *compose(const vd_job_write *w, const char *job, const char *item)
+char *vd_job_reply(const char *lead, const char *kept, bool replayed)
 {
-    size_t len = strlen(w->head) + strlen(job) + strlen(item) + (w->tail ? strlen(w->tail) : 0) + 32;
+    size_t n = strlen(kept), lead_n = lead ? strlen(lead) : 0, len = lead_n + n + 24;
+    if (n < 2 || kept[0] != '{' || kept[n - 1] != '}')
+        return NULL; /* not the closed object the store keeps */
     char *s = malloc(len);
-    if (s)
-        snprintf(s, len, "{%s,\"job\":%s,\"item\":%s%s%s", w->head, job, item, w->tail ? "," : "",
-                 w->tail ? w->tail : "");
-    return s;
-}
-
-static char *finish_answer(const char *stored, bool replayed)
-{
-    size_t len = strlen(stored) + 24;
-    char *s = malloc(len);
-    if (s)
-        snprintf(s, len, "%s,\"replayed\":%s}", stored, replayed ? "true" : "false");
+    if (!s)
+        return NULL;
+    /* the kept members, between the object's braces; "{}" has none */
+    snprintf(s, len, "{%s%s%.*s%s\"replayed\":%s}", lead ? lead : "", lead && n > 2 ? "," : "",
+             (int)(n - 2), kept + 1, lead || n > 2 ? "," : "", replayed ? "true" : "false");
     return s;
 }
 
 bool vd_job_claim_taken(const vd_job_snapshot *snap)
 {
     /* an admin's release keeps no answer (no holder made the call); the holder's does */
-    return strcmp(snap->status, "expired") == 0 ||
-           (strcmp(snap->status, "released") == 0 && !snap->final_response);
+    return snap->status == VD_JOB_EXPIRED ||
+           (snap->status == VD_JOB_RELEASED && !snap->final_response);
 }
 
-/* A job that is no longer processing: replay, or say why not. */
+vd_error vd_job_fence(const vd_job_snapshot *snap)
+{
+    if (!snap->found)
+        return VD_ERR_NOT_FOUND;
+    if (!snap->token_ok)
+        return VD_ERR_CLAIM_LOST;
+    if (snap->status != VD_JOB_PROCESSING)
+        return vd_job_claim_taken(snap) ? VD_ERR_CLAIM_LOST : VD_ERR_JOB_FINALIZED;
+    return snap->holds ? VD_OK : VD_ERR_CLAIM_LOST;
+}
+
+vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token, int64_t lease_seconds,
+                          char **out)
+{
+    vd_job_snapshot seen;
+    vd_error rc = vd_store_heartbeat(conn, job_id, token, lease_seconds, &seen, out);
+    if (rc == VD_OK)
+        rc = vd_job_fence(&seen);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    vd_job_snapshot_cleanup(&seen);
+    return rc;
+}
+
+/* A job its holder finished (vd_job_fence said so): replay, or say what stands. */
 static vd_error finished_job(const vd_job_snapshot *snap, vd_job_answer *out)
 {
-    if (vd_job_claim_taken(snap))
-        return VD_ERR_CLAIM_LOST;
     if (snap->same_request && snap->final_response) {
-        out->body = finish_answer(snap->final_response, true);
+        out->kept = strdup(snap->final_response);
         out->replayed = true;
-        return out->body ? VD_OK : VD_ERR_INTERNAL;
+        return out->kept ? VD_OK : VD_ERR_INTERNAL;
     }
-    snprintf(out->standing, sizeof(out->standing), "%s",
-             strcmp(snap->status, "released") == 0 ? "release" : snap->disposition);
+    out->standing =
+        snap->status == VD_JOB_RELEASED ? "release" : vd_disposition_name(snap->disposition);
+    if (!out->standing)
+        out->standing = "";
     return VD_ERR_JOB_FINALIZED;
 }
 
 /* Store only the adjudication; the job keeps processing and the item stays claimed. */
 static vd_error record_only(vd_conn *c, const vd_job_write *w, vd_job_answer *out)
 {
-    char *item = NULL, *job = NULL, *stored = NULL;
-    vd_error rc = vd_store_job_set_adjudication(c, w->job_id, w->adjudication, &item, &job);
-    if (rc == VD_OK && !(stored = compose(w, job, item)))
-        rc = VD_ERR_INTERNAL;
-    if (rc == VD_OK && !(out->body = finish_answer(stored, false)))
-        rc = VD_ERR_INTERNAL;
-    free(item);
-    free(job);
-    free(stored);
-    return rc;
+    return vd_store_job_set_adjudication(c, w->job_id, w->adjudication, &out->kept);
 }
 
 /* Whether w is the `complete` disposition (not a session outcome, whose event is decided
  * later inside the transaction, nor a release). */
 static bool completes(const vd_job_write *w)
 {
-    return w->disposition && strcmp(w->disposition, "complete") == 0;
+    return w->disposition == VD_DISPOSITION_COMPLETE;
 }
 
 /* Whether write w may go on to the state machine; if not, out says why (or replays). */
 static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job_answer *out)
 {
-    if (!snap->found)
-        return VD_ERR_NOT_FOUND;
-    if (!snap->token_ok)
-        return VD_ERR_CLAIM_LOST;
-    if (strcmp(snap->status, "processing") != 0)
+    vd_error rc = vd_job_fence(snap);
+    if (rc == VD_ERR_JOB_FINALIZED)
         return finished_job(snap, out);
-    if (!snap->holds)
-        return VD_ERR_CLAIM_LOST;
-    if (vd_tool_guard_refuses(&(vd_tool_guard_input){
-            w->is_reject, completes(w), w->force,
-            snap->required_tool_failed, snap->required_tool_blocked}))
+    if (rc)
+        return rc;
+    if (vd_tool_guard_refuses(&(vd_tool_guard_input){w->is_reject, completes(w), w->force,
+                                                     snap->required_tool_failed,
+                                                     snap->required_tool_blocked}))
         return VD_ERR_TOOL_FAILURE_PENDING;
     return VD_OK;
 }
@@ -112,14 +120,14 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
 static bool forced(const vd_job_snapshot *snap, const vd_job_write *w)
 {
     return w->force && vd_tool_guard_refuses(&(vd_tool_guard_input){
-                           w->is_reject, completes(w), false,
-                           snap->required_tool_failed, snap->required_tool_blocked});
+                           w->is_reject, completes(w), false, snap->required_tool_failed,
+                           snap->required_tool_blocked});
 }
 
 static void reset_run(apply_ctx *a)
 {
     for (size_t i = 0; i < a->n; i++) {
-        free(a->out[i].body);
+        free(a->out[i].kept);
         memset(&a->out[i], 0, sizeof(a->out[i]));
         vd_job_snapshot_cleanup(&a->snap[i]);
         free(a->reason[i]);
@@ -137,7 +145,8 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     const vd_job_snapshot *snap = &a->snap[i];
     vd_job_answer *out = &a->out[i];
     vd_error rc;
-    if ((out->rc = judge(snap, w, out)) || out->replayed)
+    out->rc = judge(snap, w, out);
+    if (out->rc || out->replayed)
         return out->rc == VD_ERR_INTERNAL ? VD_ERR_INTERNAL : VD_OK;
     if (w->decide && (rc = w->decide(c, snap, w, w->decide_arg)))
         return rc;
@@ -146,15 +155,31 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     vd_budgets budgets = {snap->failures, snap->defers, snap->max_attempts, snap->max_defers};
     vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
     vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, vd_random_unit());
-    if (w->reason && !(a->reason[i] = vd_redact(w->reason)))
+    a->reason[i] = w->reason ? vd_redact(w->reason) : NULL;
+    if (w->reason && !a->reason[i])
         return VD_ERR_INTERNAL;
     a->fin[*nfin] = (vd_job_finish){
-        w->job_id,    snap->item_id, o.to_state, o.job_status,
-        w->cause,     w->disposition, o.reason_code ? o.reason_code : w->reason_code,
-        a->reason[i], o.failures,    o.defers,   o.delay_seconds,
-        forced(snap, w),
-        w->actor,     w->engine_data, w->adjudication, w->request_json,
-        w->head,      w->tail};
+        .job_id = w->job_id,
+        .item_id = snap->item_id,
+        .to_state = o.to_state,
+        .job_status = o.job_status,
+        .cause = w->cause,
+        .disposition = w->disposition,
+        .reason_code = o.reason_code ? o.reason_code : w->reason_code,
+        .reason = a->reason[i],
+        .failures = o.failures,
+        .defers = o.defers,
+        .delay_seconds = o.delay_seconds,
+        .forced = forced(snap, w),
+        .actor = w->actor,
+        .engine_data = w->engine_data,
+        .adjudication = w->adjudication,
+        .request_json = w->request_json,
+        .answer_disposition = w->disposition != VD_DISPOSITION_NONE &&
+                              w->disposition != VD_DISPOSITION_SESSION_OUTCOME,
+        .answer_adjudication = w->disposition == VD_DISPOSITION_SESSION_OUTCOME,
+        .deprecation_hint = w->deprecation_hint,
+    };
     a->fin_of[(*nfin)++] = i;
     return VD_OK;
 }
@@ -176,10 +201,9 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     /* the last statement: it commits, and its answers are the ones replays get */
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;
-    for (size_t k = 0; k < nfin; k++) {
-        vd_job_answer *out = &a->out[a->fin_of[k]];
-        if (!(out->body = finish_answer(a->answer[k], false)))
-            return VD_ERR_INTERNAL;
+    for (size_t k = 0; k < nfin; k++) { /* the answers move to their writes */
+        a->out[a->fin_of[k]].kept = a->answer[k];
+        a->answer[k] = NULL;
     }
     return VD_OK;
 }
@@ -203,10 +227,10 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
         rc = vd_store_tx(conn, apply_tx, &a);
     for (size_t i = 0; i < n; i++) {
         if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
-            free(out[i].body);
+            free(out[i].kept);
             memset(&out[i], 0, sizeof(out[i]));
         } else if (out[i].rc == VD_ERR_INVALID_TRANSITION) {
-            snprintf(out[i].item_state, sizeof(out[i].item_state), "%s", a.snap[i].item_state);
+            out[i].item_state = a.snap[i].item_state;
         }
         if (a.snap)
             vd_job_snapshot_cleanup(&a.snap[i]);
@@ -230,4 +254,55 @@ vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w
 {
     vd_error rc = vd_job_apply_many(conn, cfg, w, 1, out);
     return rc ? rc : out->rc;
+}
+
+typedef struct release_ctx {
+    int64_t item_id;
+    const char *reason, *actor;
+    char *out;
+    vd_item_state state; /* the item's state when it is not claimed */
+} release_ctx;
+
+static vd_error release_tx(vd_conn *c, void *arg)
+{
+    static const char *const nil = "00000000-0000-0000-0000-000000000000";
+    release_ctx *r = arg;
+    vd_job_snapshot snap = {0};
+    int64_t job = 0;
+    vd_error rc = VD_OK;
+    /* the item may move on between the unlocked read and the lock (its job finished, or a
+     * new claim): read again */
+    for (int tries = 0; tries < 3; tries++) {
+        vd_job_snapshot_cleanup(&snap);
+        if ((rc = vd_store_item_current_job(c, r->item_id, &r->state, &job)))
+            break;
+        if (r->state != VD_ITEM_CLAIMED) {
+            rc = VD_ERR_INVALID_TRANSITION;
+            break;
+        }
+        if ((rc = vd_store_job_lock(c, job, nil, NULL, &snap)))
+            break;
+        if (snap.found && snap.holds && snap.status == VD_JOB_PROCESSING)
+            break;
+        rc = VD_ERR_INVALID_TRANSITION;
+        r->state = snap.found ? snap.item_state : VD_ITEM_CLAIMED;
+    }
+    vd_job_snapshot_cleanup(&snap);
+    free(r->out);
+    r->out = NULL;
+    return rc ? rc : vd_store_item_release(c, r->item_id, job, r->reason, r->actor, &r->out);
+}
+
+vd_error vd_item_release(vd_conn *conn, int64_t item_id, const char *reason, const char *actor,
+                         char **out, vd_item_state *state)
+{
+    release_ctx r = {item_id, reason, actor, NULL, VD_ITEM_CLAIMED};
+    vd_error rc = vd_store_tx(conn, release_tx, &r);
+    *out = NULL;
+    if (rc == VD_OK)
+        *out = r.out;
+    else
+        free(r.out);
+    *state = r.state;
+    return rc;
 }

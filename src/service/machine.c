@@ -21,7 +21,7 @@ double vd_backoff_seconds(const vd_backoff *b, int n, double jitter_unit)
     return d * (0.8 + 0.4 * jitter_unit);
 }
 
-static vd_outcome outcome(const char *to, const char *job, const vd_budgets *in)
+static vd_outcome outcome(vd_item_state to, vd_job_status job, const vd_budgets *in)
 {
     vd_outcome o = {to, job, in->failures, in->defers, 0, NULL};
     return o;
@@ -30,11 +30,11 @@ static vd_outcome outcome(const char *to, const char *job, const vd_budgets *in)
 static vd_outcome apply_defer(const vd_budgets *in, const vd_event *ev, const vd_backoff *b,
                               double u)
 {
-    vd_outcome o = outcome("deferred", "deferred", in);
+    vd_outcome o = outcome(VD_ITEM_DEFERRED, VD_JOB_DEFERRED, in);
     /* clamped: an item requeued without a budget reset never counts past its budget */
     o.defers = in->defers + 1 < in->max_defers ? in->defers + 1 : in->max_defers;
     if (ev->manual_review || in->defers + 1 >= in->max_defers) {
-        o.to_state = "manual_review";
+        o.to_state = VD_ITEM_MANUAL_REVIEW;
         return o;
     }
     o.delay_seconds = ev->retry_after_seconds >= 0 ? (double)ev->retry_after_seconds
@@ -45,7 +45,7 @@ static vd_outcome apply_defer(const vd_budgets *in, const vd_event *ev, const vd
 static vd_outcome apply_failure(const vd_budgets *in, const vd_event *ev, const vd_backoff *b,
                                 double u)
 {
-    vd_outcome o = outcome("failed", "failed", in);
+    vd_outcome o = outcome(VD_ITEM_FAILED, VD_JOB_FAILED, in);
     o.failures = in->failures + 1 < in->max_attempts ? in->failures + 1 : in->max_attempts;
     bool budget_left = in->failures + 1 < in->max_attempts;
     if (ev->kind == VD_EVENT_FAIL && !ev->retryable)
@@ -55,7 +55,7 @@ static vd_outcome apply_failure(const vd_budgets *in, const vd_event *ev, const 
             o.reason_code = "retry_budget_exhausted";
         return o;
     }
-    o.to_state = "deferred";
+    o.to_state = VD_ITEM_DEFERRED;
     o.delay_seconds = vd_backoff_seconds(b, o.failures, u);
     if (ev->kind == VD_EVENT_FAIL && (double)ev->retry_after_seconds > o.delay_seconds)
         o.delay_seconds = (double)ev->retry_after_seconds;
@@ -68,20 +68,20 @@ vd_outcome vd_machine_apply(const vd_budgets *in, const vd_event *ev, const vd_b
     switch (ev->kind) {
     case VD_EVENT_COMPLETE:
     case VD_EVENT_SESSION_SUCCEEDED:
-        return outcome("processed", "completed", in);
+        return outcome(VD_ITEM_PROCESSED, VD_JOB_COMPLETED, in);
     case VD_EVENT_REJECT_SOURCE:
-        return outcome("rejected", "rejected", in);
+        return outcome(VD_ITEM_REJECTED, VD_JOB_REJECTED, in);
     case VD_EVENT_DEFER_ITEM:
         return apply_defer(in, ev, b, jitter_unit);
     case VD_EVENT_FAIL:
     case VD_EVENT_SESSION_RETRIABLE:
         return apply_failure(in, ev, b, jitter_unit);
     case VD_EVENT_RELEASE:
-        return outcome("available", "released", in);
+        return outcome(VD_ITEM_AVAILABLE, VD_JOB_RELEASED, in);
     case VD_EVENT_SESSION_FAILED:
     case VD_EVENT__MAX:
     default:
-        return outcome("failed", "failed", in);
+        return outcome(VD_ITEM_FAILED, VD_JOB_FAILED, in);
     }
 }
 
@@ -90,9 +90,15 @@ void vd_skip_item_map(const char *reason, bool *maps_to_reject, const char **rea
     static const struct {
         const char *word, *code;
     } quality[] = {
-        {"irrelevant", "irrelevant"}, {"not_relevant", "irrelevant"}, {"off_topic", "irrelevant"},
-        {"too_thin", "too_thin"},     {"thin", "too_thin"},           {"duplicate", "duplicate"},
-        {"dupe", "duplicate"},        {"spam", "spam"},               {"noise", "spam"},
+        {"irrelevant", "irrelevant"},
+        {"not_relevant", "irrelevant"},
+        {"off_topic", "irrelevant"},
+        {"too_thin", "too_thin"},
+        {"thin", "too_thin"},
+        {"duplicate", "duplicate"},
+        {"dupe", "duplicate"},
+        {"spam", "spam"},
+        {"noise", "spam"},
         {"low_quality", "low_quality"},
     };
     static const char *tooling[] = {"tool", "error", "fail", "timeout", "gate"};

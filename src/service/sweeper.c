@@ -86,8 +86,7 @@ static void *sweeper_main(void *arg)
         long expired = 0, purged = 0;
         struct timespec until;
         pthread_mutex_unlock(&s->mu);
-        if (vd_sweeper_run_once(s->cfg, s->db, &expired, &purged) == VD_OK &&
-            (expired || purged))
+        if (vd_sweeper_run_once(s->cfg, s->db, &expired, &purged) == VD_OK && (expired || purged))
             vd_logf(VD_LOG_INFO, "sweeper: %ld leases closed, %ld idempotency records purged",
                     expired, purged);
         pthread_mutex_lock(&s->mu);

@@ -55,16 +55,15 @@ static bool any_ci(const char *hay, const char *const *needles, size_t n)
 vd_tool_kind vd_tool_kind_classify(const char *error)
 {
     /* the network refused a connection: try again later */
-    static const char *const network[] = {"connection refused", "econnrefused",
-                                          "connection reset", "econnreset"};
+    static const char *const network[] = {"connection refused", "econnrefused", "connection reset",
+                                          "econnreset"};
     /* the provider refused this request: the same request is refused again */
     static const char *const refusal[] = {
-        "refused",       "refusal",        "content policy", "content_policy",
-        "usage polic",   "policy violation", "violates",     "content filter",
-        "content_filter", "safety system", "moderation",     "forbidden",
-        "not permitted", "blocked by",     "declined"};
-    static const char *const words[] = {"timeout",          "timed out",  "time out",
-                                        "rate limit",       "ratelimit",  "rate-limit",
+        "refused",          "refusal",   "content policy", "content_policy", "usage polic",
+        "policy violation", "violates",  "content filter", "content_filter", "safety system",
+        "moderation",       "forbidden", "not permitted",  "blocked by",     "declined"};
+    static const char *const words[] = {"timeout",           "timed out",   "time out",
+                                        "rate limit",        "ratelimit",   "rate-limit",
                                         "too many requests", "temporarily", "overloaded"};
     static const char *const codes[] = {"429", "502", "503", "504"};
     if (any_ci(error, network, COUNT(network)))
@@ -80,8 +79,8 @@ vd_tool_kind vd_tool_kind_classify(const char *error)
     return VD_TOOL_KIND_DETERMINISTIC;
 }
 
-void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required,
-                            long repeat_count, int loop_threshold, vd_tool_verdict *out)
+void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, long repeat_count,
+                            int loop_threshold, vd_tool_verdict *out)
 {
     /* a required tool that will not be called again leaves the task unfinishable */
     static const char required_tail[] =
@@ -137,22 +136,11 @@ static vd_error record_tx(vd_conn *c, void *arg)
     vd_job_snapshot snap;
     long before = 0;
     vd_error rc = vd_store_job_lock(c, f->job_id, f->token, NULL, &snap);
-    if (rc)
+    if (rc || (rc = vd_job_fence(&snap)) ||
+        (rc = vd_store_tool_failure_count(c, f->job_id, f->tool, f->args, &before)))
         goto out;
-    if (!snap.found)
-        rc = VD_ERR_NOT_FOUND;
-    else if (!snap.token_ok || vd_job_claim_taken(&snap))
-        rc = VD_ERR_CLAIM_LOST;
-    else if (strcmp(snap.status, "processing") != 0)
-        rc = VD_ERR_JOB_FINALIZED;
-    else if (!snap.holds)
-        rc = VD_ERR_CLAIM_LOST;
-    if (rc || (rc = vd_store_tool_failure_count(c, f->job_id, f->tool, f->args, &before)))
-        goto out;
-    vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error)
-                                                        : f->kind;
-    vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold,
-                           r->out);
+    vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error) : f->kind;
+    vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold, r->out);
     rc = vd_store_tool_failure_insert(c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind),
                                       r->out->retryable, f->required, r->redacted);
 out:

@@ -192,8 +192,10 @@ static bool next_result(vd_conn *c, PGresult **res)
 static void log_lost(vd_conn *c, const char *what)
 {
     if (c->timed_out)
-        vd_logf(VD_LOG_WARN, "database %s: no answer within the deadline (%d ms); the "
-                "connection is dropped", what, c->timeout_ms);
+        vd_logf(VD_LOG_WARN,
+                "database %s: no answer within the deadline (%d ms); the "
+                "connection is dropped",
+                what, c->timeout_ms);
     else
         vd_logf(VD_LOG_WARN, "database %s failed: %s", what, c->pg ? PQerrorMessage(c->pg) : "");
 }
@@ -204,7 +206,10 @@ static PGresult *collect(vd_conn *c, bool sent)
 {
     PGresult *keep = NULL, *res = NULL;
     bool ok = sent && conn_pump(c, false);
-    while (ok && (ok = next_result(c, &res)) && res) {
+    while (ok) {
+        ok = next_result(c, &res);
+        if (!ok || !res)
+            break;
         if (keep && !result_ok(keep)) {
             PQclear(res); /* the first failure is the answer */
         } else {
@@ -250,9 +255,15 @@ static bool conn_connect(vd_conn *c)
     char ct[16], ut[16];
     int ms = remaining_ms(c);
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    const char *keys[] = {"connect_timeout", "application_name", "keepalives",
-                          "keepalives_idle", "keepalives_interval", "keepalives_count",
-                          "tcp_user_timeout", "dbname", NULL};
+    const char *keys[] = {"connect_timeout",
+                          "application_name",
+                          "keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "tcp_user_timeout",
+                          "dbname",
+                          NULL};
     const char *vals[] = {ct, "verdictd", "1", "5", "2", "3", ut, c->url, NULL};
     if (ms <= 0) {
         c->timed_out = true;
@@ -281,8 +292,8 @@ static bool prepare_all(vd_conn *c)
 {
     bool ok = PQenterPipelineMode(c->pg) == 1;
     for (int i = 0; ok && i < VD_SQL__MAX; i++)
-        ok = PQsendPrepare(c->pg, vd_sql_statements[i].name, vd_sql_statements[i].text, 0,
-                           NULL) == 1;
+        ok = PQsendPrepare(c->pg, vd_sql_statements[i].name, vd_sql_statements[i].text, 0, NULL) ==
+             1;
     ok = ok && PQpipelineSync(c->pg) == 1 && conn_pump(c, false);
     for (int i = 0; ok && i < VD_SQL__MAX; i++) {
         PGresult *res = NULL, *end = NULL;
@@ -325,8 +336,8 @@ static bool conn_open(vd_conn *c)
      * query over a big table crossed jit_above_cost (0.5 s of JIT per connection). The
      * server's statement_timeout matches our deadline, so a statement whose caller gave up
      * does not run on after the connection is dropped. */
-    snprintf(setup, sizeof(setup),
-             "SET statement_timeout = %d; SET TIME ZONE 'UTC'; SET jit = off", c->timeout_ms);
+    snprintf(setup, sizeof(setup), "SET statement_timeout = %d; SET TIME ZONE 'UTC'; SET jit = off",
+             c->timeout_ms);
     res = conn_exec(c, setup);
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         goto fail;
@@ -461,12 +472,10 @@ vd_error vd_sql_error(vd_conn *c, const PGresult *res)
     /* connection, shutdown, resource and serialization classes are transient */
     if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
         strncmp(state, "53", 2) == 0 || strcmp(state, "40001") == 0 ||
-        strcmp(state, "40P01") == 0 || strcmp(state, "55P03") == 0 ||
-        strcmp(state, "57014") == 0)
+        strcmp(state, "40P01") == 0 || strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0)
         return VD_ERR_DATABASE_UNAVAILABLE;
     /* undefined table/function: the schema is not migrated yet */
-    if (strcmp(state, "42P01") == 0 || strcmp(state, "42883") == 0 ||
-        strcmp(state, "26000") == 0) {
+    if (strcmp(state, "42P01") == 0 || strcmp(state, "42883") == 0 || strcmp(state, "26000") == 0) {
         c->ready = false;
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
@@ -491,8 +500,7 @@ typedef struct step {
 /* Send steps[0..count) in one pipeline (one round trip) and read every result. On VD_OK
  * *kept (if not NULL) holds the result of steps[keep]; the first failure decides the error
  * (the steps after it are skipped by the server) and keeps nothing. */
-static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
-                             PGresult **kept)
+static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep, PGresult **kept)
 {
     vd_error err = VD_OK;
     bool sent = PQenterPipelineMode(c->pg) == 1;
@@ -505,8 +513,12 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
     for (int i = 0; i < count; i++) {
         PGresult *res = NULL, *more = NULL;
         bool ok = next_result(c, &res) && res;
-        while (ok && (ok = next_result(c, &more)) && more)
+        while (ok) {
+            ok = next_result(c, &more);
+            if (!ok || !more)
+                break;
             PQclear(more);
+        }
         if (!ok) {
             PQclear(res);
             goto broken;
@@ -514,7 +526,7 @@ static vd_error run_pipeline(vd_conn *c, const step *steps, int count, int keep,
         if (err == VD_OK && !result_ok(res)) {
             /* an aborted step only echoes the failure before it */
             err = PQresultStatus(res) == PGRES_PIPELINE_ABORTED ? VD_ERR_INTERNAL
-                                                                 : vd_sql_error(c, res);
+                                                                : vd_sql_error(c, res);
         }
         if (i == keep && err == VD_OK && kept)
             *kept = res;
@@ -552,8 +564,8 @@ static int pending_steps(vd_conn *c, step *out, step tail)
     if (c->begin_pending && c->indexed_pending)
         out[k++] = COMMAND("SET LOCAL enable_seqscan = off");
     if (c->deferred >= 0)
-        out[k++] = (step){c->deferred, NULL, c->deferred_n,
-                          (const char *const *)c->deferred_params};
+        out[k++] =
+            (step){c->deferred, NULL, c->deferred_n, (const char *const *)c->deferred_params};
     out[k++] = tail;
     return k;
 }
@@ -637,8 +649,7 @@ static bool resend_safe(vd_sql sql)
 
 /* Run steps[0..count), the last a COMMIT, as one pipeline keeping the result of steps[keep];
  * on failure roll back what is still open (a ROLLBACK after a failed COMMIT is harmless). */
-static vd_error run_committing(vd_conn *c, const step *steps, int count, int keep,
-                               PGresult **out)
+static vd_error run_committing(vd_conn *c, const step *steps, int count, int keep, PGresult **out)
 {
     vd_error err = run_pipeline(c, steps, count, keep, out);
     if (err && c->ready) {
@@ -650,8 +661,8 @@ static vd_error run_committing(vd_conn *c, const step *steps, int count, int kee
 
 /* One statement outside a transaction, once: alone in session mode; in transaction mode, or
  * with a generic plan, as BEGIN, settings, statement, COMMIT in one pipeline. */
-static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *params,
-                          bool generic, PGresult **out)
+static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *params, bool generic,
+                          PGresult **out)
 {
     step steps[5];
     int k = 0, keep;
@@ -672,8 +683,8 @@ static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *para
  * deadlock (rolled back by the server) is run again after a jittered pause, within the
  * deadline; a connection found closed before sending is re-opened; one lost after sending
  * is re-opened and the statement sent again only when resend_safe. */
-static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *params,
-                           bool generic, PGresult **out)
+static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *params, bool generic,
+                           PGresult **out)
 {
     vd_error err = VD_ERR_DATABASE_UNAVAILABLE;
     bool resent = false;
@@ -739,7 +750,8 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
     if (!c->in_tx || n > VD_SQL_MAX_PARAMS || c->deferred >= 0)
         return VD_ERR_INTERNAL;
     for (int i = 0; i < n; i++) {
-        if (params[i] && !(c->deferred_params[i] = strdup(params[i]))) {
+        c->deferred_params[i] = params[i] ? strdup(params[i]) : NULL;
+        if (params[i] && !c->deferred_params[i]) {
             c->deferred_n = i;
             drop_deferred(c);
             return VD_ERR_INTERNAL;

@@ -29,8 +29,8 @@ static vd_error text_of(vd_error rc, PGresult *res, char **out)
         return rc;
     if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
         rc = VD_ERR_NOT_FOUND;
-    else if (!(*out = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 0, out);
     PQclear(res);
     return rc;
 }
@@ -76,8 +76,8 @@ static vd_error idem_tx_run(vd_conn *c, void *arg)
                                                * takes over an expired record) */
         else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
             rc = VD_ERR_IDEMPOTENCY_KEY_REUSED;
-        else if (!(t->out->body = strdup(PQgetvalue(res, 0, 1))))
-            rc = VD_ERR_INTERNAL;
+        else
+            rc = vd_sql_dup(res, 0, 1, &t->out->body);
         t->out->replayed = rc == VD_OK;
         PQclear(res);
         return rc;
@@ -179,8 +179,8 @@ static const char *opt(const char *s)
 vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
     i64s a = i64_str(f->after), l = i64_str(f->limit);
-    const char *p[] = {opt(f->flow_step_id), opt(f->state), a.s, l.s, opt(f->reason_code),
-                       opt(f->worker_id)};
+    const char *p[] = {opt(f->flow_step_id), opt(f->state),    a.s, l.s,
+                       opt(f->reason_code),  opt(f->worker_id)};
     return first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 6, p, out);
 }
 
@@ -192,9 +192,8 @@ vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_s
     return first_text(c, VD_SQL_TRANSITIONS_FEED, 3, p, out);
 }
 
-vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
-                              const char *reason_code, const char *reason, const char *actor,
-                              char **out)
+vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome, const char *reason_code,
+                              const char *reason, const char *actor, char **out)
 {
     i64s ids = i64_str(id);
     const char *p[] = {ids.s, outcome, reason_code, reason, actor};
@@ -207,8 +206,8 @@ vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
         rc = VD_ERR_NOT_FOUND;
     else if (PQgetisnull(res, 0, 1))
         rc = VD_ERR_INVALID_TRANSITION;
-    else if (!(*out = strdup(PQgetvalue(res, 0, 1))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 1, out);
     PQclear(res);
     return rc;
 }
@@ -218,8 +217,14 @@ vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char
                                char **ids_json)
 {
     i64s l = i64_str(sel->limit);
-    const char *p[] = {sel->flow_step_id, sel->state, opt(sel->reason_code), l.s, outcome,
-                       reason_code, reason, actor};
+    const char *p[] = {sel->flow_step_id,
+                       sel->state,
+                       opt(sel->reason_code),
+                       l.s,
+                       outcome,
+                       reason_code,
+                       reason,
+                       actor};
     return first_text(c, VD_SQL_RESOLVE_BULK, 8, p, ids_json);
 }
 
@@ -246,9 +251,9 @@ static vd_error claim_op(vd_conn *c, void *arg, char **body)
     return text_of(rc, res, body);
 }
 
-vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
-                        int64_t limit, int64_t lease_seconds, const char *actor,
-                        const vd_idem *idem, vd_reply *out)
+vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id, int64_t limit,
+                        int64_t lease_seconds, const char *actor, const vd_idem *idem,
+                        vd_reply *out)
 {
     i64s l = i64_str(limit), s = i64_str(lease_seconds);
     claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor}};
@@ -256,27 +261,26 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
     return run_idempotent(c, idem, false, claim_op, &a, out);
 }
 
-vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                            int64_t lease_seconds, char **out)
+vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64_t lease_seconds,
+                            vd_job_snapshot *seen, char **out)
 {
     i64s j = i64_str(job_id), s = i64_str(lease_seconds);
     const char *p[] = {j.s, token, s.s};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 3, p, &res);
+    memset(seen, 0, sizeof(*seen));
     *out = NULL;
     if (rc)
         return rc;
-    if (PQntuples(res) == 0)
-        rc = VD_ERR_NOT_FOUND;
-    else if (!PQgetisnull(res, 0, 2))
-        rc = (*out = strdup(PQgetvalue(res, 0, 2))) ? VD_OK : VD_ERR_INTERNAL;
-    else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "processing") != 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "expired") != 0 &&
-             strcmp(PQgetvalue(res, 0, 0), "released") != 0) /* released: gave the claim back */
-        rc = VD_ERR_JOB_FINALIZED;
-    else
-        rc = VD_ERR_CLAIM_LOST;
+    if (PQntuples(res) == 1) {
+        seen->found = true;
+        seen->token_ok = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+        seen->holds = !PQgetisnull(res, 0, 2);
+        if (!vd_job_status_parse(PQgetvalue(res, 0, 0), &seen->status))
+            rc = VD_ERR_INTERNAL;
+        else if (seen->holds)
+            rc = vd_sql_dup(res, 0, 2, out);
+    }
     PQclear(res);
     return rc;
 }
@@ -310,8 +314,14 @@ vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **
 vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
     i64s a = i64_str(f->after), l = i64_str(f->limit), item = i64_str(f->item_id);
-    const char *p[] = {opt(f->flow_step_id), opt(f->state), opt(f->since), a.s, l.s,
-                       opt(f->reason_code), opt(f->worker_id), f->item_id > 0 ? item.s : NULL};
+    const char *p[] = {opt(f->flow_step_id),
+                       opt(f->state),
+                       opt(f->since),
+                       a.s,
+                       l.s,
+                       opt(f->reason_code),
+                       opt(f->worker_id),
+                       f->item_id > 0 ? item.s : NULL};
     return first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
 }
 
@@ -329,8 +339,8 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
         rc = VD_ERR_NOT_FOUND;
     else if (PQgetisnull(res, 0, 1))
         rc = VD_ERR_INVALID_TRANSITION;
-    else if (!(*out = strdup(PQgetvalue(res, 0, 1))))
-        rc = VD_ERR_INTERNAL;
+    else
+        rc = vd_sql_dup(res, 0, 1, out);
     PQclear(res);
     return rc;
 }
@@ -340,14 +350,14 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char 
                                const char *reason, const char *actor, long *count)
 {
     i64s l = i64_str(limit);
-    const char *p[] = {flow_step_id, state, reason_code, l.s,
-                       reset_budgets ? "true" : "false", reason, actor};
+    const char *p[] = {flow_step_id, state, reason_code, l.s, reset_budgets ? "true" : "false",
+                       reason,       actor};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_REQUEUE_BULK, 7, p, &res);
     *count = 0;
     if (rc)
         return rc;
-    *count = atol(PQgetvalue(res, 0, 0));
+    *count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return VD_OK;
 }

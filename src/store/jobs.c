@@ -24,11 +24,6 @@ void vd_job_snapshot_cleanup(vd_job_snapshot *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void copy_field(char *dst, size_t cap, const PGresult *res, int row, int col)
-{
-    snprintf(dst, cap, "%s", PQgetvalue(res, row, col));
-}
-
 static bool flag(const PGresult *res, int row, int col)
 {
     return strcmp(PQgetvalue(res, row, col), "t") == 0;
@@ -98,20 +93,23 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
             continue;
         vd_job_snapshot *s = &out[i];
         s->found = true;
-        copy_field(s->status, sizeof(s->status), res, r, 1);
+        s->disposition = VD_DISPOSITION_NONE;
+        if (!vd_job_status_parse(PQgetvalue(res, r, 1), &s->status) ||
+            (*PQgetvalue(res, r, 3) &&
+             !vd_disposition_parse(PQgetvalue(res, r, 3), &s->disposition)) ||
+            !vd_item_state_parse(PQgetvalue(res, r, 8), &s->item_state))
+            return VD_ERR_INTERNAL; /* a word the CHECK constraints do not allow */
         s->token_ok = flag(res, r, 2);
-        copy_field(s->disposition, sizeof(s->disposition), res, r, 3);
         s->required_tool_failed = flag(res, r, 4);
         s->same_request = flag(res, r, 5);
-        if (!PQgetisnull(res, r, 6) && !(s->final_response = strdup(PQgetvalue(res, r, 6))))
+        if (!PQgetisnull(res, r, 6) && vd_sql_dup(res, r, 6, &s->final_response))
             return VD_ERR_INTERNAL;
         s->item_id = strtoll(PQgetvalue(res, r, 7), NULL, 10);
-        copy_field(s->item_state, sizeof(s->item_state), res, r, 8);
         s->holds = flag(res, r, 9);
-        s->failures = atoi(PQgetvalue(res, r, 10));
-        s->defers = atoi(PQgetvalue(res, r, 11));
-        s->max_attempts = atoi(PQgetvalue(res, r, 12));
-        s->max_defers = atoi(PQgetvalue(res, r, 13));
+        s->failures = (int)strtol(PQgetvalue(res, r, 10), NULL, 10);
+        s->defers = (int)strtol(PQgetvalue(res, r, 11), NULL, 10);
+        s->max_attempts = (int)strtol(PQgetvalue(res, r, 12), NULL, 10);
+        s->max_defers = (int)strtol(PQgetvalue(res, r, 13), NULL, 10);
         s->required_tool_blocked = flag(res, r, 14);
     }
     return VD_OK;
@@ -146,8 +144,7 @@ static vd_error reread_answer(vd_conn *c, const vd_job_key *key, vd_job_snapshot
         return rc;
     if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 1)) {
         s->same_request = flag(res, 0, 0);
-        if (!(s->final_response = strdup(PQgetvalue(res, 0, 1))))
-            rc = VD_ERR_INTERNAL;
+        rc = vd_sql_dup(res, 0, 1, &s->final_response);
     }
     PQclear(res);
     return rc;
@@ -173,45 +170,76 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
     rc = read_snapshots(res, n, out);
     PQclear(res);
     for (size_t i = 0; i < n && rc == VD_OK; i++) {
-        if (out[i].found && !out[i].final_response && strcmp(out[i].status, "processing") != 0)
+        if (out[i].found && !out[i].final_response && out[i].status != VD_JOB_PROCESSING)
             rc = reread_answer(c, &keys[i], &out[i]);
     }
     return rc;
 }
 
-vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token,
-                           const char *request_json, vd_job_snapshot *out)
+vd_error vd_store_job_lock(vd_conn *c, int64_t job_id, const char *token, const char *request_json,
+                           vd_job_snapshot *out)
 {
     vd_job_key key = {job_id, token, request_json};
     return vd_store_jobs_lock(c, &key, 1, out);
 }
 
+/* One value of a finishing record, as VD_FINISH_COLUMNS names it. */
+typedef enum fkind { FK_I64, FK_INT, FK_DBL, FK_BOOL, FK_STR, FK_JSON } fkind;
+typedef struct fvalue {
+    const char *name;
+    fkind kind;
+    int64_t i;
+    double d;
+    const char *s;
+} fvalue;
+
+#define FV_I64(v) .i = (v)
+#define FV_INT(v) .i = (v)
+#define FV_DBL(v) .d = (v)
+#define FV_BOOL(v) .i = (v) ? 1 : 0
+#define FV_STR(v) .s = (v)
+#define FV_JSON(v) .s = (v)
+#define FINISH_VALUE(col, type, k, value) {.name = #col, .kind = FK_##k, FV_##k(value)},
+#define FINISH_COUNT(col, type, k, value) +1
+enum { NFINISH = 0 VD_FINISH_COLUMNS(FINISH_COUNT) };
+
+/* The values of w in the table's order. */
+static void finish_values(const vd_job_finish *w, fvalue v[NFINISH])
+{
+    const fvalue all[NFINISH] = {VD_FINISH_COLUMNS(FINISH_VALUE)};
+    memcpy(v, all, sizeof(all));
+}
+
+static cJSON *json_value(const fvalue *v)
+{
+    switch (v->kind) {
+    case FK_I64:
+    case FK_INT:
+        return raw_i64(v->i);
+    case FK_DBL:
+        return cJSON_CreateNumber(v->d);
+    case FK_BOOL:
+        return cJSON_CreateBool(v->i != 0);
+    case FK_STR:
+        return str_or_null(v->s);
+    case FK_JSON:
+    default:
+        return raw_json(v->s);
+    }
+}
+
 static cJSON *finish_row(const vd_job_finish *w)
 {
-    static const char *const names[] = {
-        "job_id",   "item_id", "to_state", "job_status", "cause",       "disposition",
-        "reason_code", "reason", "failures", "defers",   "delay",       "forced",
-        "actor",    "engine_data", "adjudication", "request",       "head",        "tail"};
+    fvalue v[NFINISH];
+    const char *names[NFINISH];
+    cJSON *values[NFINISH];
+    finish_values(w, v);
+    for (int k = 0; k < NFINISH; k++) {
+        names[k] = v[k].name;
+        values[k] = json_value(&v[k]);
+    }
     cJSON *row = cJSON_CreateObject();
-    cJSON *values[] = {raw_i64(w->job_id),
-                       raw_i64(w->item_id),
-                       cJSON_CreateString(w->to_state),
-                       cJSON_CreateString(w->job_status),
-                       cJSON_CreateString(w->cause),
-                       str_or_null(w->disposition),
-                       str_or_null(w->reason_code),
-                       str_or_null(w->reason),
-                       cJSON_CreateNumber(w->failures),
-                       cJSON_CreateNumber(w->defers),
-                       cJSON_CreateNumber(w->delay_seconds),
-                       cJSON_CreateBool(w->forced),
-                       str_or_null(w->actor),
-                       raw_json(w->engine_data),
-                       raw_json(w->adjudication),
-                       raw_json(w->request_json),
-                       str_or_null(w->answer_head),
-                       str_or_null(w->answer_tail)};
-    if (!add_all(row, names, values, 18)) {
+    if (!add_all(row, names, values, NFINISH)) {
         cJSON_Delete(row);
         return NULL;
     }
@@ -232,20 +260,25 @@ static char *finish_rows(const vd_job_finish *w, size_t n)
     return print_rows(rows, ok);
 }
 
+/* The positional job_finish: the values of the table as text ($1, $2, … in its order). */
 static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
 {
-    char job[24], item[24], fail[16], defer[16], delay[32];
-    const char *p[18] = {job,           item,         w->to_state,  w->job_status,
-                         w->cause,      w->disposition, w->reason_code, w->reason,
-                         fail,          defer,        delay,        w->forced ? "true" : "false",
-                         w->actor,      w->engine_data, w->adjudication, w->request_json,
-                         w->answer_head, w->answer_tail};
-    snprintf(job, sizeof(job), "%" PRId64, w->job_id);
-    snprintf(item, sizeof(item), "%" PRId64, w->item_id);
-    snprintf(fail, sizeof(fail), "%d", w->failures);
-    snprintf(defer, sizeof(defer), "%d", w->defers);
-    snprintf(delay, sizeof(delay), "%.3f", w->delay_seconds);
-    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, 18, p, res);
+    fvalue v[NFINISH];
+    char text[NFINISH][32];
+    const char *p[NFINISH];
+    finish_values(w, v);
+    for (int k = 0; k < NFINISH; k++) {
+        p[k] = text[k];
+        if (v[k].kind == FK_I64 || v[k].kind == FK_INT)
+            snprintf(text[k], sizeof(text[k]), "%" PRId64, v[k].i);
+        else if (v[k].kind == FK_DBL)
+            snprintf(text[k], sizeof(text[k]), "%.3f", v[k].d);
+        else if (v[k].kind == FK_BOOL)
+            p[k] = v[k].i ? "true" : "false";
+        else
+            p[k] = v[k].s;
+    }
+    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH, p, res);
 }
 
 vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
@@ -264,9 +297,8 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
     for (int r = 0; r < PQntuples(res) && rc == VD_OK; r++) {
         int64_t job = strtoll(PQgetvalue(res, r, 0), NULL, 10);
         for (size_t k = 0; k < n; k++) {
-            if (w[k].job_id == job && !answers[k] &&
-                !(answers[k] = strdup(PQgetvalue(res, r, 1))))
-                rc = VD_ERR_INTERNAL;
+            if (w[k].job_id == job && !answers[k] && rc == VD_OK)
+                rc = vd_sql_dup(res, r, 1, &answers[k]);
         }
     }
     /* every job was locked by this transaction, so each has its row; committed either way */
@@ -279,25 +311,21 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
 }
 
 vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id, const char *adjudication,
-                                       char **item_json, char **job_json)
+                                       char **answer)
 {
     char job[24];
     const char *p[] = {job, adjudication};
     PGresult *res = NULL;
     vd_error rc;
     snprintf(job, sizeof(job), "%" PRId64, job_id);
-    *item_json = *job_json = NULL;
+    *answer = NULL;
     rc = vd_sql_exec(c, VD_SQL_JOB_SET_ADJUDICATION, 2, p, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) != 1) {
+    if (PQntuples(res) != 1)
         rc = VD_ERR_NOT_FOUND;
-    } else {
-        *item_json = strdup(PQgetvalue(res, 0, 0));
-        *job_json = strdup(PQgetvalue(res, 0, 1));
-        if (!*item_json || !*job_json)
-            rc = VD_ERR_INTERNAL;
-    }
+    else
+        rc = vd_sql_dup(res, 0, 0, answer);
     PQclear(res);
     return rc;
 }
@@ -314,14 +342,13 @@ vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_i
     rc = vd_sql_exec(c, VD_SQL_PRIOR_ADJUDICATIONS, 2, p, &res);
     if (rc)
         return rc;
-    if (!(*out = strdup(PQgetvalue(res, 0, 0))))
-        rc = VD_ERR_INTERNAL;
+    rc = vd_sql_dup(res, 0, 0, out);
     PQclear(res);
     return rc;
 }
 
-vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
-                                     const char *args, long *count)
+vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool, const char *args,
+                                     long *count)
 {
     char job[24];
     const char *p[] = {job, tool, args};
@@ -332,7 +359,7 @@ vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *too
     rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_COUNT, 3, p, &res);
     if (rc)
         return rc;
-    *count = atol(PQgetvalue(res, 0, 0));
+    *count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return VD_OK;
 }
@@ -342,8 +369,8 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
                                       bool required, const char *error)
 {
     char job[24];
-    const char *p[] = {job, tool, args, kind, retryable ? "true" : "false",
-                       required ? "true" : "false", error};
+    const char *p[] = {
+        job, tool, args, kind, retryable ? "true" : "false", required ? "true" : "false", error};
     PGresult *res = NULL;
     snprintf(job, sizeof(job), "%" PRId64, job_id);
     vd_error rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_INSERT, 7, p, &res);
@@ -351,81 +378,39 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
     return rc;
 }
 
-typedef struct release_ctx {
-    int64_t item_id;
-    const char *reason, *actor;
-    char *out;
-    char state[16]; /* the item's state when it is not claimed */
-} release_ctx;
-
-/* The item's current job, when it is claimed (0 otherwise; state filled either way). */
-static vd_error current_job(vd_conn *c, release_ctx *r, int64_t *job)
+vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state, int64_t *job)
 {
     char id[24];
     const char *p[] = {id};
     PGresult *res = NULL;
-    snprintf(id, sizeof(id), "%" PRId64, r->item_id);
+    snprintf(id, sizeof(id), "%" PRId64, item_id);
     *job = 0;
     vd_error rc = vd_sql_exec(c, VD_SQL_ITEM_CURRENT_JOB, 1, p, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) == 0) {
+    if (PQntuples(res) == 0)
         rc = VD_ERR_NOT_FOUND;
-    } else {
-        copy_field(r->state, sizeof(r->state), res, 0, 0);
-        if (strcmp(r->state, "claimed") == 0)
-            *job = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        else
-            rc = VD_ERR_INVALID_TRANSITION;
-    }
+    else if (!vd_item_state_parse(PQgetvalue(res, 0, 0), state))
+        rc = VD_ERR_INTERNAL;
+    else if (*state == VD_ITEM_CLAIMED)
+        *job = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     PQclear(res);
     return rc;
 }
 
-static vd_error release_tx(vd_conn *c, void *arg)
+vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, const char *reason,
+                               const char *actor, char **out)
 {
-    static const char *const nil = "00000000-0000-0000-0000-000000000000";
-    release_ctx *r = arg;
-    vd_job_snapshot snap = {0};
-    int64_t job = 0;
-    vd_error rc = VD_OK;
-    /* the job is locked before its item, as every job write does; the item may move on
-     * between the unlocked read and the lock (its job finished, or a new claim): read again */
-    for (int tries = 0; tries < 3; tries++) {
-        vd_job_snapshot_cleanup(&snap);
-        if ((rc = current_job(c, r, &job)) || (rc = vd_store_job_lock(c, job, nil, NULL, &snap)))
-            break;
-        if (snap.found && snap.holds && strcmp(snap.status, "processing") == 0)
-            break;
-        rc = VD_ERR_INVALID_TRANSITION;
-        snprintf(r->state, sizeof(r->state), "%s", snap.found ? snap.item_state : "claimed");
-    }
-    vd_job_snapshot_cleanup(&snap);
+    char item[24], jid[24];
+    const char *p[] = {item, jid, reason, actor};
+    PGresult *res = NULL;
+    snprintf(item, sizeof(item), "%" PRId64, item_id);
+    snprintf(jid, sizeof(jid), "%" PRId64, job_id);
+    *out = NULL;
+    vd_error rc = vd_sql_exec_commit(c, VD_SQL_ITEM_RELEASE, 4, p, &res);
     if (rc)
         return rc;
-    char item[24], jid[24];
-    const char *p[] = {item, jid, r->reason, r->actor};
-    PGresult *res = NULL;
-    snprintf(item, sizeof(item), "%" PRId64, r->item_id);
-    snprintf(jid, sizeof(jid), "%" PRId64, job);
-    if ((rc = vd_sql_exec_commit(c, VD_SQL_ITEM_RELEASE, 4, p, &res)))
-        return rc;
-    free(r->out);
-    r->out = PQntuples(res) == 1 ? strdup(PQgetvalue(res, 0, 0)) : NULL;
+    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_INTERNAL;
     PQclear(res);
-    return r->out ? VD_OK : VD_ERR_INTERNAL;
-}
-
-vd_error vd_store_item_release(vd_conn *c, int64_t item_id, const char *reason,
-                               const char *actor, char **out, char *state, size_t state_len)
-{
-    release_ctx r = {item_id, reason, actor, NULL, ""};
-    vd_error rc = vd_store_tx(c, release_tx, &r);
-    *out = NULL;
-    if (rc == VD_OK)
-        *out = r.out;
-    else
-        free(r.out);
-    snprintf(state, state_len, "%s", r.state);
     return rc;
 }

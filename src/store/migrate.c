@@ -68,8 +68,7 @@ static bool locked_begin(PGconn *pg)
 
 /* One migration in its own transaction, recorded with it. On failure err gets PostgreSQL's
  * message (read before the ROLLBACK, which clears it). */
-static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *err,
-                      size_t errlen)
+static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *err, size_t errlen)
 {
     char vbuf[16];
     const char *params[2] = {vbuf, m->name};
@@ -84,8 +83,8 @@ static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *
     }
     if (!exec_ok(pg, m->data))
         goto out;
-    res = PQexecParams(pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2,
-                       NULL, params, NULL, NULL, 0);
+    res = PQexecParams(pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2, NULL,
+                       params, NULL, NULL, 0);
     ok = PQresultStatus(res) == PGRES_COMMAND_OK && exec_ok(pg, "COMMIT");
 out:
     PQclear(res);

@@ -10,31 +10,34 @@
  * that already exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
+/* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
+#define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type
+
 /* The normalised registration batch (http/h_items.c builds it; every field is filled). */
 #define ITEMS_INPUT                                                                                \
     "input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, flow_step_id text,"       \
-    " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"    \
+    " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"     \
     " max_attempts int, max_defers int))"
 
 /* The lock statements' last column: a required tool of the job failed and the envelope said
  * not to call it again (deterministic, or transient past the loop threshold). Looked up only
  * for the rare job with a required tool failure (the index tool_failures_job). */
 #define VD_SQL_REQUIRED_BLOCKED                                                                    \
-    "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                           \
+    "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                            \
     "  WHERE f.job_id = j.id AND f.required AND NOT f.retryable))"
 /* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). */
 #define ITEMS_FILTER                                                                               \
-    " WHERE ($1::text IS NULL OR it.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"  \
-    "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                      \
-    "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"   \
+    " WHERE ($1::text IS NULL OR it.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"    \
+    "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                        \
+    "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"    \
     "                                    AND cj.worker_id = $6))"
 
 /* The filters of GET /v1/jobs ($1 flow step, $2 status, $3 since, $6 reason code, $7 worker,
  * $8 item). */
 #define JOBS_FILTER                                                                                \
-    " WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)"   \
-    "   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)"                        \
-    "   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)" \
+    " WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)"     \
+    "   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)"                          \
+    "   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)"   \
     "   AND ($8::bigint IS NULL OR j.item_id = $8)"
 
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
@@ -44,324 +47,353 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* SPEC §1.3 "lease passed": failure budget left -> deferred, available now; else failed.
      * SKIP LOCKED: replicas sweeping together, or a disposition in flight, are left alone. The
      * job is locked before its item (the lock order above). */
-    [VD_SQL_SWEEP_LEASES] = {"sweep_leases",
-        "WITH due AS ("
-        "  SELECT i.id, i.current_job_id FROM items i JOIN jobs dj ON dj.id = i.current_job_id"
-        "  WHERE i.state = 'claimed' AND i.lease_expires_at < now() AND dj.status = 'processing'"
-        "  ORDER BY i.lease_expires_at LIMIT $1 FOR NO KEY UPDATE OF dj, i SKIP LOCKED),"
-        " u AS ("
-        "  UPDATE items i SET"
-        "    state = CASE WHEN i.failures + 1 < i.max_attempts THEN 'deferred' ELSE 'failed' END,"
-        "    failures = least(i.failures + 1, i.max_attempts), available_at = now(),"
-        "    lease_expires_at = NULL,"
-        "    claim_token = NULL, last_reason_code = 'lease_expired',"
-        "    last_reason = 'the lease passed without a disposition', updated_at = now()"
-        "  FROM due WHERE i.id = due.id"
-        "  RETURNING i.id, due.current_job_id AS job_id, i.state),"
-        " j AS ("
-        "  UPDATE jobs SET status = 'expired', finished_at = now()"
-        "  FROM u WHERE jobs.id = u.job_id AND jobs.status = 'processing')"
-        " INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-        "                          reason_code, reason, actor)"
-        " SELECT u.id, u.job_id, 'claimed', u.state, 'expired', 'lease_expired',"
-        "        'lease_expired', 'the lease passed without a disposition', 'sweeper' FROM u"
-        " RETURNING item_id"},
+    [VD_SQL_SWEEP_LEASES] =
+        {"sweep_leases",
+         "WITH due AS ("
+         "  SELECT i.id, i.current_job_id FROM items i JOIN jobs dj ON dj.id = i.current_job_id"
+         "  WHERE i.state = 'claimed' AND i.lease_expires_at < now() AND dj.status = 'processing'"
+         "  ORDER BY i.lease_expires_at LIMIT $1 FOR NO KEY UPDATE OF dj, i SKIP LOCKED),"
+         " u AS ("
+         "  UPDATE items i SET"
+         "    state = CASE WHEN i.failures + 1 < i.max_attempts THEN 'deferred' ELSE 'failed' END,"
+         "    failures = least(i.failures + 1, i.max_attempts), available_at = now(),"
+         "    lease_expires_at = NULL,"
+         "    claim_token = NULL, last_reason_code = 'lease_expired',"
+         "    last_reason = 'the lease passed without a disposition', updated_at = now()"
+         "  FROM due WHERE i.id = due.id"
+         "  RETURNING i.id, due.current_job_id AS job_id, i.state),"
+         " j AS ("
+         "  UPDATE jobs SET status = 'expired', finished_at = now()"
+         "  FROM u WHERE jobs.id = u.job_id AND jobs.status = 'processing')"
+         " INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+         "                          reason_code, reason, actor)"
+         " SELECT u.id, u.job_id, 'claimed', u.state, 'expired', 'lease_expired',"
+         "        'lease_expired', 'the lease passed without a disposition', 'sweeper' FROM u"
+         " RETURNING item_id"},
 
-    [VD_SQL_PURGE_IDEMPOTENCY] = {"purge_idempotency",
-        "DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'"},
+    [VD_SQL_PURGE_IDEMPOTENCY] =
+        {"purge_idempotency",
+         "DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'"},
 
     /* Idempotency-Key: the first caller inserts the record inside its transaction; a
      * concurrent repeat waits on the row lock, then finds the stored answer. A record past
      * 24 h that the sweeper has not purged yet counts as absent: it is taken over. Bodies are
      * compared as jsonb (the same JSON re-indented or reordered is the same request); md5($4)
      * still matches records stored before that rule. */
-    [VD_SQL_IDEM_CLAIM] = {"idem_claim",
-        "INSERT INTO idempotency_keys AS k (route, key_name, idem_key, request_hash)"
-        " VALUES ($1, $2, $3, md5($4::text::jsonb::text))"
-        " ON CONFLICT (route, key_name, idem_key) DO UPDATE"
-        "  SET request_hash = excluded.request_hash, status = NULL, response = NULL,"
-        "      created_at = now()"
-        "  WHERE k.created_at < now() - interval '24 hours'"
-        " RETURNING 1"},
-    [VD_SQL_IDEM_GET] = {"idem_get",
-        "SELECT request_hash IN (md5($4::text::jsonb::text), md5($4::text)), response FROM idempotency_keys"
-        " WHERE route = $1 AND key_name = $2 AND idem_key = $3"
-        "   AND created_at >= now() - interval '24 hours'"},
-    [VD_SQL_IDEM_SAVE] = {"idem_save",
-        "UPDATE idempotency_keys SET status = 200, response = $4"
-        " WHERE route = $1 AND key_name = $2 AND idem_key = $3"},
+    [VD_SQL_IDEM_CLAIM] =
+        {"idem_claim", "INSERT INTO idempotency_keys AS k (route, key_name, idem_key, request_hash)"
+                       " VALUES ($1, $2, $3, md5($4::text::jsonb::text))"
+                       " ON CONFLICT (route, key_name, idem_key) DO UPDATE"
+                       "  SET request_hash = excluded.request_hash, status = NULL, response = NULL,"
+                       "      created_at = now()"
+                       "  WHERE k.created_at < now() - interval '24 hours'"
+                       " RETURNING 1"},
+    [VD_SQL_IDEM_GET] = {"idem_get", "SELECT request_hash IN (md5($4::text::jsonb::text), "
+                                     "md5($4::text)), response FROM idempotency_keys"
+                                     " WHERE route = $1 AND key_name = $2 AND idem_key = $3"
+                                     "   AND created_at >= now() - interval '24 hours'"},
+    [VD_SQL_IDEM_SAVE] = {"idem_save", "UPDATE idempotency_keys SET status = 200, response = $4"
+                                       " WHERE route = $1 AND key_name = $2 AND idem_key = $3"},
 
-    [VD_SQL_FLOW_STEPS_ENSURE] = {"flow_steps_ensure",
-        "INSERT INTO flow_steps (flow_step_id)"
-        " SELECT DISTINCT e->>'flow_step_id' FROM jsonb_array_elements($1::jsonb) e"
-        " ORDER BY 1 ON CONFLICT DO NOTHING"},
+    [VD_SQL_FLOW_STEPS_ENSURE] =
+        {"flow_steps_ensure",
+         "INSERT INTO flow_steps (flow_step_id)"
+         " SELECT DISTINCT e->>'flow_step_id' FROM jsonb_array_elements($1::jsonb) e"
+         " ORDER BY 1 ON CONFLICT DO NOTHING"},
 
     /* New items only: an existing item (processed, rejected, anything) is left untouched. */
-    [VD_SQL_ITEMS_INSERT] = {"items_insert",
-        "WITH " ITEMS_INPUT ","
-        " ins AS ("
-        "  INSERT INTO items (flow_step_id, source_type, item_identifier, payload, priority,"
-        "                     available_at, max_attempts, max_defers)"
-        "  SELECT flow_step_id, source_type, item_identifier, payload, priority,"
-        "         now() + delay_seconds * interval '1 second', max_attempts, max_defers"
-        "  FROM input ORDER BY ord"
-        "  ON CONFLICT (flow_step_id, source_type, item_identifier) DO NOTHING RETURNING id),"
-        " tr AS ("
-        "  INSERT INTO transitions (item_id, to_state, cause, actor)"
-        "  SELECT id, 'available', 'register', $2 FROM ins)"
-        " SELECT coalesce(json_agg(id), '[]'::json)::text FROM ins"},
+    [VD_SQL_ITEMS_INSERT] =
+        {"items_insert",
+         "WITH " ITEMS_INPUT ","
+         " ins AS ("
+         "  INSERT INTO items (flow_step_id, source_type, item_identifier, payload, priority,"
+         "                     available_at, max_attempts, max_defers)"
+         "  SELECT flow_step_id, source_type, item_identifier, payload, priority,"
+         "         now() + delay_seconds * interval '1 second', max_attempts, max_defers"
+         "  FROM input ORDER BY ord"
+         "  ON CONFLICT (flow_step_id, source_type, item_identifier) DO NOTHING RETURNING id),"
+         " tr AS ("
+         "  INSERT INTO transitions (item_id, to_state, cause, actor)"
+         "  SELECT id, 'available', 'register', $2 FROM ins)"
+         " SELECT coalesce(json_agg(id), '[]'::json)::text FROM ins"},
 
-    [VD_SQL_ITEMS_REGISTERED] = {"items_registered",
-        "WITH " ITEMS_INPUT ","
-        " created AS (SELECT e::bigint AS id FROM jsonb_array_elements_text($2::jsonb) e),"
-        " r AS ("
-        "  SELECT x.ord, i.id, i.flow_step_id, i.source_type, i.item_identifier, i.state,"
-        "         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY i.id)) AS created"
-        "  FROM input x JOIN items i ON i.flow_step_id = x.flow_step_id"
-        "   AND i.source_type = x.source_type AND i.item_identifier = x.item_identifier"
-        "  LEFT JOIN created c ON c.id = i.id)"
-        " SELECT json_build_object('items', coalesce(json_agg(json_build_object("
-        "   'id', id, 'flow_step_id', flow_step_id, 'source_type', source_type,"
-        "   'item_identifier', item_identifier, 'state', state, 'created', created)"
-        "   ORDER BY ord), '[]'::json))::text FROM r"},
+    [VD_SQL_ITEMS_REGISTERED] =
+        {"items_registered",
+         "WITH " ITEMS_INPUT ","
+         " created AS (SELECT e::bigint AS id FROM jsonb_array_elements_text($2::jsonb) e),"
+         " r AS ("
+         "  SELECT x.ord, i.id, i.flow_step_id, i.source_type, i.item_identifier, i.state,"
+         "         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY i.id)) AS created"
+         "  FROM input x JOIN items i ON i.flow_step_id = x.flow_step_id"
+         "   AND i.source_type = x.source_type AND i.item_identifier = x.item_identifier"
+         "  LEFT JOIN created c ON c.id = i.id)"
+         " SELECT json_build_object('items', coalesce(json_agg(json_build_object("
+         "   'id', id, 'flow_step_id', flow_step_id, 'source_type', source_type,"
+         "   'item_identifier', item_identifier, 'state', state, 'created', created)"
+         "   ORDER BY ord), '[]'::json))::text FROM r"},
 
-    [VD_SQL_ITEMS_LOOKUP] = {"items_lookup",
-        "SELECT json_build_object('items', coalesce(json_agg(json_build_object("
-        "  'id', s.id, 'item_identifier', s.item_identifier, 'state', s.state) ORDER BY s.ord),"
-        "  '[]'::json))::text"
-        " FROM (SELECT i.id, i.item_identifier, i.state, min(r.ord) AS ord"
-        "       FROM jsonb_array_elements_text($3::jsonb) WITH ORDINALITY AS r(ident, ord)"
-        "       JOIN items i ON i.flow_step_id = $1 AND i.source_type = $2"
-        "        AND i.item_identifier = r.ident"
-        "       GROUP BY i.id, i.item_identifier, i.state) s"},
+    [VD_SQL_ITEMS_LOOKUP] =
+        {"items_lookup",
+         "SELECT json_build_object('items', coalesce(json_agg(json_build_object("
+         "  'id', s.id, 'item_identifier', s.item_identifier, 'state', s.state) ORDER BY s.ord),"
+         "  '[]'::json))::text"
+         " FROM (SELECT i.id, i.item_identifier, i.state, min(r.ord) AS ord"
+         "       FROM jsonb_array_elements_text($3::jsonb) WITH ORDINALITY AS r(ident, ord)"
+         "       JOIN items i ON i.flow_step_id = $1 AND i.source_type = $2"
+         "        AND i.item_identifier = r.ident"
+         "       GROUP BY i.id, i.item_identifier, i.state) s"},
 
-    [VD_SQL_ITEM_GET] = {"item_get",
-        "SELECT json_build_object('item', verdict_item_json(i), 'transitions',"
-        "  (SELECT coalesce(json_agg(verdict_transition_json(t) ORDER BY (t).id DESC), '[]'::json)"
-        "   FROM (SELECT tr AS t FROM transitions tr WHERE tr.item_id = i.id"
-        "         ORDER BY tr.id DESC LIMIT 100) s))::text"
-        " FROM items i WHERE i.id = $1"},
+    [VD_SQL_ITEM_GET] =
+        {"item_get",
+         "SELECT json_build_object('item', verdict_item_json(i), 'transitions',"
+         "  (SELECT coalesce(json_agg(verdict_transition_json(t) ORDER BY (t).id DESC), '[]'::json)"
+         "   FROM (SELECT tr AS t FROM transitions tr WHERE tr.item_id = i.id"
+         "         ORDER BY tr.id DESC LIMIT 100) s))::text"
+         " FROM items i WHERE i.id = $1"},
 
     /* Keyset pagination by id; next_after is set when the page is full. worker_id matches the
      * worker of the item's latest job (current_job_id is kept after the job ends). */
-    [VD_SQL_ITEMS_LIST] = {"items_list",
-        "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
-        "   ORDER BY (s.it).id), '[]'::json),"
-        "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id) END)::text"
-        " FROM (SELECT it FROM items it" ITEMS_FILTER " AND it.id > $3"
-        "       ORDER BY it.id LIMIT $4) s"},
+    [VD_SQL_ITEMS_LIST] =
+        {"items_list", "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
+                       "   ORDER BY (s.it).id), '[]'::json),"
+                       "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id) END)::text"
+                       " FROM (SELECT it FROM items it" ITEMS_FILTER " AND it.id > $3"
+                       "       ORDER BY it.id LIMIT $4) s"},
     /* The same, newest first: after is the id to go below (0: from the newest). */
-    [VD_SQL_ITEMS_LIST_DESC] = {"items_list_desc",
-        "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
-        "   ORDER BY (s.it).id DESC), '[]'::json),"
-        "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id) END)::text"
-        " FROM (SELECT it FROM items it" ITEMS_FILTER " AND ($3 = 0 OR it.id < $3)"
-        "       ORDER BY it.id DESC LIMIT $4) s"},
+    [VD_SQL_ITEMS_LIST_DESC] =
+        {"items_list_desc",
+         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
+         "   ORDER BY (s.it).id DESC), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id) END)::text"
+         " FROM (SELECT it FROM items it" ITEMS_FILTER " AND ($3 = 0 OR it.id < $3)"
+         "       ORDER BY it.id DESC LIMIT $4) s"},
 
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
      * database clock is used. A paused flow step yields nothing. */
-    [VD_SQL_CLAIM] = {"claim",
-        "WITH cand AS ("
-        "  SELECT id, state, attempts FROM items"
-        "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
-        "    AND available_at <= now()"
-        "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1 AND f.paused)"
-        "  ORDER BY priority DESC, available_at, id"
-        "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
-        " j AS ("
-        "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-        "                    lease_expires_at)"
-        "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-        "         now() + $4 * interval '1 second' FROM cand c"
-        "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
-        " u AS ("
-        "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
-        "    claim_token = j.claim_token, current_job_id = j.id,"
-        "    lease_expires_at = j.lease_expires_at, updated_at = now()"
-        /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
-        "  FROM j WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
-        "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i) AS item),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-        "                           actor)"
-        "  SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', $5"
-        "  FROM cand c JOIN j ON j.item_id = c.id)"
-        " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
-        "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
-        "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item)"
-        "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text"
-        " FROM u JOIN j ON j.item_id = u.id"},
+    [VD_SQL_CLAIM] =
+        {"claim",
+         "WITH cand AS ("
+         "  SELECT id, state, attempts FROM items"
+         "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
+         "    AND available_at <= now()"
+         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1 AND f.paused)"
+         "  ORDER BY priority DESC, available_at, id"
+         "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
+         " j AS ("
+         "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
+         "                    lease_expires_at)"
+         "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
+         "         now() + $4 * interval '1 second' FROM cand c"
+         "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
+         " u AS ("
+         "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
+         "    claim_token = j.claim_token, current_job_id = j.id,"
+         "    lease_expires_at = j.lease_expires_at, updated_at = now()"
+         /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
+         "  FROM j WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
+         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i) AS item),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+         "                           actor)"
+         "  SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', $5"
+         "  FROM cand c JOIN j ON j.item_id = c.id)"
+         " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
+         "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
+         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item)"
+         "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text"
+         " FROM u JOIN j ON j.item_id = u.id"},
 
     /* Extends the lease only while the token still holds the item. Answers the job's status,
      * whether the token is the job's, and the new lease (NULL when not extended). The job row
      * is locked first (the lock order above); a heartbeat queued behind its own job's
      * disposition then reads the finished job (READ COMMITTED re-reads a row it waited for)
      * and answers job_finalized. */
-    [VD_SQL_HEARTBEAT] = {"heartbeat",
-        "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok"
-        "           FROM jobs WHERE id = $1 FOR NO KEY UPDATE),"
-        " u AS ("
-        "  UPDATE items i SET lease_expires_at = now() + $3 * interval '1 second',"
-        "    updated_at = now()"
-        "  FROM j WHERE i.id = j.item_id AND j.token_ok AND j.status = 'processing'"
-        "   AND i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = $2::uuid"
-        "  RETURNING i.lease_expires_at),"
-        " uj AS (UPDATE jobs SET lease_expires_at = u.lease_expires_at FROM u"
-        "        WHERE jobs.id = $1)"
-        " SELECT j.status, j.token_ok,"
-        "  (SELECT json_build_object('lease_expires_at', verdict_ts(u.lease_expires_at))::text"
-        "   FROM u)"
-        " FROM j"},
+    [VD_SQL_HEARTBEAT] =
+        {"heartbeat",
+         "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok"
+         "           FROM jobs WHERE id = $1 FOR NO KEY UPDATE),"
+         " u AS ("
+         "  UPDATE items i SET lease_expires_at = now() + $3 * interval '1 second',"
+         "    updated_at = now()"
+         "  FROM j WHERE i.id = j.item_id AND j.token_ok AND j.status = 'processing'"
+         "   AND i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = $2::uuid"
+         "  RETURNING i.lease_expires_at),"
+         " uj AS (UPDATE jobs SET lease_expires_at = u.lease_expires_at FROM u"
+         "        WHERE jobs.id = $1)"
+         " SELECT j.status, j.token_ok,"
+         "  (SELECT json_build_object('lease_expires_at', verdict_ts(u.lease_expires_at))::text"
+         "   FROM u)"
+         " FROM j"},
 
-    [VD_SQL_FLOW_STEP_SET_PAUSED] = {"flow_step_set_paused",
-        "INSERT INTO flow_steps AS f (flow_step_id, paused) VALUES ($1, $2)"
-        " ON CONFLICT (flow_step_id) DO UPDATE SET paused = $2, updated_at = now()"
-        " RETURNING json_build_object('flow_step', json_build_object("
-        "  'flow_step_id', f.flow_step_id, 'paused', f.paused,"
-        "  'created_at', verdict_ts(f.created_at), 'updated_at', verdict_ts(f.updated_at)))::text"},
+    [VD_SQL_FLOW_STEP_SET_PAUSED] =
+        {"flow_step_set_paused",
+         "INSERT INTO flow_steps AS f (flow_step_id, paused) VALUES ($1, $2)"
+         " ON CONFLICT (flow_step_id) DO UPDATE SET paused = $2, updated_at = now()"
+         " RETURNING json_build_object('flow_step', json_build_object("
+         "  'flow_step_id', f.flow_step_id, 'paused', f.paused,"
+         "  'created_at', verdict_ts(f.created_at), 'updated_at', "
+         "verdict_ts(f.updated_at)))::text"},
 
-    [VD_SQL_FLOW_STEPS_LIST] = {"flow_steps_list",
-        "SELECT json_build_object('flow_steps', coalesce(json_agg(json_build_object("
-        "  'flow_step_id', f.flow_step_id, 'paused', f.paused,"
-        "  'created_at', verdict_ts(f.created_at), 'updated_at', verdict_ts(f.updated_at))"
-        "  ORDER BY f.flow_step_id), '[]'::json))::text FROM flow_steps f"},
+    [VD_SQL_FLOW_STEPS_LIST] =
+        {"flow_steps_list",
+         "SELECT json_build_object('flow_steps', coalesce(json_agg(json_build_object("
+         "  'flow_step_id', f.flow_step_id, 'paused', f.paused,"
+         "  'created_at', verdict_ts(f.created_at), 'updated_at', verdict_ts(f.updated_at))"
+         "  ORDER BY f.flow_step_id), '[]'::json))::text FROM flow_steps f"},
 
     /* The job and its item, locked, for a write on the job (SPEC §1.3 fencing); the same
      * columns as jobs_lock, for one job (its positional form plans and runs faster). */
-    [VD_SQL_JOB_LOCK] = {"job_lock",
-        "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
-        "  j.required_tool_failed,"
-        "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
-        "  a.response, i.id, i.state,"
-        "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-        "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
-        " FROM jobs j JOIN items i ON i.id = j.item_id"
-        " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
-        " FOR NO KEY UPDATE OF j, i"},
+    [VD_SQL_JOB_LOCK] =
+        {"job_lock",
+         "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
+         "  j.required_tool_failed,"
+         "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
+         "  a.response, i.id, i.state,"
+         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
+         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
+         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
+         " FOR NO KEY UPDATE OF j, i"},
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
-     * caller's transaction's last, sent with its COMMIT). The answer is
-     * {$17,"job":…,"item":…[,$18] — the caller closes it with "replayed". The same columns as
-     * jobs_finish, for one job. */
-    [VD_SQL_JOB_FINISH] = {"job_finish",
-        "WITH ui AS ("
-        "  UPDATE items i SET state = $3, failures = $9, defers = $10,"
-        "    available_at = CASE WHEN $3 = 'deferred'"
-        "                        THEN now() + $11::float8 * interval '1 second'"
-        "                        WHEN $3 = 'available' THEN now()" /* a release */
-        "                        ELSE i.available_at END,"
-        "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = $7,"
-        "    last_reason = $8, updated_at = now()"
-        "  WHERE i.id = $2 RETURNING verdict_item_json(i) AS item),"
-        " uj AS ("
-        "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
-        "    reason_code = $7, reason = $8,"
-        "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
-        "    adjudication = coalesce($15::jsonb, j.adjudication)"
-        "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-        "                           reason_code, reason, forced, actor)"
-        "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13)),"
-        " a AS ("
-        "  SELECT '{' || coalesce($17::text || ',', '') || '\"job\":' || uj.job::text"
-        "         || ',\"item\":' || ui.item::text"
-        "         || coalesce(',' || $18::text, '') AS answer FROM ui, uj),"
-        " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
-        "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
-        " SELECT $1, answer FROM a"},
+     * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
+     * VD_FINISH_COLUMNS in order; the answer is built by verdict_job_answer from $17..$19. */
+    [VD_SQL_JOB_FINISH] =
+        {"job_finish",
+         "WITH ui AS ("
+         "  UPDATE items i SET state = $3, failures = $9, defers = $10,"
+         "    available_at = CASE WHEN $3 = 'deferred'"
+         "                        THEN now() + $11::float8 * interval '1 second'"
+         "                        WHEN $3 = 'available' THEN now()" /* a release */
+         "                        ELSE i.available_at END,"
+         "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = $7,"
+         "    last_reason = $8, updated_at = now()"
+         "  WHERE i.id = $2 RETURNING verdict_item_json(i) AS item),"
+         " uj AS ("
+         "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
+         "    reason_code = $7, reason = $8,"
+         "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
+         "    adjudication = coalesce($15::text::jsonb, j.adjudication)"
+         "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+         "                           reason_code, reason, forced, actor)"
+         "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13)),"
+         " a AS ("
+         "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19) AS answer"
+         "  FROM ui, uj),"
+         " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
+         "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
+         " SELECT $1, answer FROM a"},
 
     /* The answer a finished job keeps, read again after its row lock was granted: the lock
      * statement's snapshot predates a finisher it waited for (READ COMMITTED re-reads only the
      * locked rows), so its join to job_answers cannot see that finisher's answer. */
-    [VD_SQL_JOB_ANSWER] = {"job_answer",
-        "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false), response"
-        " FROM job_answers"
-        " WHERE job_id = $1"},
+    [VD_SQL_JOB_ANSWER] =
+        {"job_answer",
+         "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false), response"
+         " FROM job_answers"
+         " WHERE job_id = $1"},
 
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
-    [VD_SQL_JOBS_LOCK] = {"jobs_lock",
-        "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
-        "  j.required_tool_failed,"
-        "  coalesce(a.request_digest = verdict_request_digest(x.request), false), a.response,"
-        "  i.id, i.state,"
-        "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-        "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
-        " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
-        "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
-        " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
-        " LEFT JOIN job_answers a ON a.job_id = j.id"
-        /* the ANY keeps the generic plan on jobs_pkey: a set-returning function is guessed at
-         * 100 rows, for which a hash join over a scan of jobs looks cheaper */
-        " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
-        "                         FROM jsonb_array_elements($1::jsonb) e))"
-        " ORDER BY j.id FOR NO KEY UPDATE OF j, i"},
+    [VD_SQL_JOBS_LOCK] =
+        {"jobs_lock",
+         "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
+         "  j.required_tool_failed,"
+         "  coalesce(a.request_digest = verdict_request_digest(x.request), false), a.response,"
+         "  i.id, i.state,"
+         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
+         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
+         " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
+         "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
+         " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
+         " LEFT JOIN job_answers a ON a.job_id = j.id"
+         /* the ANY keeps the generic plan on jobs_pkey: a set-returning function is guessed at
+          * 100 rows, for which a hash join over a scan of jobs looks cheaper */
+         " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
+         "                         FROM jsonb_array_elements($1::jsonb) e))"
+         " ORDER BY j.id FOR NO KEY UPDATE OF j, i"},
 
     /* Items, jobs, one transition each and the answers kept for replays, in one statement
-     * (the transaction's last, sent with its COMMIT); $1 is one object per job
-     * (vd_store_jobs_finish). An answer is {head,"job":…,"item":…[,tail] — the caller closes
-     * it with "replayed". The ANYs keep the generic plan on the primary keys (see jobs_lock). */
-    [VD_SQL_JOBS_FINISH] = {"jobs_finish",
-        "WITH r AS MATERIALIZED ("
-        "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(job_id bigint, item_id bigint,"
-        "    to_state text, job_status text, cause text, disposition text, reason_code text,"
-        "    reason text, failures integer, defers integer, delay float8, forced boolean,"
-        "    actor text, engine_data jsonb, adjudication jsonb, request jsonb, head text,"
-        "    tail text)),"
-        " ui AS ("
-        "  UPDATE items i SET state = r.to_state, failures = r.failures, defers = r.defers,"
-        "    available_at = CASE WHEN r.to_state = 'deferred'"
-        "                        THEN now() + r.delay * interval '1 second'"
-        "                        WHEN r.to_state = 'available' THEN now()"
-        "                        ELSE i.available_at END,"
-        "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = r.reason_code,"
-        "    last_reason = r.reason, updated_at = now()"
-        "  FROM r WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM r))"
-        "  RETURNING i.id, verdict_item_json(i) AS item),"
-        " uj AS ("
-        "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
-        "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
-        "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
-        "    adjudication = coalesce(r.adjudication, j.adjudication)"
-        "  FROM r WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT job_id FROM r))"
-        "  RETURNING j.id, verdict_job_json(j) AS job),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-        "                           reason_code, reason, forced, actor)"
-        "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, r.job_status, r.cause,"
-        "         r.reason_code, r.reason, r.forced, r.actor FROM r ORDER BY r.job_id),"
-        " a AS ("
-        "  SELECT r.job_id, r.request, '{' || coalesce(r.head || ',', '') || '\"job\":' || uj.job::text"
-        "         || ',\"item\":' || ui.item::text || coalesce(',' || r.tail, '') AS answer"
-        "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id),"
-        " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
-        "       SELECT job_id, verdict_request_digest(request), answer FROM a)"
-        " SELECT job_id, answer FROM a"},
+     * (the transaction's last, sent with its COMMIT); $1 is one object per job with the
+     * columns of VD_FINISH_COLUMNS (vd_store_jobs_finish). The answers are verdict_job_answer's.
+     * The ANYs keep the generic plan on the primary keys (see jobs_lock). */
+    [VD_SQL_JOBS_FINISH] =
+        {"jobs_finish",
+         "WITH r AS MATERIALIZED ("
+         "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ord integer" VD_FINISH_COLUMNS(
+             FINISH_COLUMN_DEF) ")),"
+                                " ui AS ("
+                                "  UPDATE items i SET state = r.to_state, failures = r.failures, "
+                                "defers = r.defers,"
+                                "    available_at = CASE WHEN r.to_state = 'deferred'"
+                                "                        THEN now() + r.delay * interval '1 second'"
+                                "                        WHEN r.to_state = 'available' THEN now()"
+                                "                        ELSE i.available_at END,"
+                                "    lease_expires_at = NULL, claim_token = NULL, last_reason_code "
+                                "= r.reason_code,"
+                                "    last_reason = r.reason, updated_at = now()"
+                                "  FROM r WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT "
+                                "item_id FROM r))"
+                                "  RETURNING i.id, verdict_item_json(i) AS item),"
+                                " uj AS ("
+                                "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
+                                "    disposition = r.disposition, reason_code = r.reason_code, "
+                                "reason = r.reason,"
+                                "    engine_data = j.engine_data || coalesce(r.engine_data, "
+                                "'{}'::jsonb),"
+                                "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication)"
+                                "  FROM r WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT "
+                                "job_id FROM r))"
+                                "  RETURNING j.id, verdict_job_json(j) AS job),"
+                                " t AS ("
+                                "  INSERT INTO transitions (item_id, job_id, from_state, to_state, "
+                                "job_status, cause,"
+                                "                           reason_code, reason, forced, actor)"
+                                "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, "
+                                "r.job_status, r.cause,"
+                                "         r.reason_code, r.reason, r.forced, r.actor FROM r ORDER "
+                                "BY r.job_id),"
+                                " a AS ("
+                                "  SELECT r.job_id, r.request, "
+                                "verdict_job_answer(r.answer_disposition,"
+                                "         r.answer_adjudication, r.adjudication, uj.job, ui.item, "
+                                "r.deprecation_hint)"
+                                "         AS answer"
+                                "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = "
+                                "r.item_id),"
+                                " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
+                                "       SELECT job_id, verdict_request_digest(request), answer "
+                                "FROM a)"
+                                " SELECT job_id, answer FROM a"},
 
-    [VD_SQL_JOB_GET] = {"job_get",
-        "SELECT json_build_object('job', verdict_job_json(j))::text FROM jobs j WHERE j.id = $1"},
+    [VD_SQL_JOB_GET] =
+        {"job_get",
+         "SELECT json_build_object('job', verdict_job_json(j))::text FROM jobs j WHERE j.id = $1"},
 
     /* A job with its item, when the claim token given is the job's (whatever its status): the
      * claim an MCP session is bound to (h_mcp.c). No row: no such job, or another's token. */
-    [VD_SQL_JOB_CLAIMED] = {"job_claimed",
-        "SELECT json_build_object('job', verdict_job_json(j), 'item', verdict_item_json(i))::text"
-        " FROM jobs j JOIN items i ON i.id = j.item_id"
-        " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
+    [VD_SQL_JOB_CLAIMED] =
+        {"job_claimed",
+         "SELECT json_build_object('job', verdict_job_json(j), 'item', verdict_item_json(i))::text"
+         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
 
     [VD_SQL_JOBS_LIST] = {"jobs_list",
-        "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
-        "   ORDER BY (s.j).id), '[]'::json),"
-        "  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id) END)::text"
-        " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id > $4"
-        "       ORDER BY j.id LIMIT $5) s"},
-    [VD_SQL_JOBS_LIST_DESC] = {"jobs_list_desc",
-        "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
-        "   ORDER BY (s.j).id DESC), '[]'::json),"
-        "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id) END)::text"
-        " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND ($4 = 0 OR j.id < $4)"
-        "       ORDER BY j.id DESC LIMIT $5) s"},
+                          "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+                          "   ORDER BY (s.j).id), '[]'::json),"
+                          "  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id) END)::text"
+                          " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id > $4"
+                          "       ORDER BY j.id LIMIT $5) s"},
+    [VD_SQL_JOBS_LIST_DESC] =
+        {"jobs_list_desc",
+         "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+         "   ORDER BY (s.j).id DESC), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id) END)::text"
+         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND ($4 = 0 OR j.id < $4)"
+         "       ORDER BY j.id DESC LIMIT $5) s"},
 
     /* The change feed: transitions after an id, oldest first, each with its item's flow step
      * and identifiers. A scan of transitions_pkey from $1 joined to items_pkey: its cost is
@@ -369,234 +401,236 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * after the oldest open writing transaction began (sql/0008_feed.sql): a smaller id may
      * still commit there. next_after is the last id returned, or $1 when none (a poller
      * passes it back as is). */
-    [VD_SQL_TRANSITIONS_FEED] = {"transitions_feed",
-        "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), '[]'::json),"
-        "  'next_after', coalesce(max(s.id), $1),"
-        "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
-        " FROM (SELECT t.id, verdict_transition_json(t)::jsonb || jsonb_build_object("
-        "         'flow_step_id', i.flow_step_id, 'source_type', i.source_type,"
-        "         'item_identifier', i.item_identifier) AS j"
-        "       FROM transitions t JOIN items i ON i.id = t.item_id"
-        "       WHERE t.id > $1 AND ($2::text IS NULL OR i.flow_step_id = $2)"
-        "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
-        "                              WHERE u.logged_at >= verdict_feed_horizon()),"
-        "                             9223372036854775807)"
-        "       ORDER BY t.id LIMIT $3) s"},
+    [VD_SQL_TRANSITIONS_FEED] =
+        {"transitions_feed",
+         "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), "
+         "'[]'::json),"
+         "  'next_after', coalesce(max(s.id), $1),"
+         "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
+         " FROM (SELECT t.id, verdict_transition_json(t)::jsonb || jsonb_build_object("
+         "         'flow_step_id', i.flow_step_id, 'source_type', i.source_type,"
+         "         'item_identifier', i.item_identifier) AS j"
+         "       FROM transitions t JOIN items i ON i.id = t.item_id"
+         "       WHERE t.id > $1 AND ($2::text IS NULL OR i.flow_step_id = $2)"
+         "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
+         "                              WHERE u.logged_at >= verdict_feed_horizon()),"
+         "                             9223372036854775807)"
+         "       ORDER BY t.id LIMIT $3) s"},
 
     /* An admin decides a parked item (manual_review or failed -> processed or rejected).
      * Answers the state it was in and, when it was parked, the item and its transition. */
-    [VD_SQL_RESOLVE_ONE] = {"resolve_one",
-        "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
-        " u AS ("
-        "  UPDATE items i SET state = $2, last_reason_code = $3, last_reason = $4,"
-        "    updated_at = now()"
-        "  FROM cur WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
-        "  RETURNING i.id, verdict_item_json(i) AS item),"
-        " t AS ("
-        "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
-        "                                 reason, actor)"
-        "  SELECT u.id, cur.state, $2, 'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
-        "  RETURNING verdict_transition_json(tr) AS tj)"
-        " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
-        "                    FROM u, t) FROM cur"},
+    [VD_SQL_RESOLVE_ONE] =
+        {"resolve_one",
+         "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
+         " u AS ("
+         "  UPDATE items i SET state = $2, last_reason_code = $3, last_reason = $4,"
+         "    updated_at = now()"
+         "  FROM cur WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
+         "  RETURNING i.id, verdict_item_json(i) AS item),"
+         " t AS ("
+         "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
+         "                                 reason, actor)"
+         "  SELECT u.id, cur.state, $2, 'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
+         "  RETURNING verdict_transition_json(tr) AS tj)"
+         " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
+         "                    FROM u, t) FROM cur"},
 
     /* Bulk resolve: up to $4 items of a flow step in one parked state (lowest ids first,
      * rows locked by others skipped); answers the ids resolved. */
-    [VD_SQL_RESOLVE_BULK] = {"resolve_bulk",
-        "WITH cur AS ("
-        "  SELECT id, state FROM items"
-        "  WHERE flow_step_id = $1 AND state = $2 AND state IN ('manual_review', 'failed')"
-        "    AND ($3::text IS NULL OR last_reason_code = $3)"
-        "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
-        " u AS ("
-        "  UPDATE items i SET state = $5, last_reason_code = $6, last_reason = $7,"
-        "    updated_at = now()"
-        "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
-        "                           actor)"
-        "  SELECT cur.id, cur.state, $5, 'resolve', $6, $7, $8 FROM cur)"
-        " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
+    [VD_SQL_RESOLVE_BULK] =
+        {"resolve_bulk",
+         "WITH cur AS ("
+         "  SELECT id, state FROM items"
+         "  WHERE flow_step_id = $1 AND state = $2 AND state IN ('manual_review', 'failed')"
+         "    AND ($3::text IS NULL OR last_reason_code = $3)"
+         "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
+         " u AS ("
+         "  UPDATE items i SET state = $5, last_reason_code = $6, last_reason = $7,"
+         "    updated_at = now()"
+         "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
+         "                           actor)"
+         "  SELECT cur.id, cur.state, $5, 'resolve', $6, $7, $8 FROM cur)"
+         " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
 
     /* What a bulk requeue or resolve would select now (dry run): ids, lowest first. */
-    [VD_SQL_ITEMS_SELECT] = {"items_select",
-        "SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM ("
-        "  SELECT id FROM items WHERE flow_step_id = $1 AND state = $2"
-        "    AND ($3::text IS NULL OR last_reason_code = $3) ORDER BY id LIMIT $4) s"},
+    [VD_SQL_ITEMS_SELECT] =
+        {"items_select",
+         "SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM ("
+         "  SELECT id FROM items WHERE flow_step_id = $1 AND state = $2"
+         "    AND ($3::text IS NULL OR last_reason_code = $3) ORDER BY id LIMIT $4) s"},
 
     /* SPEC §1.3 "any but claimed -> available" (admin). Answers the state it was in and,
      * unless it was claimed, the requeued item. */
-    [VD_SQL_REQUEUE_ONE] = {"requeue_one",
-        "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
-        " u AS ("
-        "  UPDATE items i SET state = 'available', available_at = now(),"
-        "    failures = CASE WHEN $2 THEN 0 ELSE i.failures END,"
-        "    defers = CASE WHEN $2 THEN 0 ELSE i.defers END,"
-        "    last_reason_code = 'requeue', last_reason = $3, updated_at = now()"
-        "  FROM cur WHERE i.id = cur.id AND cur.state <> 'claimed'"
-        "  RETURNING i.id, verdict_item_json(i) AS item),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
-        "                           actor)"
-        "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $3, $4"
-        "  FROM u JOIN cur ON cur.id = u.id)"
-        " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM u) FROM cur"},
+    [VD_SQL_REQUEUE_ONE] =
+        {"requeue_one",
+         "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
+         " u AS ("
+         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "    failures = CASE WHEN $2 THEN 0 ELSE i.failures END,"
+         "    defers = CASE WHEN $2 THEN 0 ELSE i.defers END,"
+         "    last_reason_code = 'requeue', last_reason = $3, updated_at = now()"
+         "  FROM cur WHERE i.id = cur.id AND cur.state <> 'claimed'"
+         "  RETURNING i.id, verdict_item_json(i) AS item),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
+         "                           actor)"
+         "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $3, $4"
+         "  FROM u JOIN cur ON cur.id = u.id)"
+         " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM u) FROM cur"},
 
-    [VD_SQL_REQUEUE_BULK] = {"requeue_bulk",
-        "WITH cur AS ("
-        "  SELECT id, state FROM items"
-        "  WHERE flow_step_id = $1 AND state = $2"
-        "    AND ($3::text IS NULL OR last_reason_code = $3)"
-        "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
-        " u AS ("
-        "  UPDATE items i SET state = 'available', available_at = now(),"
-        "    failures = CASE WHEN $5 THEN 0 ELSE i.failures END,"
-        "    defers = CASE WHEN $5 THEN 0 ELSE i.defers END,"
-        "    last_reason_code = 'requeue', last_reason = $6, updated_at = now()"
-        "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
-        "                           actor)"
-        "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $6, $7 FROM cur)"
-        " SELECT count(*) FROM u"},
+    [VD_SQL_REQUEUE_BULK] =
+        {"requeue_bulk",
+         "WITH cur AS ("
+         "  SELECT id, state FROM items"
+         "  WHERE flow_step_id = $1 AND state = $2"
+         "    AND ($3::text IS NULL OR last_reason_code = $3)"
+         "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
+         " u AS ("
+         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "    failures = CASE WHEN $5 THEN 0 ELSE i.failures END,"
+         "    defers = CASE WHEN $5 THEN 0 ELSE i.defers END,"
+         "    last_reason_code = 'requeue', last_reason = $6, updated_at = now()"
+         "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
+         "                           actor)"
+         "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $6, $7 FROM cur)"
+         " SELECT count(*) FROM u"},
 
     /* An admin's release of a live claim (POST /v1/items/{id}/release): the item's state and
      * current job, read before the job and item are locked (job_lock, the disposition path's
      * order), then the release itself, sent with the COMMIT. No answer is kept in
      * job_answers: that is how the holder's next write knows its claim was taken. */
-    [VD_SQL_ITEM_CURRENT_JOB] = {"item_current_job",
-        "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
-    [VD_SQL_ITEM_RELEASE] = {"item_release",
-        "WITH ui AS ("
-        "  UPDATE items i SET state = 'available', available_at = now(),"
-        "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
-        "    last_reason = $3, updated_at = now()"
-        "  WHERE i.id = $1 RETURNING verdict_item_json(i) AS item),"
-        " uj AS ("
-        "  UPDATE jobs j SET status = 'released', finished_at = now(),"
-        "    reason_code = 'admin_release', reason = $3"
-        "  WHERE j.id = $2 RETURNING verdict_job_json(j) AS job),"
-        " t AS ("
-        "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-        "                           reason_code, reason, actor)"
-        "  VALUES ($1, $2, 'claimed', 'available', 'released', 'admin_release',"
-        "          'admin_release', $3, $4))"
-        " SELECT json_build_object('job', uj.job, 'item', ui.item)::text FROM ui, uj"},
+    [VD_SQL_ITEM_CURRENT_JOB] =
+        {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
+    [VD_SQL_ITEM_RELEASE] =
+        {"item_release",
+         "WITH ui AS ("
+         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
+         "    last_reason = $3, updated_at = now()"
+         "  WHERE i.id = $1 RETURNING verdict_item_json(i) AS item),"
+         " uj AS ("
+         "  UPDATE jobs j SET status = 'released', finished_at = now(),"
+         "    reason_code = 'admin_release', reason = $3"
+         "  WHERE j.id = $2 RETURNING verdict_job_json(j) AS job),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+         "                           reason_code, reason, actor)"
+         "  VALUES ($1, $2, 'claimed', 'available', 'released', 'admin_release',"
+         "          'admin_release', $3, $4))"
+         " SELECT json_build_object('job', uj.job, 'item', ui.item)::text FROM ui, uj"},
 
-    [VD_SQL_JOB_SET_ADJUDICATION] = {"job_set_adjudication",
-        "WITH uj AS (UPDATE jobs j SET adjudication = $2::jsonb WHERE j.id = $1"
-        "            RETURNING j.item_id, verdict_job_json(j) AS job)"
-        " SELECT verdict_item_json(i)::text, uj.job::text FROM uj JOIN items i ON i.id = uj.item_id"},
+    [VD_SQL_JOB_SET_ADJUDICATION] =
+        {"job_set_adjudication",
+         "WITH uj AS (UPDATE jobs j SET adjudication = $2::text::jsonb WHERE j.id = $1"
+         "            RETURNING j.item_id, verdict_job_json(j) AS job)"
+         " SELECT verdict_job_answer(NULL, true, $2::text, uj.job, verdict_item_json(i), NULL)"
+         " FROM uj JOIN items i ON i.id = uj.item_id"},
 
     /* SPEC session-outcome.md §6: the item's earlier adjudications, newest first. */
-    [VD_SQL_PRIOR_ADJUDICATIONS] = {"prior_adjudications",
-        "SELECT coalesce(json_agg(adjudication ORDER BY id DESC), '[]'::json)::text FROM jobs"
-        " WHERE item_id = $1 AND id < $2 AND adjudication IS NOT NULL"},
+    [VD_SQL_PRIOR_ADJUDICATIONS] =
+        {"prior_adjudications",
+         "SELECT coalesce(json_agg(adjudication ORDER BY id DESC), '[]'::json)::text FROM jobs"
+         " WHERE item_id = $1 AND id < $2 AND adjudication IS NOT NULL"},
 
-    [VD_SQL_TOOL_FAILURE_COUNT] = {"tool_failure_count",
-        "SELECT count(*) FROM tool_failures WHERE job_id = $1 AND tool = $2"
-        " AND md5(args) = md5($3) AND args = $3"},
+    [VD_SQL_TOOL_FAILURE_COUNT] =
+        {"tool_failure_count", "SELECT count(*) FROM tool_failures WHERE job_id = $1 AND tool = $2"
+                               " AND md5(args) = md5($3) AND args = $3"},
 
-    [VD_SQL_TOOL_FAILURE_INSERT] = {"tool_failure_insert",
-        "WITH f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,"
-        "                                      error)"
-        "           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING job_id)"
-        " UPDATE jobs SET required_tool_failed = true FROM f WHERE jobs.id = f.job_id AND $6"},
+    [VD_SQL_TOOL_FAILURE_INSERT] =
+        {"tool_failure_insert",
+         "WITH f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,"
+         "                                      error)"
+         "           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING job_id)"
+         " UPDATE jobs SET required_tool_failed = true FROM f WHERE jobs.id = f.job_id AND $6"},
 
     /* SPEC §8 /v1/stats from the counters of sql/0002_stats.sql: cost independent of the
      * number of items. Every state and status key is present, zero included. */
-    [VD_SQL_STATS] = {"stats",
-        "WITH fs AS (SELECT flow_step_id, paused FROM flow_steps"
-        "            WHERE $1::text IS NULL OR flow_step_id = $1),"
-        " ic AS (SELECT flow_step_id, state, sum(n) AS n FROM ("
-        "   SELECT flow_step_id, state, n FROM item_counts"
-        "   UNION ALL SELECT flow_step_id, state, delta FROM item_count_deltas) x"
-        "   WHERE flow_step_id IN (SELECT flow_step_id FROM fs) GROUP BY 1, 2),"
-        " jc AS (SELECT flow_step_id, status,"
-        "   coalesce(sum(n) FILTER (WHERE minute >= date_trunc('minute', now()"
-        "     - interval '1 hour')), 0) AS hour, sum(n) AS day FROM ("
-        "   SELECT flow_step_id, status, minute, n FROM job_counts"
-        "   UNION ALL SELECT flow_step_id, status, minute, delta FROM job_count_deltas) x"
-        "   WHERE minute >= date_trunc('hour', now() - interval '1 day')"
-        "     AND flow_step_id IN (SELECT flow_step_id FROM fs) GROUP BY 1, 2),"
-        " states AS (SELECT unnest(ARRAY['available', 'claimed', 'deferred', 'processed',"
-        "   'rejected', 'manual_review', 'failed']) AS s),"
-        " statuses AS (SELECT unnest(ARRAY['processing', 'completed', 'rejected', 'deferred',"
-        "   'failed', 'expired', 'released']) AS s),"
-        " per AS (SELECT fs.flow_step_id, json_build_object("
-        "   'flow_step_id', fs.flow_step_id, 'paused', fs.paused,"
-        "   'items', (SELECT json_object_agg(st.s, coalesce((SELECT n FROM ic WHERE"
-        "      ic.flow_step_id = fs.flow_step_id AND ic.state = st.s), 0)) FROM states st),"
-        "   'jobs_last_hour', (SELECT json_object_agg(st.s, coalesce((SELECT hour FROM jc WHERE"
-        "      jc.flow_step_id = fs.flow_step_id AND jc.status = st.s), 0)) FROM statuses st),"
-        "   'jobs_last_day', (SELECT json_object_agg(st.s, coalesce((SELECT day FROM jc WHERE"
-        "      jc.flow_step_id = fs.flow_step_id AND jc.status = st.s), 0)) FROM statuses st),"
-        "   'oldest_claimable_age_seconds', (SELECT floor(extract(epoch FROM now()"
-        "      - min(i.available_at)))::bigint FROM items i WHERE i.flow_step_id = fs.flow_step_id"
-        "      AND i.state IN ('available', 'deferred') AND i.available_at <= now()),"
-        "   'stuck_claims', (SELECT count(*) FROM items i WHERE i.flow_step_id = fs.flow_step_id"
-        "      AND i.state = 'claimed' AND i.lease_expires_at < now())) AS j FROM fs)"
-        " SELECT json_build_object('generated_at', verdict_ts(now()),"
-        "  'flow_steps', coalesce((SELECT json_agg(j ORDER BY flow_step_id) FROM per), '[]'::json),"
-        "  'totals', json_build_object('items', (SELECT json_object_agg(st.s, coalesce("
-        "     (SELECT sum(n) FROM ic WHERE ic.state = st.s), 0)) FROM states st)))::text"},
+    [VD_SQL_STATS] =
+        {"stats",
+         "WITH fs AS (SELECT flow_step_id, paused FROM flow_steps"
+         "            WHERE $1::text IS NULL OR flow_step_id = $1),"
+         " ic AS (SELECT flow_step_id, state, sum(n) AS n FROM ("
+         "   SELECT flow_step_id, state, n FROM item_counts"
+         "   UNION ALL SELECT flow_step_id, state, delta FROM item_count_deltas) x"
+         "   WHERE flow_step_id IN (SELECT flow_step_id FROM fs) GROUP BY 1, 2),"
+         " jc AS (SELECT flow_step_id, status,"
+         "   coalesce(sum(n) FILTER (WHERE minute >= date_trunc('minute', now()"
+         "     - interval '1 hour')), 0) AS hour, sum(n) AS day FROM ("
+         "   SELECT flow_step_id, status, minute, n FROM job_counts"
+         "   UNION ALL SELECT flow_step_id, status, minute, delta FROM job_count_deltas) x"
+         "   WHERE minute >= date_trunc('hour', now() - interval '1 day')"
+         "     AND flow_step_id IN (SELECT flow_step_id FROM fs) GROUP BY 1, 2),"
+         /* $2, $3: the item states and job statuses of domain.h */
+         " states AS (SELECT unnest($2::text[]) AS s),"
+         " statuses AS (SELECT unnest($3::text[]) AS s),"
+         " per AS (SELECT fs.flow_step_id, json_build_object("
+         "   'flow_step_id', fs.flow_step_id, 'paused', fs.paused,"
+         "   'items', (SELECT json_object_agg(st.s, coalesce((SELECT n FROM ic WHERE"
+         "      ic.flow_step_id = fs.flow_step_id AND ic.state = st.s), 0)) FROM states st),"
+         "   'jobs_last_hour', (SELECT json_object_agg(st.s, coalesce((SELECT hour FROM jc WHERE"
+         "      jc.flow_step_id = fs.flow_step_id AND jc.status = st.s), 0)) FROM statuses st),"
+         "   'jobs_last_day', (SELECT json_object_agg(st.s, coalesce((SELECT day FROM jc WHERE"
+         "      jc.flow_step_id = fs.flow_step_id AND jc.status = st.s), 0)) FROM statuses st),"
+         "   'oldest_claimable_age_seconds', (SELECT floor(extract(epoch FROM now()"
+         "      - min(i.available_at)))::bigint FROM items i WHERE i.flow_step_id = fs.flow_step_id"
+         "      AND i.state IN ('available', 'deferred') AND i.available_at <= now()),"
+         "   'stuck_claims', (SELECT count(*) FROM items i WHERE i.flow_step_id = fs.flow_step_id"
+         "      AND i.state = 'claimed' AND i.lease_expires_at < now())) AS j FROM fs)"
+         " SELECT json_build_object('generated_at', verdict_ts(now()),"
+         "  'flow_steps', coalesce((SELECT json_agg(j ORDER BY flow_step_id) FROM per), "
+         "'[]'::json),"
+         "  'totals', json_build_object('items', (SELECT json_object_agg(st.s, coalesce("
+         "     (SELECT sum(n) FROM ic WHERE ic.state = st.s), 0)) FROM states st)))::text"},
 
-    /* The database-derived families of /metrics, rendered as Prometheus text. */
-    [VD_SQL_METRICS] = {"metrics",
-        "WITH ic AS (SELECT flow_step_id, state, sum(n) AS n FROM ("
-        "   SELECT flow_step_id, state, n FROM item_counts"
-        "   UNION ALL SELECT flow_step_id, state, delta FROM item_count_deltas) x GROUP BY 1, 2),"
-        " tc AS (SELECT cause, to_state, sum(n) AS n FROM ("
-        "   SELECT cause, to_state, n FROM transition_counts"
-        "   UNION ALL SELECT cause, to_state, delta FROM transition_count_deltas) x"
-        "   GROUP BY 1, 2),"
-        " states AS (SELECT unnest(ARRAY['available', 'claimed', 'deferred', 'processed',"
-        "   'rejected', 'manual_review', 'failed']) AS s)"
-        " SELECT '# HELP verdict_items Items by flow step and state.' || E'\\n'"
-        "  || '# TYPE verdict_items gauge' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_items{flow_step_id=\"%s\",state=\"%s\"} %s',"
-        "       verdict_prom_label(f.flow_step_id),"
-        "       st.s, coalesce((SELECT n FROM ic WHERE ic.flow_step_id = f.flow_step_id"
-        "       AND ic.state = st.s), 0)), E'\\n' ORDER BY f.flow_step_id, st.s) || E'\\n'"
-        "     FROM flow_steps f CROSS JOIN states st), '')"
-        "  || '# HELP verdict_transitions_total State transitions recorded, by cause and new state.'"
-        "  || E'\\n' || '# TYPE verdict_transitions_total counter' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_transitions_total{cause=\"%s\",to_state=\"%s\"} %s',"
-        "       cause, to_state, n), E'\\n' ORDER BY cause, to_state) || E'\\n' FROM tc), '')"
-        /* both per flow step from partial indexes: items_leases, items_claimable_age */
-        "  || '# HELP verdict_stuck_claims Claims whose lease passed and the sweeper has not closed"
-        " yet.' || E'\\n' || '# TYPE verdict_stuck_claims gauge' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_stuck_claims{flow_step_id=\"%s\"} %s',"
-        "       verdict_prom_label(f.flow_step_id),"
-        "       coalesce(sc.n, 0)), E'\\n' ORDER BY f.flow_step_id) || E'\\n'"
-        "     FROM flow_steps f LEFT JOIN (SELECT flow_step_id, count(*) AS n FROM items"
-        "       WHERE state = 'claimed' AND lease_expires_at < now() GROUP BY 1) sc"
-        "       ON sc.flow_step_id = f.flow_step_id), '')"
-        "  || '# HELP verdict_oldest_claimable_age_seconds Age of the oldest item that may be"
-        " claimed now (0: none).' || E'\\n'"
-        "  || '# TYPE verdict_oldest_claimable_age_seconds gauge' || E'\\n'"
-        "  || coalesce((SELECT string_agg(format('verdict_oldest_claimable_age_seconds{flow_step_id=\"%s\"} %s',"
-        "       verdict_prom_label(f.flow_step_id),"
-        "       coalesce((SELECT floor(extract(epoch FROM now() - min(i.available_at)))::bigint"
-        "         FROM items i WHERE i.flow_step_id = f.flow_step_id"
-        "         AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)),"
-        "       E'\\n' ORDER BY f.flow_step_id) || E'\\n' FROM flow_steps f), '')"},
+    /* The samples of the database-derived /metrics families, one row each: (family, label a,
+     * label b, value), families numbered as vd_db_family; $1 is the item states (domain.h).
+     * Rendering them is the http layer's (metrics.c). */
+    [VD_SQL_METRICS] =
+        {"metrics",
+         "WITH ic AS (SELECT flow_step_id, state, sum(n) AS n FROM ("
+         "   SELECT flow_step_id, state, n FROM item_counts"
+         "   UNION ALL SELECT flow_step_id, state, delta FROM item_count_deltas) x GROUP BY 1, 2),"
+         " tc AS (SELECT cause, to_state, sum(n) AS n FROM ("
+         "   SELECT cause, to_state, n FROM transition_counts"
+         "   UNION ALL SELECT cause, to_state, delta FROM transition_count_deltas) x"
+         "   GROUP BY 1, 2),"
+         " states AS (SELECT unnest($1::text[]) AS s)"
+         " SELECT 0, f.flow_step_id, st.s, coalesce((SELECT n FROM ic"
+         "   WHERE ic.flow_step_id = f.flow_step_id AND ic.state = st.s), 0)"
+         "  FROM flow_steps f CROSS JOIN states st"
+         " UNION ALL SELECT 1, cause, to_state, n FROM tc"
+         /* both per flow step from partial indexes: items_leases, items_claimable_age */
+         " UNION ALL SELECT 2, f.flow_step_id, NULL, coalesce(sc.n, 0)"
+         "  FROM flow_steps f LEFT JOIN (SELECT flow_step_id, count(*) AS n FROM items"
+         "    WHERE state = 'claimed' AND lease_expires_at < now() GROUP BY 1) sc"
+         "    ON sc.flow_step_id = f.flow_step_id"
+         " UNION ALL SELECT 3, f.flow_step_id, NULL,"
+         "  coalesce((SELECT floor(extract(epoch FROM now() - min(i.available_at)))::bigint"
+         "   FROM items i WHERE i.flow_step_id = f.flow_step_id"
+         "   AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)"
+         "  FROM flow_steps f"
+         " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
-        "SELECT verdict_compact_counts(), verdict_rollup_job_counts()"},
+                               "SELECT verdict_compact_counts(), verdict_rollup_job_counts()"},
 
     /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. */
-    [VD_SQL_RETENTION_TRANSITIONS] = {"retention_transitions",
-        "DELETE FROM transitions WHERE id IN ("
-        "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
-        "  WHERE t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
-        "    AND i.updated_at < now() - $1 * interval '1 day'"
-        "  LIMIT $2)"},
+    [VD_SQL_RETENTION_TRANSITIONS] =
+        {"retention_transitions",
+         "DELETE FROM transitions WHERE id IN ("
+         "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
+         "  WHERE t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
+         "    AND i.updated_at < now() - $1 * interval '1 day'"
+         "  LIMIT $2)"},
     [VD_SQL_RETENTION_JOBS] = {"retention_jobs",
-        "DELETE FROM jobs WHERE id IN ("
-        "  SELECT j.id FROM jobs j JOIN items i ON i.id = j.item_id"
-        "  WHERE j.finished_at < now() - $1 * interval '1 day'"
-        "    AND i.state IN ('processed', 'rejected')"
-        "    AND i.updated_at < now() - $1 * interval '1 day'"
-        "  LIMIT $2)"},
+                               "DELETE FROM jobs WHERE id IN ("
+                               "  SELECT j.id FROM jobs j JOIN items i ON i.id = j.item_id"
+                               "  WHERE j.finished_at < now() - $1 * interval '1 day'"
+                               "    AND i.state IN ('processed', 'rejected')"
+                               "    AND i.updated_at < now() - $1 * interval '1 day'"
+                               "  LIMIT $2)"},
 };

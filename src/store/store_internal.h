@@ -5,24 +5,26 @@
 #define VERDICT_STORE_INTERNAL_H
 
 #include <libpq-fe.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "verdict/store.h"
 
 /* Most parameters any statement takes (statements.def). */
-#define VD_SQL_MAX_PARAMS 18
+#define VD_SQL_MAX_PARAMS 19
 
 struct vd_conn {
     PGconn *pg;
-    bool ready;  /* connected and every statement prepared */
-    bool in_tx;  /* inside BEGIN .. COMMIT/ROLLBACK */
-    bool begin_pending; /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
+    bool ready;           /* connected and every statement prepared */
+    bool in_tx;           /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool begin_pending;   /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
     bool indexed_pending; /* begin_pending, and SET LOCAL enable_seqscan = off goes with it */
-    bool last_conflict; /* the last error was a serialization failure or deadlock */
-    bool timed_out; /* the last call passed its deadline (the connection was dropped) */
+    bool last_conflict;   /* the last error was a serialization failure or deadlock */
+    bool timed_out;       /* the last call passed its deadline (the connection was dropped) */
     int index;
-    const char *url; /* borrowed from the pool */
-    struct vd_db *db; /* the pool it belongs to */
-    int timeout_ms;  /* the pool's VERDICT_DB_TIMEOUT_MS */
+    const char *url;    /* borrowed from the pool */
+    struct vd_db *db;   /* the pool it belongs to */
+    int timeout_ms;     /* the pool's VERDICT_DB_TIMEOUT_MS */
     double deadline;    /* vd_monotonic() bound of the whole borrow (request), 0: per call */
     double op_deadline; /* the bound of the call in progress */
     /* A statement whose rows nobody reads (vd_sql_exec_deferred), sent in one pipeline with
@@ -35,6 +37,40 @@ struct vd_conn {
      * whichever server connection the pooler gave us */
     char settings[192];
 };
+
+/* The one table of a job's finishing record (vd_job_finish): XX(column, SQL type, kind,
+ * value). Its order is the positional job_finish statement's ($1, $2, …); jobs_finish takes
+ * the same columns by name from a JSON array (the recordset column list is generated from
+ * it). Kinds: I64, INT, DBL, BOOL, STR (NULL allowed), JSON (text that is JSON, or NULL). */
+#define VD_FINISH_COLUMNS(XX)                                                                      \
+    XX(job_id, "bigint", I64, w->job_id)                                                           \
+    XX(item_id, "bigint", I64, w->item_id)                                                         \
+    XX(to_state, "text", STR, vd_item_state_name(w->to_state))                                     \
+    XX(job_status, "text", STR, vd_job_status_name(w->job_status))                                 \
+    XX(cause, "text", STR, vd_cause_name(w->cause))                                                \
+    XX(disposition, "text", STR, vd_disposition_name(w->disposition))                              \
+    XX(reason_code, "text", STR, w->reason_code)                                                   \
+    XX(reason, "text", STR, w->reason)                                                             \
+    XX(failures, "integer", INT, w->failures)                                                      \
+    XX(defers, "integer", INT, w->defers)                                                          \
+    XX(delay, "float8", DBL, w->delay_seconds)                                                     \
+    XX(forced, "boolean", BOOL, w->forced)                                                         \
+    XX(actor, "text", STR, w->actor)                                                               \
+    XX(engine_data, "jsonb", JSON, w->engine_data)                                                 \
+    XX(adjudication, "text", JSON, w->adjudication)                                                \
+    XX(request, "jsonb", JSON, w->request_json)                                                    \
+    XX(answer_disposition, "text", STR,                                                            \
+       w->answer_disposition ? vd_disposition_name(w->disposition) : NULL)                         \
+    XX(answer_adjudication, "boolean", BOOL, w->answer_adjudication)                               \
+    XX(deprecation_hint, "text", STR, w->deprecation_hint)
+
+/* A copy of the text of row, col (malloc'd) into *out: VD_OK, or VD_ERR_INTERNAL when
+ * memory ran out (*out NULL). */
+static inline vd_error vd_sql_dup(const PGresult *res, int row, int col, char **out)
+{
+    *out = strdup(PQgetvalue(res, row, col));
+    return *out ? VD_OK : VD_ERR_INTERNAL;
+}
 
 /* Every SQL statement of the service, prepared once per connection (statements.c; in
  * transaction pool mode sent as unnamed statements instead). */

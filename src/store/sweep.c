@@ -30,7 +30,7 @@ vd_error vd_store_purge_idempotency(vd_conn *c, long *purged)
     *purged = 0;
     if (rc)
         return rc;
-    *purged = atol(PQcmdTuples(res));
+    *purged = strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return VD_OK;
 }
@@ -56,12 +56,12 @@ vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted)
     rc = vd_sql_exec(c, VD_SQL_RETENTION_TRANSITIONS, 2, p, &res);
     if (rc)
         return rc;
-    *deleted += atol(PQcmdTuples(res));
+    *deleted += strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     rc = vd_sql_exec(c, VD_SQL_RETENTION_JOBS, 2, p, &res);
     if (rc)
         return rc;
-    *deleted += atol(PQcmdTuples(res));
+    *deleted += strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return VD_OK;
 }
@@ -73,19 +73,67 @@ static vd_error one_text(vd_conn *c, vd_sql sql, int n, const char *const *p, ch
     *out = NULL;
     if (rc)
         return rc;
-    if (!(*out = strdup(PQntuples(res) ? PQgetvalue(res, 0, 0) : "")))
+    *out = strdup(PQntuples(res) ? PQgetvalue(res, 0, 0) : "");
+    if (!*out)
         rc = VD_ERR_INTERNAL;
     PQclear(res);
     return rc;
 }
 
-vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out)
+/* A table of domain.h as a PostgreSQL array literal: "{" then ",word" per row, and the first
+ * comma dropped by array_literal. */
+#define ARRAY_ELEMENT(name, str) "," str
+static const char item_states_array[] = "{" VD_ITEM_STATE_MAP(ARRAY_ELEMENT) "}";
+static const char job_statuses_array[] = "{" VD_JOB_STATUS_MAP(ARRAY_ELEMENT) "}";
+
+static void array_literal(char *out, size_t cap, const char *elements)
 {
-    const char *p[] = {flow_step_id};
-    return one_text(c, VD_SQL_STATS, 1, p, out);
+    snprintf(out, cap, "{%s", elements + 2); /* without the first "," */
 }
 
-vd_error vd_store_metrics(vd_conn *c, char **out)
+vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out)
 {
-    return one_text(c, VD_SQL_METRICS, 0, NULL, out);
+    char states[sizeof(item_states_array)], statuses[sizeof(job_statuses_array)];
+    const char *p[] = {flow_step_id, states, statuses};
+    array_literal(states, sizeof(states), item_states_array);
+    array_literal(statuses, sizeof(statuses), job_statuses_array);
+    return one_text(c, VD_SQL_STATS, 3, p, out);
+}
+
+vd_error vd_store_metrics(vd_conn *c, vd_db_metrics *out)
+{
+    char states[sizeof(item_states_array)];
+    const char *p[] = {states};
+    PGresult *res = NULL;
+    memset(out, 0, sizeof(*out));
+    array_literal(states, sizeof(states), item_states_array);
+    vd_error rc = vd_sql_exec(c, VD_SQL_METRICS, 1, p, &res);
+    if (rc)
+        return rc;
+    int rows = PQntuples(res);
+    out->s = calloc(rows > 0 ? (size_t)rows : 1, sizeof(*out->s));
+    if (!out->s) {
+        PQclear(res);
+        return VD_ERR_INTERNAL;
+    }
+    out->owner = res; /* the labels point into it */
+    for (int r = 0; r < rows; r++) {
+        vd_db_sample *s = &out->s[out->n];
+        long family = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (family < 0 || family >= VD_DB__MAX)
+            continue;
+        s->family = (vd_db_family)family;
+        s->a = PQgetvalue(res, r, 1);
+        s->b = PQgetisnull(res, r, 2) ? NULL : PQgetvalue(res, r, 2);
+        s->value = strtoll(PQgetvalue(res, r, 3), NULL, 10);
+        out->n++;
+    }
+    return VD_OK;
+}
+
+void vd_db_metrics_cleanup(vd_db_metrics *m)
+{
+    PQclear(m->owner);
+    free(m->s);
+    memset(m, 0, sizeof(*m));
 }

@@ -55,7 +55,8 @@ static void test_resolve_one(void **state)
     (void)state;
     char path[96];
     int64_t id = parked_review("res_one", "a");
-    long before = vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)id);
+    long before =
+        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)id);
     snprintf(path, sizeof(path), "/v1/items/%lld/resolve", (long long)id);
     vt_resp r = post(path, VT_WORKER, "{\"outcome\": \"rejected\", \"reason\": \"junk\"}");
     vt_assert_error(&r, 403, "forbidden");
@@ -68,8 +69,9 @@ static void test_resolve_one(void **state)
     vt_assert_error(&r, 400, "invalid_field");
     assert_string_equal(vt_str(r.json, "field"), "outcome");
     vt_resp_free(&r);
-    r = post(path, VT_ADMIN, "{\"outcome\": \"rejected\", \"reason\": \"junk source\","
-                             " \"reason_code\": \"spam\"}");
+    r = post(path, VT_ADMIN,
+             "{\"outcome\": \"rejected\", \"reason\": \"junk source\","
+             " \"reason_code\": \"spam\"}");
     assert_int_equal(r.status, 200);
     assert_string_equal(vt_str(r.json, "item.state"), "rejected");
     assert_string_equal(vt_str(r.json, "item.last_reason_code"), "spam");
@@ -82,10 +84,13 @@ static void test_resolve_one(void **state)
     long tid = (long)vt_num(r.json, "transition.id");
     vt_resp_free(&r);
     /* stored: exactly one more transition, the one answered, and the item's state */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld",
-                                 (long long)id), before + 1);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)id),
+        before + 1);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE id = %ld AND cause ="
-                                 " 'resolve' AND actor = 'ops' AND to_state = 'rejected'", tid), 1);
+                                 " 'resolve' AND actor = 'ops' AND to_state = 'rejected'",
+                                 tid),
+                     1);
     /* rejected now: not parked any more */
     r = post(path, VT_ADMIN, "{\"outcome\": \"processed\", \"reason\": \"again\"}");
     vt_assert_error(&r, 409, "invalid_transition");
@@ -111,7 +116,8 @@ static void test_resolve_one(void **state)
     vt_assert_error(&r, 409, "invalid_transition");
     vt_resp_free(&r);
     assert_string_equal(vt_item_state(&srv, c.item_id), "claimed");
-    r = post("/v1/items/999999999/resolve", VT_ADMIN, "{\"outcome\": \"processed\", \"reason\": \"x\"}");
+    r = post("/v1/items/999999999/resolve", VT_ADMIN,
+             "{\"outcome\": \"processed\", \"reason\": \"x\"}");
     vt_assert_error(&r, 404, "not_found");
     vt_resp_free(&r);
 }
@@ -142,7 +148,8 @@ static void test_resolve_bulk_dry_run(void **state)
     /* nothing changed */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), trans);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'res_bulk'"
-                                 " AND state = 'manual_review'"), 4);
+                                 " AND state = 'manual_review'"),
+                     4);
     /* the real call takes exactly what the dry run named */
     snprintf(body, sizeof(body), "%s, \"set_reason_code\": \"spam\"}", sel);
     r = post("/v1/items/resolve", VT_ADMIN, body);
@@ -151,21 +158,26 @@ static void test_resolve_bulk_dry_run(void **state)
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE id IN (%lld, %lld, %lld) AND"
                                  " state = 'rejected' AND last_reason_code = 'spam'",
-                                 (long long)ids[0], (long long)ids[1], (long long)ids[2]), 3);
+                                 (long long)ids[0], (long long)ids[1], (long long)ids[2]),
+                     3);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE cause = 'resolve' AND"
-                                 " item_id IN (%lld, %lld, %lld)", (long long)ids[0],
-                                 (long long)ids[1], (long long)ids[2]), 3);
+                                 " item_id IN (%lld, %lld, %lld)",
+                                 (long long)ids[0], (long long)ids[1], (long long)ids[2]),
+                     3);
     assert_string_equal(vt_item_state(&srv, ids[3]), "manual_review");
     /* the failed one is untouched; states outside the parked two are refused */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'res_bulk'"
-                                 " AND state = 'failed'"), 1);
-    r = post("/v1/items/resolve", VT_ADMIN, "{\"flow_step_id\": \"res_bulk\", \"state\":"
+                                 " AND state = 'failed'"),
+                     1);
+    r = post("/v1/items/resolve", VT_ADMIN,
+             "{\"flow_step_id\": \"res_bulk\", \"state\":"
              " \"rejected\", \"outcome\": \"processed\", \"reason\": \"x\"}");
     vt_assert_error(&r, 400, "invalid_field");
     assert_string_equal(vt_str(r.json, "field"), "state");
     vt_resp_free(&r);
     /* filter by reason code: the failed item's is engine_error */
-    r = post("/v1/items/resolve", VT_ADMIN, "{\"flow_step_id\": \"res_bulk\", \"state\":"
+    r = post("/v1/items/resolve", VT_ADMIN,
+             "{\"flow_step_id\": \"res_bulk\", \"state\":"
              " \"failed\", \"reason_code\": \"quality_gate\", \"outcome\": \"processed\","
              " \"reason\": \"x\", \"dry_run\": true}");
     assert_int_equal(r.status, 200);
@@ -186,7 +198,8 @@ static void test_requeue_bulk_dry_run(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "dry_run")));
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), trans);
-    r = post("/v1/items/requeue", VT_ADMIN, "{\"flow_step_id\": \"rq_dry\", \"state\": \"failed\"}");
+    r = post("/v1/items/requeue", VT_ADMIN,
+             "{\"flow_step_id\": \"rq_dry\", \"state\": \"failed\"}");
     assert_int_equal(r.status, 200);
     assert_int_equal((long)vt_num(r.json, "requeued"), 2);
     vt_resp_free(&r);
@@ -262,10 +275,12 @@ static void test_feed_waits_for_open_writer(void **state)
     assert_int_equal(PQstatus(c), CONNECTION_OK);
     PQclear(exec_ok(c, "BEGIN"));
     char sql[256];
-    snprintf(sql, sizeof(sql), "INSERT INTO transitions (item_id, to_state, cause, actor)"
-             " VALUES (%lld, 'available', 'requeue', 'test') RETURNING id", (long long)item);
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO transitions (item_id, to_state, cause, actor)"
+             " VALUES (%lld, 'available', 'requeue', 'test') RETURNING id",
+             (long long)item);
     PGresult *res = exec_ok(c, sql);
-    int64_t held = atoll(PQgetvalue(res, 0, 0));
+    int64_t held = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     vt_register(&srv, "feed_open", "b", NULL); /* commits held + 1 */
     int64_t later = vt_sql_long("SELECT max(id) FROM transitions");
@@ -290,11 +305,13 @@ static void test_list_filters_and_order(void **state)
         vt_register(&srv, "lists", ident, NULL);
     }
     vt_claim a = vt_claim1(&srv, "lists");
-    vt_resp r = vt_dispose(&srv, &a, "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"");
+    vt_resp r =
+        vt_dispose(&srv, &a, "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"");
     vt_resp_free(&r);
     vt_claim b[2];
     assert_int_equal(vt_claim_n(&srv, "lists", 2, 300, b), 2);
-    r = vt_http(&srv, "GET", "/v1/items?flow_step_id=lists&order=desc&limit=2", VT_READER, NULL, NULL);
+    r = vt_http(&srv, "GET", "/v1/items?flow_step_id=lists&order=desc&limit=2", VT_READER, NULL,
+                NULL);
     assert_int_equal(r.status, 200);
     const cJSON *items = cJSON_GetObjectItem(r.json, "items");
     assert_int_equal(cJSON_GetArraySize(items), 2);
@@ -309,7 +326,8 @@ static void test_list_filters_and_order(void **state)
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), 3);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r.json, "next_after")));
     vt_resp_free(&r);
-    r = vt_http(&srv, "GET", "/v1/items?flow_step_id=lists&reason_code=spam", VT_READER, NULL, NULL);
+    r = vt_http(&srv, "GET", "/v1/items?flow_step_id=lists&reason_code=spam", VT_READER, NULL,
+                NULL);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), 1);
     assert_int_equal((long)vt_num(cJSON_GetObjectItem(r.json, "items")->child, "id"), a.item_id);
     vt_resp_free(&r);
@@ -321,7 +339,8 @@ static void test_list_filters_and_order(void **state)
     r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), by_worker);
     vt_resp_free(&r);
-    r = vt_http(&srv, "GET", "/v1/items?flow_step_id=lists&worker_id=nobody", VT_READER, NULL, NULL);
+    r = vt_http(&srv, "GET", "/v1/items?flow_step_id=lists&worker_id=nobody", VT_READER, NULL,
+                NULL);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), 0);
     vt_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/jobs?item_id=%lld&reason_code=spam&worker_id=%s&order=desc",

@@ -35,10 +35,10 @@ static void test_claims_register_idempotent(void **state)
                        " \"item_identifier\": \"https://ex.org/a\"}]}";
     vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
     assert_int_equal(r.status, 200);
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(
-        cJSON_GetObjectItem(r.json, "items"), 0), "created")));
-    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(
-        cJSON_GetObjectItem(r.json, "items"), 2), "created")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "items"), 0), "created")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "items"), 2), "created")));
     double a = vt_num(r.json, "items.0.id"), b = vt_num(r.json, "items.1.id");
     assert_true(a == vt_num(r.json, "items.2.id"));
     assert_string_equal(vt_str(r.json, "items.1.item_identifier"), "https://ex.org/b");
@@ -97,8 +97,8 @@ static void test_claims_bad_batch_rejected_whole(void **state)
         {"{}", "missing_field", "items"},
         {"{\"items\": []}", "invalid_field", "items"},
         {"{\"items\": {}}", "invalid_field", "items"},
-        {"{\"items\": [{\"source_type\": \"rss\", \"item_identifier\": \"x\"}]}",
-         "missing_field", "items[0].flow_step_id"},
+        {"{\"items\": [{\"source_type\": \"rss\", \"item_identifier\": \"x\"}]}", "missing_field",
+         "items[0].flow_step_id"},
         {"{\"items\": [{\"flow_step_id\": 7, \"source_type\": \"rss\", \"item_identifier\": "
          "\"x\"}]}",
          "invalid_field", "items[0].flow_step_id"},
@@ -125,8 +125,8 @@ static void test_claims_bad_batch_rejected_whole(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, cases[i].body, NULL);
         if (r.status != 400 || strcmp(vt_str(r.json, "error"), cases[i].code) != 0 ||
-            (cases[i].field && strcmp(vt_str(r.json, "field") ? vt_str(r.json, "field") : "",
-                                      cases[i].field) != 0))
+            (cases[i].field &&
+             strcmp(vt_str(r.json, "field") ? vt_str(r.json, "field") : "", cases[i].field) != 0))
             fail_msg("case %zu (%s): got %ld %s", i, cases[i].body, r.status, r.body);
         vt_resp_free(&r);
     }
@@ -273,8 +273,8 @@ static void test_claims_pause_resume(void **state)
     vt_register(&srv, "pz", "a", NULL);
     vt_resp r = vt_http(&srv, "POST", "/v1/flow-steps/pz/pause", VT_ADMIN, NULL, NULL);
     assert_int_equal(r.status, 200);
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "flow_step"),
-                                                 "paused")));
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "flow_step"), "paused")));
     vt_resp_free(&r);
     assert_int_equal(vt_claim_n(&srv, "pz", 4, 60, c), 0);
     r = vt_http(&srv, "GET", "/v1/flow-steps", VT_READER, NULL, NULL);
@@ -326,8 +326,7 @@ static void test_claims_heartbeat_keeps_claim(void **state)
     r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
     vt_assert_error(&r, 409, "job_finalized");
     vt_resp_free(&r);
-    snprintf(body, sizeof(body),
-             "{\"claim_token\": \"00000000-0000-4000-8000-000000000000\"}");
+    snprintf(body, sizeof(body), "{\"claim_token\": \"00000000-0000-4000-8000-000000000000\"}");
     r = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
     vt_assert_error(&r, 409, "claim_lost");
     vt_resp_free(&r);
@@ -353,7 +352,8 @@ static void test_claims_lease_expiry(void **state)
     assert_int_equal(again.item_id, id);
     assert_int_equal(again.attempt, 2);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld AND status ="
-                                 " 'expired'", (long long)c.job_id),
+                                 " 'expired'",
+                                 (long long)c.job_id),
                      1);
     assert_int_equal(vt_sql_long("SELECT failures FROM items WHERE id = %lld", (long long)id), 1);
     /* the old holder is fenced off */
@@ -369,7 +369,8 @@ static void test_claims_lease_expiry(void **state)
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
-                                 " AND cause = 'lease_expired'", (long long)id),
+                                 " AND cause = 'lease_expired'",
+                                 (long long)id),
                      1);
 }
 
@@ -411,7 +412,7 @@ static void test_claims_generic_plans_use_indexes(void **state)
                 " SELECT id, 'plan', 'w', 1, 'completed', gen_random_uuid(), now(), now()"
                 " FROM items WHERE flow_step_id = 'plan';"
                 " INSERT INTO job_answers (job_id, response)"
-                " SELECT id, '{' FROM jobs WHERE flow_step_id = 'plan';"
+                " SELECT id, '{}' FROM jobs WHERE flow_step_id = 'plan';"
                 " ANALYZE items, jobs, transitions, job_answers"));
     assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text",
                                 "'plan', 'w', 1, 300, 'a'", VD_SQL_CLAIM);
@@ -420,9 +421,9 @@ static void test_claims_generic_plans_use_indexes(void **state)
     assert_generic_plan_indexed(
         "finish_plan",
         "bigint, bigint, text, text, text, text, text, text, integer, integer, float8, boolean,"
-        " text, text, text, text, text, text",
+        " text, text, text, text, text, boolean, text",
         "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false,"
-        " 'w', NULL, NULL, '{}', '\"disposition\":\"complete\"', NULL",
+        " 'w', NULL, NULL, '{}', 'complete', false, NULL",
         VD_SQL_JOB_FINISH);
     assert_generic_plan_indexed("locks_plan", "jsonb", "'[{\"ord\": 0, \"job_id\": 1}]'",
                                 VD_SQL_JOBS_LOCK);

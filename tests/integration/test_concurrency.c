@@ -27,7 +27,7 @@ static vt_server srv[2];
 typedef struct run {
     const char *flow;
     int nservers;
-    _Atomic int claimed[ITEMS + 1];  /* by item index: how many times handed out */
+    _Atomic int claimed[ITEMS + 1]; /* by item index: how many times handed out */
     _Atomic long errors5xx, other_errors, completes;
     int64_t first_id;
 } run;
@@ -146,17 +146,20 @@ static void run_load(const char *flow, int nservers)
     }
     /* the database agrees: one job per item, every one completed, every item processed */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = '%s'"
-                                 " AND state = 'processed'", flow),
+                                 " AND state = 'processed'",
+                                 flow),
                      ITEMS);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '%s'"
-                                 " AND status = 'completed'", flow),
+                                 " AND status = 'completed'",
+                                 flow),
                      ITEMS);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '%s'", flow),
                      ITEMS);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM (SELECT item_id FROM transitions t"
                                  " JOIN items i ON i.id = t.item_id WHERE i.flow_step_id = '%s'"
                                  " AND t.cause = 'complete' GROUP BY item_id"
-                                 " HAVING count(*) <> 1) x", flow),
+                                 " HAVING count(*) <> 1) x",
+                                 flow),
                      0);
 }
 
@@ -284,7 +287,8 @@ static void race_identical(const char *flow, bool single)
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s')", flow);
     vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
            " max_defers) SELECT '%s', 'rss', 'item-' || g, 5, 3"
-           " FROM generate_series(1, %d) g", flow, OVERLAP_JOBS);
+           " FROM generate_series(1, %d) g",
+           flow, OVERLAP_JOBS);
     assert_int_equal(vt_claim_n(&srv[0], flow, OVERLAP_JOBS, 600, o.c), OVERLAP_JOBS);
     long deadlocks = vt_sql_long("SELECT deadlocks FROM pg_stat_database"
                                  " WHERE datname = current_database()");
@@ -302,7 +306,8 @@ static void race_identical(const char *flow, bool single)
     assert_int_equal(atomic_load(&o.replayed), OVERLAP_CLIENTS * calls - OVERLAP_JOBS);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i"
                                  " ON i.id = t.item_id WHERE i.flow_step_id = '%s'"
-                                 " AND t.cause = 'complete'", flow),
+                                 " AND t.cause = 'complete'",
+                                 flow),
                      OVERLAP_JOBS);
     assert_int_equal(vt_sql_long("SELECT deadlocks FROM pg_stat_database"
                                  " WHERE datname = current_database()"),
@@ -327,8 +332,7 @@ static void test_concurrency_identical_singles(void **state)
 static int setup(void **state)
 {
     (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_LOG_LEVEL=warn",
-                                NULL};
+    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_LOG_LEVEL=warn", NULL};
     vt_db_setup();
     vt_server_start(&srv[0], env);
     return 0;

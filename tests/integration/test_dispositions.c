@@ -68,7 +68,8 @@ static void test_dispositions_defer_keeps_item_eligible(void **state)
     vt_claim again = vt_claim1(&srv, "dfr");
     assert_int_equal(again.item_id, id);
     assert_int_equal(again.attempt, 2);
-    vt_resp r = vt_dispose(&srv, &again, "\"disposition\": \"skip_item\", \"reason\": \"tool-error\"");
+    vt_resp r =
+        vt_dispose(&srv, &again, "\"disposition\": \"skip_item\", \"reason\": \"tool-error\"");
     assert_int_equal(r.status, 200);
     assert_string_equal(vt_str(r.json, "disposition"), "defer_item");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "deprecated")));
@@ -113,10 +114,12 @@ static void test_dispositions_complete_once_and_replay(void **state)
     vt_resp_free(&r2);
     vt_resp_free(&r3);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
-                                 " AND cause = 'complete'", (long long)id),
+                                 " AND cause = 'complete'",
+                                 (long long)id),
                      1);
     /* a different disposition on the finished job names the one that stands */
-    vt_resp r = vt_dispose(&srv, &cl, "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"");
+    vt_resp r =
+        vt_dispose(&srv, &cl, "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"");
     vt_assert_error(&r, 409, "job_finalized");
     assert_non_null(strstr(vt_str(r.json, "message"), "'complete'"));
     vt_resp_free(&r);
@@ -163,7 +166,8 @@ static void test_dispositions_fail_budget_and_backoff(void **state)
         if (i == 1) {
             /* backoff(1) = base 10 s +-20% */
             long wait = vt_sql_long("SELECT extract(epoch FROM available_at - updated_at)::int"
-                                    " FROM items WHERE id = %lld", (long long)id);
+                                    " FROM items WHERE id = %lld",
+                                    (long long)id);
             assert_true(wait >= 7 && wait <= 13);
         }
     }
@@ -177,10 +181,12 @@ static void test_dispositions_fail_budget_and_backoff(void **state)
     dispose_ok(&cl, "\"disposition\": \"fail\", \"error\": \"429\", \"retry_after_seconds\": 900",
                "deferred");
     assert_true(vt_sql_long("SELECT extract(epoch FROM available_at - updated_at)::int FROM items"
-                            " WHERE id = %lld", (long long)id2) >= 899);
+                            " WHERE id = %lld",
+                            (long long)id2) >= 899);
     vt_register(&srv, "fnr", "a", NULL);
     cl = vt_claim1(&srv, "fnr");
-    dispose_ok(&cl, "\"disposition\": \"fail\", \"error\": \"schema mismatch\", \"retryable\": false",
+    dispose_ok(&cl,
+               "\"disposition\": \"fail\", \"error\": \"schema mismatch\", \"retryable\": false",
                "failed");
 }
 
@@ -199,8 +205,8 @@ static void test_dispositions_requeue(void **state)
     r = vt_http(&srv, "POST", path, VT_WORKER, "{}", NULL);
     vt_assert_error(&r, 403, "forbidden");
     vt_resp_free(&r);
-    r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\": \"fixed the upsert\", \"reset_budgets\": true}",
-                NULL);
+    r = vt_http(&srv, "POST", path, VT_ADMIN,
+                "{\"reason\": \"fixed the upsert\", \"reset_budgets\": true}", NULL);
     assert_int_equal(r.status, 200);
     assert_string_equal(vt_str(r.json, "item.state"), "available");
     assert_true(vt_num(r.json, "item.failures") == 0);
@@ -217,11 +223,13 @@ static void test_dispositions_requeue(void **state)
         snprintf(ident, sizeof(ident), "b%d", i);
         vt_register(&srv, "rqb", ident, NULL);
         cl = vt_claim1(&srv, "rqb");
-        dispose_ok(&cl, "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false", "failed");
+        dispose_ok(&cl, "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false",
+                   "failed");
     }
-    r = vt_http(&srv, "POST", "/v1/items/requeue", VT_ADMIN,
-                "{\"flow_step_id\": \"rqb\", \"state\": \"failed\", \"limit\": 3, \"reason\": \"bulk\"}",
-                NULL);
+    r = vt_http(
+        &srv, "POST", "/v1/items/requeue", VT_ADMIN,
+        "{\"flow_step_id\": \"rqb\", \"state\": \"failed\", \"limit\": 3, \"reason\": \"bulk\"}",
+        NULL);
     assert_int_equal(r.status, 200);
     assert_true(vt_num(r.json, "requeued") == 3);
     vt_resp_free(&r);
@@ -298,8 +306,8 @@ static void test_dispositions_bad_calls(void **state)
          400, "invalid_field", "retry_after_seconds"},
         {"\"disposition\": \"complete\", \"engine_data\": [1]", 400, "invalid_field",
          "engine_data"},
-        {"\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": \"no\"", 400,
-         "invalid_field", "retryable"},
+        {"\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": \"no\"", 400, "invalid_field",
+         "retryable"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         vt_resp r = vt_dispose(&srv, &cl, cases[i].members);
@@ -328,9 +336,9 @@ static void test_dispositions_bad_calls(void **state)
     vt_assert_error(&r, 404, "not_found");
     vt_resp_free(&r);
     assert_string_equal(vt_item_state(&srv, cl.item_id), "claimed");
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld",
-                                 (long long)cl.item_id),
-                     2); /* register + claim only */
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)cl.item_id),
+        2); /* register + claim only */
     dispose_ok(&cl, "\"disposition\": \"complete\"", "processed");
 }
 
@@ -366,12 +374,13 @@ static void test_dispositions_tool_definitions(void **state)
         const cJSON *tools = cJSON_GetObjectItem(r.json, "tools");
         assert_int_equal(cJSON_GetArraySize(tools), 4);
         assert_null(strstr(r.body, "skip_item"));
-        const char *name = f == 0 ? vt_str(r.json, "tools.1.function.name")
-                                  : vt_str(r.json, "tools.1.name");
+        const char *name =
+            f == 0 ? vt_str(r.json, "tools.1.function.name") : vt_str(r.json, "tools.1.name");
         assert_string_equal(name, "reject_source");
         vt_resp_free(&r);
     }
-    vt_resp r = vt_http(&srv, "GET", "/v1/tool-definitions?format=anthropic", VT_READER, NULL, NULL);
+    vt_resp r =
+        vt_http(&srv, "GET", "/v1/tool-definitions?format=anthropic", VT_READER, NULL, NULL);
     assert_non_null(strstr(r.body, "\"input_schema\""));
     assert_non_null(strstr(r.body, "stays eligible"));
     assert_string_equal(vt_str(r.json, "dispositions.fail_item"), "fail");
@@ -451,30 +460,35 @@ static void test_dispositions_batch_mixed(void **state)
     snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)c[6].job_id);
     snprintf(body, sizeof(body),
              "{\"claim_token\": \"%s\", \"tool\": \"wp_upsert\", \"error\": \"500\","
-             " \"required\": true}", c[6].token);
+             " \"required\": true}",
+             c[6].token);
     vt_resp tf = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
     assert_int_equal(tf.status, 200);
     vt_resp_free(&tf);
     long before = vt_sql_long("SELECT count(*) FROM transitions");
     /* newest job first: the order of the answer is the order of the request */
     entry(entries, sizeof(entries), &c[4], "\"disposition\": \"skip_item\", \"reason\": \"spam\"");
-    entry(entries, sizeof(entries), &c[3], "\"disposition\": \"fail\", \"error\": \"boom\","
-                                           " \"retryable\": false");
-    entry(entries, sizeof(entries), &c[2], "\"disposition\": \"defer_item\","
-                                           " \"reason_code\": \"tool_error\"");
-    entry(entries, sizeof(entries), &c[1], "\"disposition\": \"reject_source\","
-                                           " \"reason_code\": \"too_thin\", \"reason\": \"thin\"");
-    entry(entries, sizeof(entries), &c[0], "\"disposition\": \"complete\","
-                                           " \"engine_data\": {\"post_id\": 9}");
+    entry(entries, sizeof(entries), &c[3],
+          "\"disposition\": \"fail\", \"error\": \"boom\","
+          " \"retryable\": false");
+    entry(entries, sizeof(entries), &c[2],
+          "\"disposition\": \"defer_item\","
+          " \"reason_code\": \"tool_error\"");
+    entry(entries, sizeof(entries), &c[1],
+          "\"disposition\": \"reject_source\","
+          " \"reason_code\": \"too_thin\", \"reason\": \"thin\"");
+    entry(entries, sizeof(entries), &c[0],
+          "\"disposition\": \"complete\","
+          " \"engine_data\": {\"post_id\": 9}");
     entry(entries, sizeof(entries), &lost, "\"disposition\": \"complete\"");
     entry(entries, sizeof(entries), &unknown, "\"disposition\": \"complete\"");
-    entry(entries, sizeof(entries), &c[6], "\"disposition\": \"reject_source\","
-                                           " \"reason_code\": \"spam\"");
+    entry(entries, sizeof(entries), &c[6],
+          "\"disposition\": \"reject_source\","
+          " \"reason_code\": \"spam\"");
     vt_resp r = batch(entries);
     assert_int_equal(r.status, 200);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "results")), 8);
-    static const char *const states[] = {"rejected", "failed", "deferred", "rejected",
-                                         "processed"};
+    static const char *const states[] = {"rejected", "failed", "deferred", "rejected", "processed"};
     static const int from[] = {4, 3, 2, 1, 0};
     for (int i = 0; i < 5; i++) {
         const cJSON *e = result(&r, i, 200);
@@ -502,8 +516,8 @@ static void test_dispositions_batch_mixed(void **state)
     for (int i = 0; i < 5; i++) {
         const cJSON *a = result(&again, i, 200), *b = result(&r, i, 200);
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(a, "replayed")));
-        assert_true(cJSON_Compare(cJSON_GetObjectItem(a, "item"), cJSON_GetObjectItem(b, "item"),
-                                  true));
+        assert_true(
+            cJSON_Compare(cJSON_GetObjectItem(a, "item"), cJSON_GetObjectItem(b, "item"), true));
     }
     result(&again, 5, 409);
     result(&again, 7, 409);
@@ -522,14 +536,16 @@ static void test_dispositions_batch_mixed(void **state)
     dispose_ok(&c[5], "\"disposition\": \"complete\"", "processed");
     entries[0] = '\0';
     entry(entries, sizeof(entries), &c[5], "\"disposition\": \"complete\"");
-    entry(entries, sizeof(entries), &c[6], "\"disposition\": \"reject_source\","
-                                           " \"reason_code\": \"spam\", \"force\": true");
+    entry(entries, sizeof(entries), &c[6],
+          "\"disposition\": \"reject_source\","
+          " \"reason_code\": \"spam\", \"force\": true");
     r = batch(entries);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(result(&r, 0, 200), "replayed")));
     assert_string_equal(vt_str(result(&r, 1, 200), "item.state"), "rejected");
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld"
-                                 " AND forced", (long long)c[6].job_id),
+                                 " AND forced",
+                                 (long long)c[6].job_id),
                      1);
 }
 
@@ -551,11 +567,14 @@ static void test_dispositions_batch_bad_calls(void **state)
         fake.job_id = 1000000 + i;
         entry(big, sizeof(big), &fake, "\"disposition\": \"complete\"");
     }
-    snprintf(bad_token, sizeof(bad_token), "%s, {\"job_id\": %lld, \"claim_token\": \"x\","
-             " \"disposition\": \"complete\"}", ok, (long long)c[1].job_id);
+    snprintf(bad_token, sizeof(bad_token),
+             "%s, {\"job_id\": %lld, \"claim_token\": \"x\","
+             " \"disposition\": \"complete\"}",
+             ok, (long long)c[1].job_id);
     char with_ok[4][600];
     static const char *const tails[] = {
-        "{\"claim_token\": \"00000000-0000-4000-8000-000000000000\", \"disposition\": \"complete\"}",
+        "{\"claim_token\": \"00000000-0000-4000-8000-000000000000\", \"disposition\": "
+        "\"complete\"}",
         "{\"job_id\": 0, \"claim_token\": \"00000000-0000-4000-8000-000000000000\","
         " \"disposition\": \"complete\"}",
         "{\"job_id\": 2.5, \"claim_token\": \"00000000-0000-4000-8000-000000000000\","
@@ -564,8 +583,9 @@ static void test_dispositions_batch_bad_calls(void **state)
     for (int i = 0; i < 4; i++)
         snprintf(with_ok[i], sizeof(with_ok[i]), "%s, %s", ok, tails[i]);
     char code_bad[512] = "", disp_bad[512] = "";
-    entry(code_bad, sizeof(code_bad), &c[1], "\"disposition\": \"reject_source\","
-                                             " \"reason_code\": \"tool_error\"");
+    entry(code_bad, sizeof(code_bad), &c[1],
+          "\"disposition\": \"reject_source\","
+          " \"reason_code\": \"tool_error\"");
     entry(disp_bad, sizeof(disp_bad), &c[1], "\"disposition\": \"explode\"");
     char code_bad2[1100], disp_bad2[1100];
     snprintf(code_bad2, sizeof(code_bad2), "%s, %s", ok, code_bad);

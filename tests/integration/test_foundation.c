@@ -196,18 +196,21 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     PGresult *res = PQexec(pg, "SELECT (SELECT count(*) FROM job_answers),"
                                " (SELECT count(*) FROM information_schema.columns"
                                "  WHERE table_name = 'jobs' AND column_name LIKE 'final_%'),"
-                               " (SELECT id FROM jobs)");
+                               " (SELECT id FROM jobs),"
+                               /* 0012 closed the kept answer: it is a JSON object now */
+                               " (SELECT count(*) FROM job_answers"
+                               "  WHERE jsonb_typeof(response::jsonb) = 'object')");
     assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
     assert_string_equal(PQgetvalue(res, 0, 0), "1");
     assert_string_equal(PQgetvalue(res, 0, 1), "0");
-    job_id = atol(PQgetvalue(res, 0, 2));
+    job_id = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+    assert_string_equal(PQgetvalue(res, 0, 3), "1");
     PQclear(res);
     PQfinish(pg);
 
     snprintf(path, sizeof(path), "/v1/jobs/%ld/disposition", job_id);
     /* same request, other key order and spacing: jsonb equality */
-    snprintf(body, sizeof(body), "{\"disposition\":\"complete\",\"claim_token\":\"%s\"}",
-             token);
+    snprintf(body, sizeof(body), "{\"disposition\":\"complete\",\"claim_token\":\"%s\"}", token);
     vt_resp r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
     assert_int_equal(r.status, 200);
     assert_non_null(r.json);
@@ -216,7 +219,8 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     vt_resp_free(&r);
     snprintf(body, sizeof(body),
              "{\"claim_token\":\"%s\",\"disposition\":\"reject_source\","
-             "\"reason_code\":\"spam\"}", token);
+             "\"reason_code\":\"spam\"}",
+             token);
     r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
     vt_assert_error(&r, 409, "job_finalized");
     vt_resp_free(&r);
@@ -246,7 +250,7 @@ static void test_foundation_database_restart(void **state)
     vt_resp r = vt_http(&srv, "GET", "/readyz", NULL, NULL, NULL);
     vt_assert_error(&r, 503, "database_unavailable");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "retryable")));
-    assert_true(atoi(r.retry_after) >= 1);
+    assert_true(strtol(r.retry_after, NULL, 10) >= 1);
     vt_resp_free(&r);
     assert_int_equal(sh("VERDICT_TEST_PG_START"), 0);
     long status = 0;

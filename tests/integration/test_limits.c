@@ -107,21 +107,27 @@ static void test_limits_declared_length_and_codings(void **state)
     (void)state;
     /* refused from the headers: no body byte is ever sent, and the answer comes at once */
     assert_int_equal(raw("POST /v1/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                         "\r\nContent-Length: 99999999\r\n\r\n", out, sizeof(out), &secs), 413);
+                         "\r\nContent-Length: 99999999\r\n\r\n",
+                         out, sizeof(out), &secs),
+                     413);
     assert_true(secs < 1.0);
     assert_envelope(out, "payload_too_large");
     assert_non_null(strstr(out, "\"field\":\"Content-Length\""));
     assert_int_equal(raw("POST /v1/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                         "\r\nTransfer-Encoding: identity\r\n\r\n", out, sizeof(out), &secs), 501);
+                         "\r\nTransfer-Encoding: identity\r\n\r\n",
+                         out, sizeof(out), &secs),
+                     501);
     assert_true(secs < 1.0);
     assert_envelope(out, "unsupported_transfer_coding");
     assert_int_equal(raw("POST /v1/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                         "\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", out, sizeof(out), &secs),
+                         "\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+                         out, sizeof(out), &secs),
                      501);
     assert_true(secs < 1.0);
     /* libmicrohttpd answers a malformed length itself (documented): a status, at once */
     assert_int_equal(raw("POST /v1/items HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", out,
-                         sizeof(out), &secs), 400);
+                         sizeof(out), &secs),
+                     400);
     assert_true(secs < 1.0);
 }
 
@@ -160,7 +166,8 @@ static char *regex_body(int run, int npatterns, size_t text_len)
     char *b = malloc(cap);
     size_t n = 0;
     assert_non_null(b);
-    n += (size_t)snprintf(b + n, cap - n, "{\"session\": {\"returncode\": 0, \"termination\":"
+    n += (size_t)snprintf(b + n, cap - n,
+                          "{\"session\": {\"returncode\": 0, \"termination\":"
                           " \"completed\", \"channel\": \"channel_b\", \"parsed\": {\"subtype\":"
                           " \"success\", \"result\": \"");
     for (size_t i = 0; i < text_len; i++)
@@ -198,8 +205,9 @@ static void test_limits_regex_budget(void **state)
         char *longp = malloc(1500);
         assert_non_null(longp);
         memset(longp, 'x', 1500);
-        int n = snprintf(longp, 1500, "{\"session\": {\"stdout\": \"\", "
-                                      "\"expected_output_patterns\": [\"ok\", \"");
+        int n = snprintf(longp, 1500,
+                         "{\"session\": {\"stdout\": \"\", "
+                         "\"expected_output_patterns\": [\"ok\", \"");
         longp[n] = 'x'; /* snprintf's NUL: the pattern goes on */
         memcpy(longp + n + 1030, "\"]}}", 5);
         r = vt_http(&srv, "POST", "/v1/adjudications", VT_WORKER, longp, NULL);
@@ -297,7 +305,8 @@ static void test_limits_connection_flood(void **state)
         }
     }
     qsort(lat, 100, sizeof(double), cmp_double);
-    fprintf(stderr, "%d hostile connections opened, %d still held at the end; probes from "
+    fprintf(stderr,
+            "%d hostile connections opened, %d still held at the end; probes from "
             "127.0.0.2: p50 %.1f ms, p99 %.1f ms; trickler closed after %.1f s\n",
             opened, held, lat[50] * 1000, lat[98] * 1000, closed_after);
     assert_true(lat[98] < 0.100);
@@ -307,9 +316,8 @@ static void test_limits_connection_flood(void **state)
 
 static int setup(void **state)
 {
-    static const char *env[] = {"VERDICT_MAX_CONNECTIONS_PER_IP=64",
-                                "VERDICT_READ_TIMEOUT_MS=2000", "VERDICT_MAX_BODY_BYTES=2097152",
-                                "VERDICT_LOG_LEVEL=warn", NULL};
+    static const char *env[] = {"VERDICT_MAX_CONNECTIONS_PER_IP=64", "VERDICT_READ_TIMEOUT_MS=2000",
+                                "VERDICT_MAX_BODY_BYTES=2097152", "VERDICT_LOG_LEVEL=warn", NULL};
     (void)state;
     vt_db_setup();
     vt_server_start(&srv, env);

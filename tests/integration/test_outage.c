@@ -69,14 +69,16 @@ static void cluster_start(char *url, size_t len)
         sh("chown postgres:postgres %s", dir);
     }
     sh("%s %s/initdb -D %s/data -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 "
-       ">%s/initdb.log 2>&1", as_pg, pg_bin, dir, dir);
+       ">%s/initdb.log 2>&1",
+       as_pg, pg_bin, dir, dir);
     srand((unsigned)getpid());
     port = 20000 + rand() % 12000;
     /* a throwaway cluster: fast settings, said so */
     sh("%s %s/pg_ctl -D %s/data -l %s/postgres.log -w -t 60 -o '-p %d "
        "-c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off "
        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100' start "
-       ">/dev/null", as_pg, pg_bin, dir, dir, port, dir);
+       ">/dev/null",
+       as_pg, pg_bin, dir, dir, port, dir);
     snprintf(url, len, "host=127.0.0.1 port=%d user=postgres", port);
 }
 
@@ -86,8 +88,10 @@ static void cluster_stop(void)
     if (!dir[0])
         return;
     cluster_signal(SIGCONT); /* never leave it frozen */
-    snprintf(cmd, sizeof(cmd), "%s %s/pg_ctl -D %s/data -m immediate -w stop >/dev/null 2>&1; "
-             "rm -rf %s", as_pg, pg_bin, dir, dir);
+    snprintf(cmd, sizeof(cmd),
+             "%s %s/pg_ctl -D %s/data -m immediate -w stop >/dev/null 2>&1; "
+             "rm -rf %s",
+             as_pg, pg_bin, dir, dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
     dir[0] = '\0';
@@ -266,7 +270,8 @@ static void test_outage_sigstop(void **state)
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('outage')");
     vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
            " max_defers) SELECT 'outage', 'rss', 'item-' || g, 5, 3"
-           " FROM generate_series(1, %d) g", ITEMS);
+           " FROM generate_series(1, %d) g",
+           ITEMS);
     for (int i = 0; i < CLIENTS; i++)
         pthread_create(&t[i], NULL, client, (void *)(intptr_t)i);
     pthread_create(&t[CLIENTS], NULL, prober, NULL);
@@ -297,7 +302,7 @@ static void test_outage_sigstop(void **state)
     assert_int_equal(atomic_load(&S.bad_status), 0);
     assert_int_equal(atomic_load(&S.not_retryable), 0);
     assert_true(atomic_load(&S.unavailable) > 0); /* the freeze was felt */
-    assert_int_equal(atomic_load(&S.slow), 0);     /* every answer within the bound */
+    assert_int_equal(atomic_load(&S.slow), 0);    /* every answer within the bound */
     assert_true(np >= 20);
     assert_true(p99 < 0.050);
     assert_true(S.probes[np - 1] < 0.250); /* a loaded 2-CPU box may stall one probe */
@@ -313,7 +318,9 @@ static void test_outage_sigstop(void **state)
             len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%lld", k ? "," : "",
                                     (long long)S.acked[i + k]);
         assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id IN (%s) AND"
-                                     " status = 'completed'", ids), k);
+                                     " status = 'completed'",
+                                     ids),
+                         k);
     }
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'outage'"
                                  " AND state = 'processed'"),

@@ -96,10 +96,14 @@ static void test_outcomes_transient_loop_threshold(void **state)
     vt_register(&srv, "tft", "a", NULL);
     vt_claim c = vt_claim1(&srv, "tft");
     static const char *calls[] = {
-        "\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\", \"depth\": 1}, \"error\": \"HTTP 503\"",
-        "\"tool\": \"web_fetch\", \"args\": {\"depth\": 1, \"url\": \"u\"}, \"error\": \"HTTP 503\"",
-        "\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\", \"depth\": 1}, \"error\": \"timed out\"",
-        "\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\", \"depth\": 1}, \"error\": \"timed out\"",
+        "\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\", \"depth\": 1}, \"error\": \"HTTP "
+        "503\"",
+        "\"tool\": \"web_fetch\", \"args\": {\"depth\": 1, \"url\": \"u\"}, \"error\": \"HTTP "
+        "503\"",
+        "\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\", \"depth\": 1}, \"error\": \"timed "
+        "out\"",
+        "\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\", \"depth\": 1}, \"error\": \"timed "
+        "out\"",
     };
     for (int i = 0; i < 4; i++) {
         vt_resp r = tool_failure(&c, calls[i]);
@@ -148,8 +152,9 @@ static void test_outcomes_required_tool_guard(void **state)
     vt_assert_error(&r, 409, "tool_failure_pending");
     vt_resp_free(&r);
     /* force overrides it, and the transition says so */
-    r = vt_dispose(&srv, &c, "\"disposition\": \"reject_source\", \"reason_code\": \"low_quality\","
-                             " \"force\": true");
+    r = vt_dispose(&srv, &c,
+                   "\"disposition\": \"reject_source\", \"reason_code\": \"low_quality\","
+                   " \"force\": true");
     assert_int_equal(r.status, 200);
     assert_string_equal(vt_str(r.json, "item.state"), "rejected");
     vt_resp_free(&r);
@@ -238,14 +243,14 @@ static void test_outcomes_vectors_over_http(void **state)
     vt_resp_free(&r);
 }
 
-#define OK_SESSION                                                                               \
-    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"          \
+#define OK_SESSION                                                                                 \
+    "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"            \
     " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"all done\\\"}\"}"
 #define STALE_SESSION "{\"returncode\": -1, \"termination\": \"stale\", \"stdout\": \"\"}"
-#define VIOLATION_SESSION                                                                        \
-    "{\"returncode\": 0, \"completion_marker\": \"%%%%ORDER_UP%%%%\", "                          \
-    "\"expected_output_patterns\": [\"plan_path\\\\s*=\\\\s*/.+\"], \"stdout\": "                \
-    "\"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\": \\\"success\\\", \\\"is_error\\\": "      \
+#define VIOLATION_SESSION                                                                          \
+    "{\"returncode\": 0, \"completion_marker\": \"%%%%ORDER_UP%%%%\", "                            \
+    "\"expected_output_patterns\": [\"plan_path\\\\s*=\\\\s*/.+\"], \"stdout\": "                  \
+    "\"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\": \\\"success\\\", \\\"is_error\\\": "        \
     "false, \\\"result\\\": \\\"plan summary\\\\n%%%%ORDER_UP%%%%\\\"}\"}"
 
 static vt_resp session_outcome(const vt_claim *c, const char *session, const char *extra)
@@ -276,7 +281,8 @@ static void test_outcomes_session_apply(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND cause ="
-                                 " 'session_outcome'", (long long)c.job_id),
+                                 " 'session_outcome'",
+                                 (long long)c.job_id),
                      1);
     /* contract_violation -> failed, never retried */
     int64_t id = vt_register(&srv, "so", "violation", NULL);
@@ -318,8 +324,10 @@ static void test_outcomes_session_retries_and_budgets(void **state)
     for (int i = 0; i < 4; i++) {
         vt_sql("UPDATE items SET available_at = now() WHERE id = %lld", (long long)id);
         c = vt_claim1(&srv, "sb");
-        r = session_outcome(&c, "{\"returncode\": -1, \"termination\": \"stale\", \"stdout\": \"\","
-                                " \"prior_consecutive_retries\": 0}", NULL);
+        r = session_outcome(&c,
+                            "{\"returncode\": -1, \"termination\": \"stale\", \"stdout\": \"\","
+                            " \"prior_consecutive_retries\": 0}",
+                            NULL);
         assert_int_equal(r.status, 200);
         assert_string_equal(vt_str(r.json, "adjudication.retry_reason"),
                             i < 3 ? "stale" : "budget_exhausted");
@@ -362,7 +370,8 @@ static void test_outcomes_session_record_only_and_errors(void **state)
     vt_resp_free(&r);
     r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
     assert_non_null(strstr(r.body, "verdict_session_outcomes_total{outcome=\"succeeded\""));
-    assert_non_null(strstr(r.body, "verdict_tool_failures_total{kind=\"deterministic\",retryable=\"false\"}"));
+    assert_non_null(
+        strstr(r.body, "verdict_tool_failures_total{kind=\"deterministic\",retryable=\"false\"}"));
     vt_resp_free(&r);
 }
 

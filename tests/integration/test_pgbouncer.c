@@ -161,7 +161,7 @@ int main(void)
         fprintf(stderr, "pgbouncer is not installed: skipping\n");
         return 77;
     }
-    int port = start_pgbouncer(url, p ? atoi(p + 5) : 5432);
+    int port = start_pgbouncer(url, p ? (int)strtol(p + 5, NULL, 10) : 5432);
     if (!port) {
         fprintf(stderr, "pgbouncer did not start\n");
         return 1;

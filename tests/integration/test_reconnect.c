@@ -185,7 +185,7 @@ static void wait_waiters(PGconn *pg, int n)
     for (int i = 0; i < 500; i++) {
         PGresult *res = PQexec(pg, "SELECT count(*) FROM pg_stat_activity WHERE"
                                    " application_name = 'verdictd' AND wait_event_type = 'Lock'");
-        int have = atoi(PQgetvalue(res, 0, 0));
+        int have = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
         PQclear(res);
         if (have >= n)
             return;
@@ -300,7 +300,7 @@ int main(void)
 {
     const char *url = vt_db_setup();
     const char *p = strstr(url, "port=");
-    int port = p ? atoi(p + 5) : 5432;
+    int port = p ? (int)strtol(p + 5, NULL, 10) : 5432;
     char dburl[700];
     snprintf(db_url, sizeof(db_url), "%s", url);
     int proxy = vt_proxy_start(port);

@@ -49,8 +49,8 @@ static void test_release_holder(void **state)
     if (r.status != 200)
         fail_msg("%ld %s", r.status, r.body);
     assert_string_equal(vt_str(r.json, "job.status"), "released");
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "job"),
-                                                 "disposition")));
+    assert_true(
+        cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "job"), "disposition")));
     assert_non_null(vt_str(r.json, "job.finished_at"));
     assert_string_equal(vt_str(r.json, "item.state"), "available");
     assert_int_equal((int)vt_num(r.json, "item.failures"), 0);

@@ -54,7 +54,8 @@ static void check_against_truth(const char *flow)
         char key[64];
         snprintf(key, sizeof(key), "items.%s", states[i]);
         long truth = vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = '%s' AND state"
-                                 " = '%s'", flow, states[i]);
+                                 " = '%s'",
+                                 flow, states[i]);
         if ((long)vt_num(f, key) != truth)
             fail_msg("%s %s: stats %g, truth %ld", flow, states[i], vt_num(f, key), truth);
         snprintf(key, sizeof(key), "items.%s", states[i]);
@@ -72,7 +73,8 @@ static void check_against_truth(const char *flow)
         assert_true((long)vt_num(f, key) == truth);
     }
     long stuck = vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = '%s' AND state ="
-                             " 'claimed' AND lease_expires_at < now()", flow);
+                             " 'claimed' AND lease_expires_at < now()",
+                             flow);
     assert_true((long)vt_num(f, "stuck_claims") == stuck);
     vt_resp_free(&r);
 }
@@ -91,7 +93,8 @@ static void test_stats_equal_truth(void **state)
     static const char *d[] = {
         "\"disposition\": \"complete\"",
         "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"",
-        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": 3600",
+        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": "
+        "3600",
         "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false",
         "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"manual_review\": true",
     };
@@ -182,8 +185,10 @@ static void test_stats_promtool(void **state)
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body, "verdict_items{flow_step_id=\"st1\",state=\"processed\"}"));
     assert_non_null(strstr(r.body, "verdict_items{flow_step_id=\"prom\\\"quote\""));
-    assert_non_null(strstr(r.body, "verdict_transitions_total{cause=\"claim\",to_state=\"claimed\"}"));
-    assert_non_null(strstr(r.body, "verdict_http_request_duration_seconds_bucket{route=\"claims\""));
+    assert_non_null(
+        strstr(r.body, "verdict_transitions_total{cause=\"claim\",to_state=\"claimed\"}"));
+    assert_non_null(
+        strstr(r.body, "verdict_http_request_duration_seconds_bucket{route=\"claims\""));
     assert_non_null(strstr(r.content_type, "text/plain"));
     assert_non_null(strstr(r.body, "verdict_stuck_claims{flow_step_id=\"prom\\\"quote\"} 0\n"));
     assert_non_null(strstr(r.body, "verdict_oldest_claimable_age_seconds{flow_step_id=\"prom"));
@@ -191,7 +196,7 @@ static void test_stats_promtool(void **state)
     /* the sweeper (every second here) has run at least once since the server started */
     const char *runs = strstr(r.body, "verdict_sweeper_runs_total{result=\"ok\"} ");
     assert_non_null(runs);
-    assert_true(atol(runs + strlen("verdict_sweeper_runs_total{result=\"ok\"} ")) >= 1);
+    assert_true(strtol(runs + strlen("verdict_sweeper_runs_total{result=\"ok\"} "), NULL, 10) >= 1);
     assert_non_null(strstr(r.body, "verdict_sweeper_last_run_timestamp_seconds 1"));
     char path[] = "/tmp/verdict-scrape-XXXXXX";
     int fd = mkstemp(path);
@@ -211,11 +216,12 @@ static void test_stats_hour_rollup(void **state)
 {
     (void)state;
     free(vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('roll')"));
-    free(vt_sql("INSERT INTO job_counts (flow_step_id, status, minute, n) VALUES"
-           " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 7 minutes', 3),"
-           " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 42 minutes', 4),"
-           " ('roll', 'failed', date_trunc('hour', now()) - interval '30 hours', 6),"
-           " ('roll', 'completed', date_trunc('minute', now()) - interval '5 minutes', 2)"));
+    free(vt_sql(
+        "INSERT INTO job_counts (flow_step_id, status, minute, n) VALUES"
+        " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 7 minutes', 3),"
+        " ('roll', 'completed', date_trunc('hour', now()) - interval '5 hours 42 minutes', 4),"
+        " ('roll', 'failed', date_trunc('hour', now()) - interval '30 hours', 6),"
+        " ('roll', 'completed', date_trunc('minute', now()) - interval '5 minutes', 2)"));
     free(vt_sql("SELECT verdict_compact_counts(), verdict_rollup_job_counts()"));
     /* 5 h 7 min and 5 h 42 min before this hour (hh:53 and hh:18) fold into one hh:00 */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM job_counts WHERE flow_step_id = 'roll'"
@@ -247,8 +253,9 @@ static void test_stats_retention(void **state)
     vt_resp_free(&r);
     int64_t live_id = vt_register(&srv, "ret", "live", NULL);
     vt_claim l = vt_claim1(&srv, "ret");
-    r = vt_dispose(&srv, &l, "\"disposition\": \"defer_item\", \"reason_code\": \"other\","
-                             " \"retry_after_seconds\": 3600");
+    r = vt_dispose(&srv, &l,
+                   "\"disposition\": \"defer_item\", \"reason_code\": \"other\","
+                   " \"retry_after_seconds\": 3600");
     vt_resp_free(&r);
     vt_sql("UPDATE transitions SET at = now() - interval '40 days' WHERE item_id IN (%lld, %lld)",
            (long long)done_id, (long long)live_id);
@@ -264,16 +271,14 @@ static void test_stats_retention(void **state)
                            (long long)done_id);
     }
     assert_int_equal(left, 0);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld",
-                                 (long long)done_id),
-                     0);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)done_id), 0);
     assert_string_equal(vt_item_state(&srv, done_id), "processed"); /* the item itself stays */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld",
-                                 (long long)live_id),
-                     3);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld",
-                                 (long long)live_id),
-                     1);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)live_id),
+        3);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)live_id), 1);
 }
 
 static int setup(void **state)

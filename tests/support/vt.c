@@ -116,7 +116,7 @@ long vt_sql_long(const char *fmt, ...)
     va_start(ap, fmt);
     char *out = vt_vsql(fmt, ap);
     va_end(ap);
-    long v = out ? atol(out) : -1;
+    long v = out ? strtol(out, NULL, 10) : -1;
     free(out);
     return v;
 }
@@ -169,8 +169,8 @@ void vt_server_start_listen(vt_server *s, const char *host, const char *const *e
             putenv((char *)env[i]);
         /* VT_VERDICTD: another binary (e.g. an older build, to show a test fails without a
          * change) */
-        execl(getenv("VT_VERDICTD") ? getenv("VT_VERDICTD") : VERDICTD_PATH, "verdictd",
-              "serve", (char *)NULL);
+        execl(getenv("VT_VERDICTD") ? getenv("VT_VERDICTD") : VERDICTD_PATH, "verdictd", "serve",
+              (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 300; i++) {
@@ -251,8 +251,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     header_value(p, size * n, "Retry-After", r->retry_after, sizeof(r->retry_after));
     header_value(p, size * n, "Content-Type", r->content_type, sizeof(r->content_type));
     header_value(p, size * n, "Idempotent-Replayed", replayed, sizeof(replayed));
-    header_value(p, size * n, "WWW-Authenticate", r->www_authenticate,
-                 sizeof(r->www_authenticate));
+    header_value(p, size * n, "WWW-Authenticate", r->www_authenticate, sizeof(r->www_authenticate));
     if (strcmp(replayed, "true") == 0)
         r->replayed = true;
     return size * n;
@@ -345,7 +344,7 @@ static const cJSON *walk(const cJSON *o, const char *path)
     for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && o;
          t = strtok_r(NULL, ".", &save)) {
         if (cJSON_IsArray(o))
-            o = cJSON_GetArrayItem(o, atoi(t));
+            o = cJSON_GetArrayItem(o, (int)strtol(t, NULL, 10));
         else
             o = cJSON_GetObjectItemCaseSensitive(o, t);
     }

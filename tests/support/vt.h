@@ -24,11 +24,11 @@ typedef struct vt_server {
 typedef struct vt_resp {
     long status;
     char *body;
-    cJSON *json;          /* NULL when the body is not JSON */
+    cJSON *json; /* NULL when the body is not JSON */
     char request_id[128];
     char retry_after[32];
     char content_type[128];
-    bool replayed;        /* Idempotent-Replayed: true */
+    bool replayed; /* Idempotent-Replayed: true */
     char www_authenticate[64];
 } vt_resp;
 

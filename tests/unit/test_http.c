@@ -28,8 +28,7 @@ static void test_http_route_matching(void **state)
     assert_int_equal(m.route_index, 0);
     assert_int_equal(m.nparams, 1);
     assert_string_equal(m.params[0], "42");
-    assert_int_equal(vd_route_match(table, 4, "POST", "/v1/jobs/7/heartbeat", &m),
-                     VD_MATCH_FOUND);
+    assert_int_equal(vd_route_match(table, 4, "POST", "/v1/jobs/7/heartbeat", &m), VD_MATCH_FOUND);
     assert_int_equal(m.route_index, 1);
     assert_string_equal(m.params[0], "7");
     assert_int_equal(vd_route_match(table, 4, "HEAD", "/v1/jobs", &m), VD_MATCH_FOUND);
@@ -73,18 +72,15 @@ static void test_http_route_concrete_before_template(void **state)
         {"POST", "/v1/items/requeue", VD_ROLE_ADMIN, NULL, "requeue"},
     };
     vd_match m;
-    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/lookup", &m),
-                     VD_MATCH_BAD_METHOD);
+    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/lookup", &m), VD_MATCH_BAD_METHOD);
     assert_string_equal(m.allow, "POST");
     assert_int_equal(vd_route_match(table, 4, "POST", "/v1/items/lookup", &m), VD_MATCH_FOUND);
     assert_int_equal(m.route_index, 1);
-    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/requeue", &m),
-                     VD_MATCH_BAD_METHOD);
+    assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/requeue", &m), VD_MATCH_BAD_METHOD);
     assert_int_equal(vd_route_match(table, 4, "GET", "/v1/items/17", &m), VD_MATCH_FOUND);
     assert_int_equal(m.route_index, 0);
     assert_string_equal(m.params[0], "17");
-    assert_int_equal(vd_route_match(table, 4, "POST", "/v1/items/17/requeue", &m),
-                     VD_MATCH_FOUND);
+    assert_int_equal(vd_route_match(table, 4, "POST", "/v1/items/17/requeue", &m), VD_MATCH_FOUND);
     assert_int_equal(m.route_index, 2);
 }
 
@@ -212,7 +208,8 @@ static void test_http_util_helpers(void **state)
     assert_non_null(strstr(r, "Bearer [REDACTED]"));
     free(r);
     r = vd_redact("no secrets; max_tokens=keep");
-    assert_string_equal(r, "no secrets; max_tokens=keep"); /* a key ending in a secret word (mytoken=) is masked: test_redact.c */
+    assert_string_equal(r, "no secrets; max_tokens=keep"); /* a key ending in a secret word
+                                                              (mytoken=) is masked: test_redact.c */
     free(r);
     assert_true(vd_ct_streq("abcdef", "abcdef"));
     assert_false(vd_ct_streq("abcdeg", "abcdef"));
@@ -220,7 +217,7 @@ static void test_http_util_helpers(void **state)
     assert_false(vd_ct_streq("abcdefg", "abcdef"));
     assert_false(vd_ct_streq("", "abcdef"));
     assert_true(vd_utf8_valid("h\xc3\xa9llo \xf0\x9f\x98\x80", 11));
-    assert_false(vd_utf8_valid("\xed\xa0\x80", 3)); /* a surrogate */
+    assert_false(vd_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
     assert_false(vd_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
     assert_false(vd_utf8_valid("\xe2\x82", 2));
     assert_int_equal(vd_utf8_count("h\xc3\xa9", 3), 2);

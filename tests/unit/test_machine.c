@@ -24,27 +24,62 @@ static void test_machine_table_rows(void **state)
         const char *code;
     } rows[] = {
         {{VD_EVENT_COMPLETE, false, true, -1}, {0, 0, 5, 3}, "processed", "completed", 0, 0, NULL},
-        {{VD_EVENT_REJECT_SOURCE, false, true, -1}, {2, 1, 5, 3}, "rejected", "rejected", 2, 1, NULL},
+        {{VD_EVENT_REJECT_SOURCE, false, true, -1},
+         {2, 1, 5, 3},
+         "rejected",
+         "rejected",
+         2,
+         1,
+         NULL},
         {{VD_EVENT_DEFER_ITEM, false, true, -1}, {0, 0, 5, 3}, "deferred", "deferred", 0, 1, NULL},
-        {{VD_EVENT_DEFER_ITEM, false, true, -1}, {0, 2, 5, 3}, "manual_review", "deferred", 0, 3, NULL},
-        {{VD_EVENT_DEFER_ITEM, true, true, -1}, {0, 0, 5, 3}, "manual_review", "deferred", 0, 1, NULL},
+        {{VD_EVENT_DEFER_ITEM, false, true, -1},
+         {0, 2, 5, 3},
+         "manual_review",
+         "deferred",
+         0,
+         3,
+         NULL},
+        {{VD_EVENT_DEFER_ITEM, true, true, -1},
+         {0, 0, 5, 3},
+         "manual_review",
+         "deferred",
+         0,
+         1,
+         NULL},
         {{VD_EVENT_FAIL, false, true, -1}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
         {{VD_EVENT_FAIL, false, true, -1}, {4, 0, 5, 3}, "failed", "failed", 5, 0, NULL},
         {{VD_EVENT_FAIL, false, false, -1}, {0, 0, 5, 3}, "failed", "failed", 1, 0, NULL},
-        {{VD_EVENT_SESSION_SUCCEEDED, false, true, -1}, {1, 1, 5, 3}, "processed", "completed", 1, 1, NULL},
-        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
+        {{VD_EVENT_SESSION_SUCCEEDED, false, true, -1},
+         {1, 1, 5, 3},
+         "processed",
+         "completed",
+         1,
+         1,
+         NULL},
+        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1},
+         {0, 0, 5, 3},
+         "deferred",
+         "failed",
+         1,
+         0,
+         NULL},
         {{VD_EVENT_RELEASE, false, true, -1}, {2, 1, 5, 3}, "available", "released", 2, 1, NULL},
-        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1}, {4, 0, 5, 3}, "failed", "failed", 5, 0,
+        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1},
+         {4, 0, 5, 3},
+         "failed",
+         "failed",
+         5,
+         0,
          "retry_budget_exhausted"},
         {{VD_EVENT_SESSION_FAILED, false, true, -1}, {0, 0, 5, 3}, "failed", "failed", 0, 0, NULL},
         {{VD_EVENT_FAIL, false, true, -1}, {0, 0, 1, 3}, "failed", "failed", 1, 0, NULL},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         vd_outcome o = vd_machine_apply(&rows[i].in, &rows[i].ev, &B, 0.5);
-        if (strcmp(o.to_state, rows[i].to) != 0 || strcmp(o.job_status, rows[i].job) != 0 ||
+        const char *to = vd_item_state_name(o.to_state), *job = vd_job_status_name(o.job_status);
+        if (strcmp(to, rows[i].to) != 0 || strcmp(job, rows[i].job) != 0 ||
             o.failures != rows[i].failures || o.defers != rows[i].defers)
-            fail_msg("row %zu: got %s/%s f=%d d=%d", i, o.to_state, o.job_status, o.failures,
-                     o.defers);
+            fail_msg("row %zu: got %s/%s f=%d d=%d", i, to, job, o.failures, o.defers);
         if (rows[i].code)
             assert_string_equal(o.reason_code, rows[i].code);
         else
@@ -97,7 +132,7 @@ static void test_machine_always_terminates(void **state)
                     vd_outcome o = vd_machine_apply(&in, &ev, &B, 0.5);
                     in.failures = o.failures;
                     in.defers = o.defers;
-                    if (strcmp(o.to_state, "deferred") != 0)
+                    if (o.to_state != VD_ITEM_DEFERRED)
                         break;
                     assert_true(steps < ma + md);
                 }
@@ -115,14 +150,22 @@ static void test_machine_skip_item_mapping(void **state)
         bool reject;
         const char *code;
     } cases[] = {
-        {"irrelevant", true, "irrelevant"}, {"Not Relevant", true, "irrelevant"},
-        {"off-topic", true, "irrelevant"},   {"thin", true, "too_thin"},
-        {"too thin", true, "too_thin"},      {"DUPE", true, "duplicate"},
-        {"noise", true, "spam"},             {" spam ", true, "spam"},
-        {"low-quality", true, "low_quality"}, {"tool-error", false, "tool_error"},
-        {"gate failed", false, "tool_error"}, {"Timeout", false, "tool_error"},
-        {"", false, "other"},                {NULL, false, "other"},
-        {"spam and tool error", false, "tool_error"}, {"unclear", false, "other"},
+        {"irrelevant", true, "irrelevant"},
+        {"Not Relevant", true, "irrelevant"},
+        {"off-topic", true, "irrelevant"},
+        {"thin", true, "too_thin"},
+        {"too thin", true, "too_thin"},
+        {"DUPE", true, "duplicate"},
+        {"noise", true, "spam"},
+        {" spam ", true, "spam"},
+        {"low-quality", true, "low_quality"},
+        {"tool-error", false, "tool_error"},
+        {"gate failed", false, "tool_error"},
+        {"Timeout", false, "tool_error"},
+        {"", false, "other"},
+        {NULL, false, "other"},
+        {"spam and tool error", false, "tool_error"},
+        {"unclear", false, "other"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         bool reject = !cases[i].reject;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
+# scripts/test.sh before anything is built. Each check prints what it found and the run fails
+# when any check does. Usage: scripts/check.sh [format|banned|includes|assign|length|must_use]...
+# (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+MAX_FUNCTION_LINES=60
+
+files() { git ls-files -- "$@"; }
+c_files() { files 'src/*.c' 'src/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'bench/*.h'; }
+src_files() { files 'src/*.c' 'src/*.h' 'include/*.h'; }
+
+# .clang-format over src/ include/ tests/ bench/
+check_format() {
+  local out
+  out=$(c_files | xargs clang-format --dry-run -Werror 2>&1) && return 0
+  printf '%s\n' "$out" | grep -E '^[^ ].*(warning|error):' | head -40
+  echo "format: run clang-format -i on the files above (CONTRIBUTING.md, Shape)"
+  return 1
+}
+
+# curl's list: no unbounded copies, no unchecked number parsing
+check_banned() {
+  local hits
+  hits=$(c_files | xargs grep -nE '\b(atoi|atol|atoll|sprintf|vsprintf|strcpy|strcat|strtok|gets)[[:space:]]*\(')
+  [ -z "$hits" ] && return 0
+  printf '%s\n' "$hits"
+  echo "banned: use strtol/strtoll, snprintf, vd_buf (CONTRIBUTING.md, Banned functions)"
+  return 1
+}
+
+# Which layer may include which library (CONTRIBUTING.md, Layers). $1 header, $2 allowed
+# path pattern (an extended regex on the path).
+only_in() {
+  local bad
+  bad=$(src_files | xargs grep -lE "#include[[:space:]]*[<\"]([a-z0-9]+/)?$1[>\"]" |
+    grep -vE "$2")
+  [ -z "$bad" ] && return 0
+  printf '%s\n' "$bad" | sed "s|\$|: includes $1|"
+  return 1
+}
+check_includes() {
+  local rc=0
+  only_in 'microhttpd\.h' '^src/http/' || rc=1
+  only_in 'libpq-fe\.h' '^src/store/' || rc=1
+  only_in 'cJSON\.h' '^(src/http/|src/store/|src/service/(adjudicator_stream|adjudication_json|outcomes)\.c$|include/verdict/(outcomes|adjudication_codec)\.h$)' || rc=1
+  only_in 'pcre2\.h' '^(src/service/adjudicator_internal\.h|src/common/redact\.c)$' || rc=1
+  [ $rc -eq 0 ] || echo "includes: see CONTRIBUTING.md, Layers"
+  return $rc
+}
+
+# No assignment in a condition but the error chain `(rc = f(...))` (CONTRIBUTING.md).
+check_assign() {
+  local hits
+  hits=$(src_files | xargs grep -nE '(^|[(!&|][[:space:]]*)\([[:space:]]*\**[A-Za-z_][A-Za-z0-9_.>[-]*\]?[[:space:]]*=[^=]' |
+    grep -vE '\((rc|err)[[:space:]]*=[[:space:]]*[A-Za-z_][A-Za-z0-9_>.-]*\(' )
+  [ -z "$hits" ] && return 0
+  printf '%s\n' "$hits"
+  echo "assign: assign first, then test (only (rc = f(...)) chains may assign in a condition)"
+  return 1
+}
+
+# Functions in src/ of at most MAX_FUNCTION_LINES lines between their braces (clang-format
+# puts a function's braces alone at column 0, and nothing else there).
+check_length() {
+  local hits
+  hits=$(src_files | grep '\.c$' | xargs awk -v MAX="$MAX_FUNCTION_LINES" '
+    FNR == 1 { start = 0 }
+    /^\{[[:space:]]*$/ { start = FNR; name = prev; next }
+    /^\}/ && start { n = FNR - start - 1
+                     if (n > MAX) printf "%s:%d: %s: %d lines (max %d)\n", FILENAME, start, name, n, MAX
+                     start = 0 }
+    /^[A-Za-z]/ { prev = $0 }')
+  [ -z "$hits" ] && return 0
+  printf '%s\n' "$hits"
+  echo "length: split these functions (CONTRIBUTING.md, Shape)"
+  return 1
+}
+
+# Every function of include/verdict/ that returns vd_error is VD_MUST_USE.
+check_must_use() {
+  local hits
+  hits=$(files 'include/verdict/*.h' | xargs grep -nE '^(static inline )?vd_error[[:space:]]+\*?vd_[a-z0-9_]+\(')
+  [ -z "$hits" ] && return 0
+  printf '%s\n' "$hits"
+  echo "must_use: mark fallible functions VD_MUST_USE (error.h)"
+  return 1
+}
+
+checks=("$@")
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use)
+status=0
+for c in "${checks[@]}"; do
+  if "check_$c"; then
+    printf '[check] %-9s ok\n' "$c"
+  else
+    printf '[check] %-9s FAILED\n' "$c"
+    status=1
+  fi
+done
+exit $status
