@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/flow_steps.h"
 #include "verdict/store_ops.h"
 
 #define MAX_BATCH 1000
@@ -194,19 +195,24 @@ vd_error vd_h_flow_steps_list(vd_ctx *ctx)
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }
 
+/* The flow step of the path: 1 to 200 bytes. */
+static vd_error flow_step_param(vd_ctx *ctx, const char **fs)
+{
+    *fs = ctx->match.params[0];
+    if (strlen(*fs) < 1 || strlen(*fs) > 200)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
+                       "the flow step id must be 1 to 200 bytes");
+    return VD_OK;
+}
+
 static vd_error set_paused(vd_ctx *ctx, bool paused)
 {
-    const char *fs = ctx->match.params[0];
+    const char *fs = NULL;
     char *out = NULL;
     vd_conn *c = NULL;
     const cJSON *body = NULL;
     vd_error rc = vd_body_object(ctx, &body); /* no body, or {} like every other POST */
-    if (rc)
-        return rc;
-    if (strlen(fs) < 1 || strlen(fs) > 200)
-        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "flow_step_id",
-                       "the flow step id must be 1 to 200 bytes");
-    if ((rc = vd_ctx_db(ctx, &c)))
+    if (rc || (rc = flow_step_param(ctx, &fs)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     rc = vd_store_flow_step_set_paused(c, fs, paused, &out);
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
@@ -220,4 +226,40 @@ vd_error vd_h_flow_step_pause(vd_ctx *ctx)
 vd_error vd_h_flow_step_resume(vd_ctx *ctx)
 {
     return set_paused(ctx, false);
+}
+
+/* The settings members of a PATCH body into ch (only those present are changed). */
+static vd_error settings_change(vd_field f, vd_flow_step_change *ch)
+{
+    static const char *const members[] = {"incident_min_items", "incident_window_minutes",
+                                          "pause_on_incident", "strict_evidence"};
+    int64_t min_items = 0, window = 0;
+    vd_error rc = vd_only_members(f, members, sizeof(members) / sizeof(members[0]));
+    ch->has_min_items = vd_has_member(f, "incident_min_items");
+    ch->has_window = vd_has_member(f, "incident_window_minutes");
+    ch->has_pause = vd_has_member(f, "pause_on_incident");
+    ch->has_strict = vd_has_member(f, "strict_evidence");
+    if (rc || (rc = vd_get_int(f, "incident_min_items", false, 1, 1000, 5, &min_items)) ||
+        (rc = vd_get_int(f, "incident_window_minutes", false, 1, 1440, 15, &window)) ||
+        (rc = vd_get_bool(f, "pause_on_incident", false, &ch->to.pause_on_incident)) ||
+        (rc = vd_get_bool(f, "strict_evidence", false, &ch->to.strict_evidence)))
+        return rc;
+    ch->to.incident_min_items = (int)min_items;
+    ch->to.incident_window_minutes = (int)window;
+    return VD_OK;
+}
+
+vd_error vd_h_flow_step_configure(vd_ctx *ctx)
+{
+    const char *fs = NULL;
+    char *out = NULL;
+    vd_conn *c = NULL;
+    const cJSON *body = NULL;
+    vd_flow_step_change ch = {0};
+    vd_error rc = vd_body_object(ctx, &body);
+    if (rc || (rc = flow_step_param(ctx, &fs)) ||
+        (rc = settings_change((vd_field){ctx, body, NULL}, &ch)) || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    rc = vd_store_flow_step_configure(c, fs, &ch, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }

@@ -133,6 +133,10 @@ vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, s
 vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int64_t max,
                     int64_t def, int64_t *out);
 vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out);
+/* 400 naming the first member of f's object that is not one of allowed[0..n). */
+vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n);
+/* Whether f's object has `key` with a value other than null. */
+bool vd_has_member(vd_field f, const char *key);
 /* An object (or absent -> *out NULL when not required). */
 vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON **out);
 /* The body as an object ({} when empty). */
@@ -266,6 +270,7 @@ vd_error vd_h_ui_redirect(vd_ctx *ctx);
 vd_error vd_h_ui_index(vd_ctx *ctx);
 vd_error vd_h_ui_asset(vd_ctx *ctx);
 vd_error vd_h_flow_step_pause(vd_ctx *ctx);
+vd_error vd_h_flow_step_configure(vd_ctx *ctx);
 vd_error vd_h_flow_step_resume(vd_ctx *ctx);
 
 #endif

@@ -162,6 +162,30 @@ vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out)
     return VD_OK;
 }
 
+vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n)
+{
+    char name[200];
+    const cJSON *m = NULL;
+    cJSON_ArrayForEach(m, f.obj)
+    {
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++)
+            known = strcmp(m->string, allowed[i]) == 0;
+        if (!known) {
+            vd_field_name(f, m->string, name, sizeof(name));
+            return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name,
+                           "'%s' is not a member of this request", name);
+        }
+    }
+    return VD_OK;
+}
+
+bool vd_has_member(vd_field f, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, key);
+    return v && !cJSON_IsNull(v);
+}
+
 vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON **out)
 {
     char name[200];

@@ -40,6 +40,8 @@ const vd_route vd_routes[] = {
     {"GET", "/mcp", VD_ROLE_NONE, vd_h_mcp_no_stream, "mcp.get"},
     {"DELETE", "/mcp", VD_ROLE_NONE, vd_h_mcp_no_stream, "mcp.delete"},
     {"GET", "/v1/flow-steps", VD_ROLE_READER, vd_h_flow_steps_list, "flow_steps.list"},
+    {"PATCH", "/v1/flow-steps/{flow_step_id}", VD_ROLE_ADMIN, vd_h_flow_step_configure,
+     "flow_steps.configure"},
     {"POST", "/v1/flow-steps/{flow_step_id}/pause", VD_ROLE_ADMIN, vd_h_flow_step_pause,
      "flow_steps.pause"},
     {"POST", "/v1/flow-steps/{flow_step_id}/resume", VD_ROLE_ADMIN, vd_h_flow_step_resume,

@@ -230,16 +230,32 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"flow_step_set_paused",
          "INSERT INTO flow_steps AS f (flow_step_id, paused) VALUES ($1, $2)"
          " ON CONFLICT (flow_step_id) DO UPDATE SET paused = $2, updated_at = now()"
-         " RETURNING json_build_object('flow_step', json_build_object("
-         "  'flow_step_id', f.flow_step_id, 'paused', f.paused,"
-         "  'created_at', verdict_ts(f.created_at), 'updated_at', "
-         "verdict_ts(f.updated_at)))::text"},
+         " RETURNING json_build_object('flow_step', verdict_flow_step_json(f))::text"},
+
+    /* PATCH /v1/flow-steps/{id}: the settings given ($2..$5, NULL = keep), the flow step
+     * created with the defaults for the rest when unknown (sql/0013_flow_step_settings.sql). */
+    [VD_SQL_FLOW_STEP_CONFIGURE] =
+        {"flow_step_configure",
+         "INSERT INTO flow_steps AS f (flow_step_id, incident_min_items, incident_window_minutes,"
+         "                             pause_on_incident, strict_evidence)"
+         " VALUES ($1, coalesce($2::int, 5), coalesce($3::int, 15), coalesce($4::bool, false),"
+         "         coalesce($5::bool, false))"
+         " ON CONFLICT (flow_step_id) DO UPDATE SET"
+         "  incident_min_items = coalesce($2::int, f.incident_min_items),"
+         "  incident_window_minutes = coalesce($3::int, f.incident_window_minutes),"
+         "  pause_on_incident = coalesce($4::bool, f.pause_on_incident),"
+         "  strict_evidence = coalesce($5::bool, f.strict_evidence), updated_at = now()"
+         " RETURNING json_build_object('flow_step', verdict_flow_step_json(f))::text"},
+
+    /* The settings the service reads inside a job's transaction; no row: the defaults. */
+    [VD_SQL_FLOW_STEP_SETTINGS] =
+        {"flow_step_settings",
+         "SELECT incident_min_items, incident_window_minutes, pause_on_incident, strict_evidence"
+         " FROM flow_steps WHERE flow_step_id = $1"},
 
     [VD_SQL_FLOW_STEPS_LIST] =
         {"flow_steps_list",
-         "SELECT json_build_object('flow_steps', coalesce(json_agg(json_build_object("
-         "  'flow_step_id', f.flow_step_id, 'paused', f.paused,"
-         "  'created_at', verdict_ts(f.created_at), 'updated_at', verdict_ts(f.updated_at))"
+         "SELECT json_build_object('flow_steps', coalesce(json_agg(verdict_flow_step_json(f)"
          "  ORDER BY f.flow_step_id), '[]'::json))::text FROM flow_steps f"},
 
     /* The job and its item, locked, for a write on the job (SPEC §1.3 fencing); the same

@@ -939,6 +939,15 @@ async function admin() {
   await call('resumeFlowStep', { expect: 400, error: 'invalid_json', params: { flow_step_id: FS_PAUSE }, raw: '"x"', label: 'not an object' });
   await call('resumeFlowStep', { expect: 200, params: { flow_step_id: FS_PAUSE }, label: 'again' });
 
+  // the agent-safety settings of a flow step (PATCH): partial changes, strict members
+  const cf = await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS_PAUSE }, json: { incident_min_items: 3, pause_on_incident: true } });
+  check(cf.body.flow_step.incident_min_items === 3 && cf.body.flow_step.incident_window_minutes === 15 && cf.body.flow_step.paused === false, 'configureFlowStep', snip(cf.body));
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: `${FS}_cfg` }, label: 'no body, unknown flow step' });
+  await call('configureFlowStep', { expect: 400, error: 'invalid_field', field: 'incident_window_minutes', params: { flow_step_id: FS_PAUSE }, json: { incident_window_minutes: 0 } });
+  await call('configureFlowStep', { expect: 400, error: 'invalid_field', field: 'paused', params: { flow_step_id: FS_PAUSE }, json: { paused: true }, label: 'unknown member' });
+  await call('configureFlowStep', { expect: 404, error: 'not_found', params: { flow_step_id: 'f'.repeat(300) } });
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS_PAUSE }, json: { incident_min_items: 5, pause_on_incident: false }, label: 'back to the defaults' });
+
   // finally let j7 go: a plain reject_source (no required tool failed in j7)
   const rj = await call('reportDisposition', { expect: 200, params: { job_id: j7.job_id }, json: { claim_token: j7.claim_token, disposition: 'reject_source', reason_code: 'duplicate' } });
   check(rj.body.item.state === 'rejected', 'reject_source', snip(rj.body));

@@ -286,6 +286,68 @@ static void test_claims_pause_resume(void **state)
     assert_int_equal(vt_claim_n(&srv, "pz", 4, 60, c), 1);
 }
 
+/* PATCH /v1/flow-steps/{id}: the agent-safety settings (sql/0013), partial changes keep the
+ * rest, bounds and unknown members are refused naming the field, admin only. */
+static void test_flow_step_settings(void **state)
+{
+    (void)state;
+    vt_resp r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{}", NULL);
+    assert_int_equal(r.status, 200); /* created with the defaults */
+    assert_int_equal((long)vt_num(r.json, "flow_step.incident_min_items"), 5);
+    assert_int_equal((long)vt_num(r.json, "flow_step.incident_window_minutes"), 15);
+    assert_true(cJSON_IsFalse(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "flow_step"), "pause_on_incident")));
+    vt_resp_free(&r);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN,
+                "{\"incident_min_items\": 2, \"strict_evidence\": true}", NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal((long)vt_num(r.json, "flow_step.incident_min_items"), 2);
+    vt_resp_free(&r);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN,
+                "{\"incident_window_minutes\": 60, \"pause_on_incident\": true}", NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal((long)vt_num(r.json, "flow_step.incident_min_items"), 2); /* kept */
+    assert_int_equal((long)vt_num(r.json, "flow_step.incident_window_minutes"), 60);
+    assert_true(cJSON_IsTrue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "flow_step"), "strict_evidence")));
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM flow_steps WHERE flow_step_id = 'cfg'"
+                                 " AND incident_min_items = 2 AND incident_window_minutes = 60"
+                                 " AND pause_on_incident AND strict_evidence AND NOT paused"),
+                     1);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"incident_min_items\": 0}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    assert_string_equal(vt_str(r.json, "field"), "incident_min_items");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN,
+                "{\"incident_window_minutes\": 1441}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"paused\": true}", NULL);
+    vt_assert_error(&r, 400, "invalid_field"); /* pausing has its own endpoint */
+    assert_string_equal(vt_str(r.json, "field"), "paused");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"strict_evidence\": 1}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_WORKER, "{}", NULL);
+    vt_assert_error(&r, 403, "forbidden");
+    vt_resp_free(&r);
+    r = vt_http(&srv, "GET", "/v1/flow-steps", VT_READER, NULL, NULL);
+    const cJSON *fs = NULL, *found = NULL;
+    cJSON_ArrayForEach(fs, cJSON_GetObjectItem(r.json, "flow_steps"))
+    {
+        if (strcmp(vt_str(fs, "flow_step_id"), "cfg") == 0)
+            found = fs;
+    }
+    assert_non_null(found);
+    assert_int_equal((long)vt_num(found, "incident_window_minutes"), 60);
+    vt_resp_free(&r);
+    r = vt_http(&srv, "POST", "/v1/flow-steps/cfg/pause", VT_ADMIN, NULL, NULL);
+    assert_int_equal((long)vt_num(r.json, "flow_step.incident_min_items"), 2); /* same shape */
+    vt_resp_free(&r);
+}
+
 static void test_claims_order_and_delay(void **state)
 {
     (void)state;
@@ -458,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_claims_lookup_get_list),
         cmocka_unit_test(test_claims_idempotent_claim),
         cmocka_unit_test(test_claims_pause_resume),
+        cmocka_unit_test(test_flow_step_settings),
         cmocka_unit_test(test_claims_order_and_delay),
         cmocka_unit_test(test_claims_heartbeat_keeps_claim),
         cmocka_unit_test(test_claims_lease_expiry),
