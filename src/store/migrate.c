@@ -49,12 +49,19 @@ static bool exec_ok(PGconn *pg, const char *sql)
     return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
 
-static int current_version(PGconn *pg)
+/* Whether migration `version` is recorded: 1 yes, 0 no, -1 the query failed. Every
+ * migration not recorded is applied, not only those above the newest recorded: branches merged
+ * in another order than their numbers still get every migration. */
+static int is_applied(PGconn *pg, int version)
 {
-    PGresult *res = PQexec(pg, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+    char vbuf[16];
+    const char *params[1] = {vbuf};
+    snprintf(vbuf, sizeof(vbuf), "%d", version);
+    PGresult *res = PQexecParams(pg, "SELECT count(*) FROM schema_migrations WHERE version = $1", 1,
+                                 NULL, params, NULL, NULL, 0);
     int v = -1;
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-        v = version_of(PQgetvalue(res, 0, 0));
+        v = version_of(PQgetvalue(res, 0, 0)) > 0;
     PQclear(res);
     return v;
 }
@@ -66,18 +73,20 @@ static bool locked_begin(PGconn *pg)
            exec_ok(pg, "SET LOCAL client_min_messages = warning");
 }
 
-/* One migration in its own transaction, recorded with it. On failure err gets PostgreSQL's
- * message (read before the ROLLBACK, which clears it). */
-static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *err, size_t errlen)
+/* One migration in its own transaction, recorded with it (*done: it was applied now). On
+ * failure err gets PostgreSQL's message (read before the ROLLBACK, which clears it). */
+static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, bool *done, char *err,
+                      size_t errlen)
 {
     char vbuf[16];
     const char *params[2] = {vbuf, m->name};
     PGresult *res = NULL;
     bool ok = false;
     snprintf(vbuf, sizeof(vbuf), "%d", version);
+    *done = false;
     if (!locked_begin(pg))
         goto out;
-    if (current_version(pg) >= version) { /* another replica applied it meanwhile */
+    if (is_applied(pg, version) != 0) { /* another replica applied it meanwhile, or an error */
         ok = exec_ok(pg, "COMMIT");
         goto out;
     }
@@ -86,6 +95,7 @@ static bool apply_one(PGconn *pg, const vd_embedded_file *m, int version, char *
     res = PQexecParams(pg, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2, NULL,
                        params, NULL, NULL, 0);
     ok = PQresultStatus(res) == PGRES_COMMAND_OK && exec_ok(pg, "COMMIT");
+    *done = ok;
 out:
     PQclear(res);
     if (!ok) {
@@ -97,7 +107,6 @@ out:
 
 static vd_error migrate_locked(PGconn *pg, int *applied, char *err, size_t errlen)
 {
-    int have = 0;
     if (!locked_begin(pg) ||
         !exec_ok(pg, "CREATE TABLE IF NOT EXISTS schema_migrations ("
                      " version integer PRIMARY KEY, name text NOT NULL,"
@@ -107,16 +116,19 @@ static vd_error migrate_locked(PGconn *pg, int *applied, char *err, size_t errle
         exec_ok(pg, "ROLLBACK");
         return rc;
     }
-    have = current_version(pg);
-    if (have < 0)
-        return fail(err, errlen, pg, "read schema_migrations", NULL);
     for (size_t i = 0; i < vd_migration_count; i++) {
         const vd_embedded_file *m = &vd_migrations[i];
         int v = version_of(m->name);
-        if (v <= have)
+        bool done = false;
+        int have = is_applied(pg, v);
+        if (have < 0)
+            return fail(err, errlen, pg, "read schema_migrations", NULL);
+        if (have)
             continue;
-        if (!apply_one(pg, m, v, err, errlen))
+        if (!apply_one(pg, m, v, &done, err, errlen))
             return VD_ERR_DATABASE_UNAVAILABLE;
+        if (!done)
+            continue;
         vd_logf(VD_LOG_INFO, "applied migration %s", m->name);
         if (applied)
             (*applied)++;

@@ -116,6 +116,31 @@ static void test_foundation_migrate_twice(void **state)
                      vd_store_latest_version());
 }
 
+/* A migration missing below the newest recorded one (branches merged out of number order) is
+ * still applied: 0013 is undone and forgotten, and migrate brings it back. */
+static void test_foundation_migrate_fills_a_gap(void **state)
+{
+    (void)state;
+    assert_int_equal(run_migrate(), 0);
+    free(vt_sql("DROP FUNCTION verdict_flow_step_json(flow_steps);"
+                " ALTER TABLE flow_steps DROP COLUMN incident_min_items,"
+                "  DROP COLUMN incident_window_minutes, DROP COLUMN pause_on_incident,"
+                "  DROP COLUMN strict_evidence;"
+                " DELETE FROM schema_migrations WHERE version = 13;"
+                /* a newer one recorded (another branch's): 13 is below the newest now */
+                " INSERT INTO schema_migrations (version, name) VALUES (9999, '9999_other.sql')"));
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM schema_migrations WHERE version = 13"), 0);
+    assert_int_equal(run_migrate(), 0);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM schema_migrations WHERE version = 13"), 1);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM information_schema.columns"
+                                 " WHERE table_name = 'flow_steps'"
+                                 "   AND column_name = 'incident_min_items'"),
+                     1);
+    free(vt_sql("DELETE FROM schema_migrations WHERE version = 9999"));
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM schema_migrations"),
+                     (long)vd_migration_count);
+}
+
 static void pq_ok(PGconn *pg, const char *sql)
 {
     PGresult *res = PQexec(pg, sql);
@@ -291,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_foundation_auth),
         cmocka_unit_test(test_foundation_openapi_served),
         cmocka_unit_test(test_foundation_migrate_twice),
+        cmocka_unit_test(test_foundation_migrate_fills_a_gap),
         cmocka_unit_test(test_foundation_upgrade_keeps_replays),
         cmocka_unit_test(test_foundation_database_restart),
     };
