@@ -139,8 +139,6 @@ vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n);
 bool vd_has_member(vd_field f, const char *key);
 /* An object (or absent -> *out NULL when not required). */
 vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON **out);
-/* 400 invalid_field naming the first member of f.obj that is not one of names[0..n). */
-vd_error vd_only_members(vd_field f, const char *const *names, size_t n);
 /* The body as an object ({} when empty). */
 vd_error vd_body_object(vd_ctx *ctx, const cJSON **out);
 /* Integer path parameter i (a positive int64) or 404. */

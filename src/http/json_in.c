@@ -203,22 +203,6 @@ vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON *
     return VD_OK;
 }
 
-vd_error vd_only_members(vd_field f, const char *const *names, size_t n)
-{
-    char name[200];
-    for (const cJSON *e = f.obj ? f.obj->child : NULL; e; e = e->next) {
-        bool known = false;
-        for (size_t i = 0; i < n && !known; i++)
-            known = strcmp(e->string, names[i]) == 0;
-        if (!known) {
-            vd_field_name(f, e->string, name, sizeof(name));
-            return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' is not a member of this call",
-                           name);
-        }
-    }
-    return VD_OK;
-}
-
 vd_error vd_body_object(vd_ctx *ctx, const cJSON **out)
 {
     static const cJSON empty = {.type = cJSON_Object};
