@@ -171,7 +171,7 @@ static int do_claim(worker *w, int limit, claim *claims, int *n)
     /* what h_claims.c does after validation: no Idempotency-Key, the config's lease */
     vd_idem idem = {"claims", VB_ACTOR, NULL, body};
     vd_reply reply = {0};
-    vd_error rc = vd_store_claim(w->conn, w->flow_step, w->worker_id, limit,
+    vd_error rc = vd_store_claim(w->conn, w->flow_step, w->worker_id, NULL, limit,
                                  w->sh->cfg.lease_seconds, VB_ACTOR, &idem, &reply);
     status = vd_error_status(rc);
     if (rc == VD_OK)

@@ -60,11 +60,16 @@ VD_MUST_USE vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, ch
 VD_MUST_USE vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
                                                int64_t limit, char **out);
 
-/* Which parked or done items a bulk call takes: up to `limit` of a flow step in `state`,
- * optionally only those whose last_reason_code is reason_code (may be NULL), lowest ids
- * first. */
+/* Which parked or done items a bulk call takes: up to `limit` of a flow step in `state`
+ * (resolve; requeue: in one of `states_json`, a JSON array of state names, never claimed),
+ * lowest ids first. Every other filter may be NULL (any): reason_code the last_reason_code;
+ * tool_failed a tool that failed in one of the item's jobs; below_version a semantic
+ * version that such a failure's worker_version is lower than (both on the same failure);
+ * since / until (RFC 3339) the item's last change, at or after / before. */
 typedef struct vd_bulk_select {
     const char *flow_step_id, *state, *reason_code;
+    const char *states_json;
+    const char *tool_failed, *below_version, *since, *until;
     int64_t limit;
 } vd_bulk_select;
 /* The ids a bulk call would take now, as a JSON array (dry run; locks nothing). */
@@ -81,18 +86,28 @@ VD_MUST_USE vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel
                                            const char *outcome, const char *reason_code,
                                            const char *reason, const char *actor, char **ids_json);
 
-/* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED). Answers
- * {"claims": [...]}. */
+/* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED), each job
+ * recording worker_version (may be NULL). Answers {"claims": [...]}, each claim with the
+ * previous_checkpoint of its item (or null). */
 VD_MUST_USE vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
-                                    int64_t limit, int64_t lease_seconds, const char *actor,
-                                    const vd_idem *idem, vd_reply *out);
+                                    const char *worker_version, int64_t limit,
+                                    int64_t lease_seconds, const char *actor, const vd_idem *idem,
+                                    vd_reply *out);
 typedef struct vd_job_snapshot vd_job_snapshot;
-/* Extend the lease of a job that still holds its item, in one statement. *seen receives the
- * job as the statement saw it (found, token_ok, status; holds when the lease was extended) for
+/* The largest checkpoint a heartbeat may carry (serialised, compact), and the largest the
+ * job keeps after the merge (as PostgreSQL renders jsonb: with spaces). */
+#define VD_CHECKPOINT_MAX 65536
+#define VD_CHECKPOINT_MAX_MERGED 131072
+#define VD_CHECKPOINT_MAX_MERGED_SQL "131072"
+/* Extend the lease of a job that still holds its item, in one statement, merging checkpoint
+ * (a JSON object as text, already redacted; NULL: none) into the job's with jsonb ||.
+ * *too_big: the merge would pass VD_CHECKPOINT_MAX_MERGED, and nothing was written. *seen receives
+ * the job as the statement saw it (found, token_ok, status; holds when the lease was extended) for
  * the service's claim check (vd_job_fence); *out {"lease_expires_at": ...} (malloc'd) when it
  * was extended, else NULL. */
 VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                                        int64_t lease_seconds, vd_job_snapshot *seen, char **out);
+                                        int64_t lease_seconds, const char *checkpoint,
+                                        vd_job_snapshot *seen, bool *too_big, char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
 VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id,
@@ -122,11 +137,12 @@ VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_i
  * "item": {...}} (malloc'd). */
 VD_MUST_USE vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id,
                                            const char *reason, const char *actor, char **out);
-/* Requeue up to `limit` items of a flow step in `state`; *count receives how many. */
-VD_MUST_USE vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
-                                           const char *reason_code, int64_t limit,
+/* Requeue the items sel takes (sel->states_json), skipping rows locked by others, each with
+ * its transition (cause requeue, actor) in the same statement; *ids_json receives the ids
+ * requeued as a JSON array (malloc'd). */
+VD_MUST_USE vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel,
                                            bool reset_budgets, const char *reason,
-                                           const char *actor, long *count);
+                                           const char *actor, char **ids_json);
 
 /* SPEC §8 /v1/stats (flow_step_id may be NULL for all). */
 VD_MUST_USE vd_error vd_store_stats(vd_conn *c, const char *flow_step_id, char **out);

@@ -1,17 +1,57 @@
-/* h_claims.c - SPEC §4: claim a batch of items (idempotent with Idempotency-Key) and extend
- * a claim's lease with a heartbeat. */
+/* h_claims.c - SPEC §4: claim a batch of items (idempotent with Idempotency-Key), optionally
+ * naming the worker's semantic version, and extend a claim's lease with a heartbeat that may
+ * carry a progress checkpoint (a JSON object, redacted at any depth, at most 64 KiB). */
 #include "http_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "verdict/jobs.h"
+#include "verdict/semver.h"
 #include "verdict/store_ops.h"
+
+/* worker_version: optional; a semantic version (semver.h) of at most 64 bytes. */
+static vd_error get_worker_version(vd_field f, const char **out)
+{
+    vd_error rc = vd_get_string(f, "worker_version", false, 1, VD_SEMVER_MAX, out);
+    if (rc || !*out || vd_semver_valid(*out))
+        return rc;
+    return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "worker_version",
+                   "'worker_version' must be a semantic version: MAJOR.MINOR.PATCH with an "
+                   "optional -pre-release and +build (e.g. 1.4.2, 2.0.0-rc.1+build.5)");
+}
+
+/* checkpoint: optional JSON object, redacted at any depth (vd_json_redact), as the text to
+ * merge; larger than VD_CHECKPOINT_MAX serialised: 413 naming the field. */
+static vd_error get_checkpoint(vd_field f, char **out)
+{
+    const cJSON *o = NULL;
+    cJSON *copy = NULL;
+    vd_error rc = vd_get_object(f, "checkpoint", false, &o);
+    *out = NULL;
+    if (rc || !o)
+        return rc;
+    copy = cJSON_Duplicate(o, true);
+    if (copy && vd_json_redact(copy))
+        *out = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    if (!*out)
+        return vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    if (strlen(*out) > VD_CHECKPOINT_MAX) {
+        free(*out);
+        *out = NULL;
+        return vd_fail(f.ctx, VD_ERR_PAYLOAD_TOO_LARGE, "checkpoint",
+                       "'checkpoint' is larger than 64 KiB serialised: keep ids and progress "
+                       "markers in it, not content");
+    }
+    return VD_OK;
+}
 
 vd_error vd_h_claims(vd_ctx *ctx)
 {
     const cJSON *body = NULL;
-    const char *fs = NULL, *worker = NULL, *key = NULL;
+    const char *fs = NULL, *worker = NULL, *key = NULL, *version = NULL;
     int64_t limit = 0, lease = 0;
     vd_conn *c = NULL;
     vd_reply reply = {0};
@@ -20,12 +60,13 @@ vd_error vd_h_claims(vd_ctx *ctx)
     if (rc || (rc = vd_idempotency_key(ctx, &key)) ||
         (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
         (rc = vd_get_string(f, "worker_id", true, 1, 200, &worker)) ||
+        (rc = get_worker_version(f, &version)) ||
         (rc = vd_get_int(f, "limit", false, 1, 100, 1, &limit)) ||
         (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
         (rc = vd_ctx_db(ctx, &c)))
         return rc;
     vd_idem idem = {"claims", ctx->actor, key, ctx->body};
-    rc = vd_store_claim(c, fs, worker, limit, lease, ctx->actor, &idem, &reply);
+    rc = vd_store_claim(c, fs, worker, version, limit, lease, ctx->actor, &idem, &reply);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
     ctx->idempotent_replayed = reply.replayed;
@@ -37,7 +78,7 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
     const cJSON *body = NULL;
     const char *token = NULL;
     int64_t job = 0, lease = 0;
-    char *out = NULL, what[48];
+    char *out = NULL, *checkpoint = NULL, what[48];
     vd_conn *c = NULL;
     vd_error rc = vd_param_id(ctx, 0, "job", &job);
     vd_field f = {ctx, NULL, NULL};
@@ -46,9 +87,17 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
     f.obj = body;
     if ((rc = vd_get_token(f, &token)) ||
         (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
-        (rc = vd_ctx_db(ctx, &c)))
+        (rc = get_checkpoint(f, &checkpoint)) || (rc = vd_ctx_db(ctx, &c))) {
+        free(checkpoint);
         return rc;
+    }
     snprintf(what, sizeof(what), "job %lld", (long long)job);
-    rc = vd_job_heartbeat(c, job, token, lease, &out);
+    rc = vd_job_heartbeat(c, job, token, lease, checkpoint, &out);
+    free(checkpoint);
+    if (rc == VD_ERR_PAYLOAD_TOO_LARGE)
+        return vd_fail(ctx, rc, "checkpoint",
+                       "%s: the merged checkpoint would be larger than 128 KiB; nothing was "
+                       "written (send fewer or smaller members)",
+                       what);
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }

@@ -228,15 +228,29 @@ vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char
     return first_text(c, VD_SQL_RESOLVE_BULK, 8, p, ids_json);
 }
 
+/* The first eight parameters of items_select and requeue_bulk (BULK_FILTER, LIMIT $4). */
+static void bulk_params(const vd_bulk_select *sel, const i64s *limit, const char **p)
+{
+    p[0] = sel->flow_step_id;
+    p[1] = sel->states_json;
+    p[2] = opt(sel->reason_code);
+    p[3] = limit->s;
+    p[4] = sel->tool_failed;
+    p[5] = sel->below_version;
+    p[6] = sel->since;
+    p[7] = sel->until;
+}
+
 vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json)
 {
     i64s l = i64_str(sel->limit);
-    const char *p[] = {sel->flow_step_id, sel->state, opt(sel->reason_code), l.s};
-    return first_text(c, VD_SQL_ITEMS_SELECT, 4, p, ids_json);
+    const char *p[8];
+    bulk_params(sel, &l, p);
+    return first_text(c, VD_SQL_ITEMS_SELECT, 8, p, ids_json);
 }
 
 typedef struct claim_args {
-    const char *p[5];
+    const char *p[6];
 } claim_args;
 
 static vd_error claim_op(vd_conn *c, void *arg, char **body)
@@ -244,31 +258,33 @@ static vd_error claim_op(vd_conn *c, void *arg, char **body)
     claim_args *a = arg;
     PGresult *res = NULL;
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
-        return first_text(c, VD_SQL_CLAIM, 5, a->p, body);
+        return first_text(c, VD_SQL_CLAIM, 6, a->p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
-    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 5, a->p, &res);
+    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 6, a->p, &res);
     return text_of(rc, res, body);
 }
 
-vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id, int64_t limit,
-                        int64_t lease_seconds, const char *actor, const vd_idem *idem,
-                        vd_reply *out)
+vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
+                        const char *worker_version, int64_t limit, int64_t lease_seconds,
+                        const char *actor, const vd_idem *idem, vd_reply *out)
 {
     i64s l = i64_str(limit), s = i64_str(lease_seconds);
-    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor}};
+    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version}};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */
     return run_idempotent(c, idem, false, claim_op, &a, out);
 }
 
 vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64_t lease_seconds,
-                            vd_job_snapshot *seen, char **out)
+                            const char *checkpoint, vd_job_snapshot *seen, bool *too_big,
+                            char **out)
 {
     i64s j = i64_str(job_id), s = i64_str(lease_seconds);
-    const char *p[] = {j.s, token, s.s};
+    const char *p[] = {j.s, token, s.s, checkpoint};
     PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 3, p, &res);
+    vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 4, p, &res);
     memset(seen, 0, sizeof(*seen));
+    *too_big = false;
     *out = NULL;
     if (rc)
         return rc;
@@ -276,6 +292,7 @@ vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64
         seen->found = true;
         seen->token_ok = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
         seen->holds = !PQgetisnull(res, 0, 2);
+        *too_big = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
         if (!vd_job_status_parse(PQgetvalue(res, 0, 0), &seen->status))
             rc = VD_ERR_INTERNAL;
         else if (seen->holds)
@@ -345,19 +362,14 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
     return rc;
 }
 
-vd_error vd_store_requeue_bulk(vd_conn *c, const char *flow_step_id, const char *state,
-                               const char *reason_code, int64_t limit, bool reset_budgets,
-                               const char *reason, const char *actor, long *count)
+vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset_budgets,
+                               const char *reason, const char *actor, char **ids_json)
 {
-    i64s l = i64_str(limit);
-    const char *p[] = {flow_step_id, state, reason_code, l.s, reset_budgets ? "true" : "false",
-                       reason,       actor};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_REQUEUE_BULK, 7, p, &res);
-    *count = 0;
-    if (rc)
-        return rc;
-    *count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    return VD_OK;
+    i64s l = i64_str(sel->limit);
+    const char *p[11];
+    bulk_params(sel, &l, p);
+    p[8] = reset_budgets ? "true" : "false";
+    p[9] = reason;
+    p[10] = actor;
+    return first_text(c, VD_SQL_REQUEUE_BULK, 11, p, ids_json);
 }

@@ -10,6 +10,8 @@
  * that already exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
+#include "verdict/store_ops.h" /* VD_CHECKPOINT_MAX_MERGED_SQL */
+
 /* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
 #define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type
 
@@ -25,6 +27,20 @@
 #define VD_SQL_REQUIRED_BLOCKED                                                                    \
     "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                            \
     "  WHERE f.job_id = j.id AND f.required AND NOT f.retryable))"
+/* The selection of a bulk requeue or resolve and of its dry run (items_select): $1 flow step,
+ * $2 the states (a JSON array of names; never 'claimed'), $3 last_reason_code, $5 a tool that
+ * failed in one of the item's jobs, $6 a version that failure's worker_version is below
+ * (verdict_semver_cmp; a failure without a version never is), $7/$8 the item's last change
+ * (updated_at) at or after / before. Both failure filters hold for the same failure. */
+#define BULK_FILTER                                                                                \
+    " WHERE flow_step_id = $1 AND state IN (SELECT jsonb_array_elements_text($2::jsonb))"          \
+    "   AND state <> 'claimed' AND ($3::text IS NULL OR last_reason_code = $3)"                    \
+    "   AND ($7::timestamptz IS NULL OR updated_at >= $7::timestamptz)"                            \
+    "   AND ($8::timestamptz IS NULL OR updated_at < $8::timestamptz)"                             \
+    "   AND (($5::text IS NULL AND $6::text IS NULL) OR EXISTS (SELECT 1 FROM jobs bj"             \
+    "        JOIN tool_failures bf ON bf.job_id = bj.id WHERE bj.item_id = items.id"               \
+    "        AND ($5::text IS NULL OR bf.tool = $5)"                                               \
+    "        AND ($6::text IS NULL OR verdict_semver_cmp(bf.worker_version, $6) < 0)))"
 /* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). */
 #define ITEMS_FILTER                                                                               \
     " WHERE ($1::text IS NULL OR it.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"    \
@@ -182,9 +198,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at)"
+         "                    lease_expires_at, worker_version)" /* i17c: $6 worker_version */
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second' FROM cand c"
+         "         now() + $4 * interval '1 second', $6 FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -200,7 +216,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM cand c JOIN j ON j.item_id = c.id)"
          " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
-         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item)"
+         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
+         /* i17c: the last checkpoint of the item's most recent earlier job that has one
+          * (jobs_item; nothing to read for an item never claimed before) */
+         "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
+         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1))"
          "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text"
          " FROM u JOIN j ON j.item_id = u.id"},
 
@@ -211,19 +231,27 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * and answers job_finalized. */
     [VD_SQL_HEARTBEAT] =
         {"heartbeat",
-         "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok"
+         /* i17c: $4 a checkpoint (JSON object or NULL) merged into the job's with ||, written
+          * only with the lease (fenced the same way); too_big: the merge would pass
+          * VD_CHECKPOINT_MAX_MERGED bytes as PostgreSQL renders it, and nothing is written */
+         "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok,"
+         "             octet_length((coalesce(checkpoint, '{}') || $4::jsonb)::text)"
+         "               > " VD_CHECKPOINT_MAX_MERGED_SQL " AS too_big"
          "           FROM jobs WHERE id = $1 FOR NO KEY UPDATE),"
          " u AS ("
          "  UPDATE items i SET lease_expires_at = now() + $3 * interval '1 second',"
          "    updated_at = now()"
          "  FROM j WHERE i.id = j.item_id AND j.token_ok AND j.status = 'processing'"
          "   AND i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = $2::uuid"
+         "   AND j.too_big IS NOT TRUE"
          "  RETURNING i.lease_expires_at),"
-         " uj AS (UPDATE jobs SET lease_expires_at = u.lease_expires_at FROM u"
-         "        WHERE jobs.id = $1)"
+         " uj AS (UPDATE jobs SET lease_expires_at = u.lease_expires_at,"
+         "          checkpoint = coalesce(jobs.checkpoint || $4::jsonb, $4::jsonb,"
+         "                                jobs.checkpoint)"
+         "        FROM u WHERE jobs.id = $1)"
          " SELECT j.status, j.token_ok,"
          "  (SELECT json_build_object('lease_expires_at', verdict_ts(u.lease_expires_at))::text"
-         "   FROM u)"
+         "   FROM u), j.too_big IS TRUE"
          " FROM j"},
 
     [VD_SQL_FLOW_STEP_SET_PAUSED] =
@@ -386,8 +414,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                 " SELECT job_id, answer FROM a"},
 
     [VD_SQL_JOB_GET] =
-        {"job_get",
-         "SELECT json_build_object('job', verdict_job_json(j))::text FROM jobs j WHERE j.id = $1"},
+        {"job_get", "SELECT json_build_object('job', verdict_job_detail_json(j))::text FROM jobs j"
+                    " WHERE j.id = $1"},
 
     /* A job with its item, when the claim token given is the job's (whatever its status): the
      * claim an MCP session is bound to (h_mcp.c). No row: no such job, or another's token. */
@@ -471,11 +499,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
 
     /* What a bulk requeue or resolve would select now (dry run): ids, lowest first. */
-    [VD_SQL_ITEMS_SELECT] =
-        {"items_select",
-         "SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM ("
-         "  SELECT id FROM items WHERE flow_step_id = $1 AND state = $2"
-         "    AND ($3::text IS NULL OR last_reason_code = $3) ORDER BY id LIMIT $4) s"},
+    [VD_SQL_ITEMS_SELECT] = {"items_select",
+                             "SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM ("
+                             "  SELECT id FROM items" BULK_FILTER " ORDER BY id LIMIT $4) s"},
 
     /* SPEC §1.3 "any but claimed -> available" (admin). Answers the state it was in and,
      * unless it was claimed, the requeued item. */
@@ -499,21 +525,20 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_REQUEUE_BULK] =
         {"requeue_bulk",
          "WITH cur AS ("
-         "  SELECT id, state FROM items"
-         "  WHERE flow_step_id = $1 AND state = $2"
-         "    AND ($3::text IS NULL OR last_reason_code = $3)"
+         "  SELECT id, state FROM items" BULK_FILTER
          "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
          " u AS ("
          "  UPDATE items i SET state = 'available', available_at = now(),"
-         "    failures = CASE WHEN $5 THEN 0 ELSE i.failures END,"
-         "    defers = CASE WHEN $5 THEN 0 ELSE i.defers END,"
-         "    last_reason_code = 'requeue', last_reason = $6, updated_at = now()"
+         "    failures = CASE WHEN $9 THEN 0 ELSE i.failures END,"
+         "    defers = CASE WHEN $9 THEN 0 ELSE i.defers END,"
+         "    last_reason_code = 'requeue', last_reason = $10, updated_at = now()"
          "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $6, $7 FROM cur)"
-         " SELECT count(*) FROM u"},
+         "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $10, $11"
+         "  FROM u JOIN cur ON cur.id = u.id)"
+         " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
 
     /* An admin's release of a live claim (POST /v1/items/{id}/release): the item's state and
      * current job, read before the job and item are locked (job_lock, the disposition path's

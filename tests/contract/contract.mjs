@@ -915,7 +915,7 @@ async function admin() {
   check(b2.body.requeued === 1, 'requeueItems', `expected 1 failed item requeued, got ${snip(b2.body)}`);
   await call('requeueItems', { expect: 400, error: 'missing_field', field: 'state', json: { flow_step_id: FS } });
   await call('requeueItems', { expect: 400, error: 'missing_field', field: 'flow_step_id', label: 'empty body' });
-  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'state', json: { flow_step_id: FS, state: 'available' } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'state', json: { flow_step_id: FS, state: 'claimed' } });
   await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'limit', json: { flow_step_id: FS, state: 'failed', limit: 10001 } });
   await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'reason_code', json: { flow_step_id: FS, state: 'failed', reason_code: '' } });
 
@@ -1111,6 +1111,44 @@ async function releases() {
   await call('releaseItem', { expect: 404, error: 'not_found', params: { item_id: NO_SUCH_ID } });
   await call('releaseItem', { expect: 400, error: 'invalid_field', field: 'reason', params: { item_id: c.item.id }, json: { reason: 5 } });
   await call('listJobs', { expect: 200, query: { flow_step_id: FS_REL, status: 'released' }, label: 'released jobs' });
+}
+
+// Issue 17 parts 4 and 5: a heartbeat's checkpoint handed to the next claim, worker_version on
+// the job and its tool failures, and the redrive filters of a bulk requeue.
+async function redrive() {
+  const F = `${FS}_redrive`;
+  await call('registerItems', { expect: 200, json: { items: [1, 2].map((i) => ({ flow_step_id: F, source_type: 'rss', item_identifier: `rd${i}` })) } });
+  const cl = await call('claimItems', { expect: 200, json: { flow_step_id: F, worker_id: 'contract@rd', worker_version: '1.4.1', limit: 2 } });
+  const [a, b] = cl.body.claims;
+  check(a.previous_checkpoint === null, 'claimItems', `a first claim has a previous_checkpoint: ${snip(a)}`);
+  await call('claimItems', { expect: 400, error: 'invalid_field', field: 'worker_version', json: { flow_step_id: F, worker_id: 'w', worker_version: 'v1.4' } });
+  await call('heartbeatJob', { expect: 200, params: { job_id: a.job_id }, json: { claim_token: a.claim_token, checkpoint: { post_id: 42, api_key: 'sk-live-0123456789abcdefXYZ' } }, label: 'checkpoint' });
+  await call('heartbeatJob', { expect: 400, error: 'invalid_field', field: 'checkpoint', params: { job_id: a.job_id }, json: { claim_token: a.claim_token, checkpoint: [42] } });
+  await call('heartbeatJob', { expect: 413, error: 'payload_too_large', field: 'checkpoint', params: { job_id: a.job_id }, json: { claim_token: a.claim_token, checkpoint: { blob: 'x'.repeat(65536) } }, specAccepts: false, label: 'checkpoint over 64 KiB' });
+  const job = await call('getJob', { expect: 200, params: { job_id: a.job_id } });
+  check(job.body.job.checkpoint.post_id === 42 && job.body.job.checkpoint.api_key === '[REDACTED]' && job.body.job.worker_version === '1.4.1', 'getJob', snip(job.body));
+  const list = await call('listJobs', { expect: 200, query: { flow_step_id: F } });
+  check(list.body.jobs.every((j) => !('checkpoint' in j) && j.worker_version === '1.4.1'), 'listJobs', snip(list.body));
+  await call('reportToolFailure', { expect: 200, params: { job_id: a.job_id }, json: { claim_token: a.claim_token, tool: 'wiki_upsert', args: {}, error: 'target_path must stay inside root', kind: 'deterministic' } });
+  await call('reportDisposition', { expect: 200, params: { job_id: a.job_id }, json: { claim_token: a.claim_token, disposition: 'fail', error: 'upsert failed', retryable: false } });
+  await call('reportDisposition', { expect: 200, params: { job_id: b.job_id }, json: { claim_token: b.claim_token, disposition: 'fail', error: 'x', retryable: false } });
+  // redrive: a dry run, then the same ids for real
+  const sel = { flow_step_id: F, states: ['failed', 'deferred'], tool_failed: 'wiki_upsert', failed_under_version: '<1.4.2', since: '2020-01-01T00:00:00Z', until: '2100-01-01T00:00:00Z' };
+  const dry = await call('requeueItems', { expect: 200, json: { ...sel, dry_run: true }, label: 'redrive dry run' });
+  check(isDeepStrictEqual(dry.body.item_ids, [a.item.id]), 'requeueItems', `dry run ${snip(dry.body)}`);
+  const real = await call('requeueItems', { expect: 200, json: { ...sel, reason: 'fixed in 1.4.2' }, label: 'redrive' });
+  check(isDeepStrictEqual(real.body.item_ids, dry.body.item_ids) && real.body.requeued === 1, 'requeueItems', `redrive ${snip(real.body)}`);
+  const again = await call('claimItems', { expect: 200, json: { flow_step_id: F, worker_id: 'contract@rd', worker_version: '1.4.2' } });
+  check(again.body.claims[0].previous_checkpoint.post_id === 42, 'claimItems', `previous_checkpoint ${snip(again.body)}`);
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'tool', json: { flow_step_id: F, state: 'failed', tool: 'x' }, label: 'unknown member' });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'state', json: { flow_step_id: F, state: 'failed', states: ['failed'] }, label: 'state and states' });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'states', json: { flow_step_id: F, states: ['failed', 'claimed'] } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'states', json: { flow_step_id: F, states: [] } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'failed_under_version', json: { flow_step_id: F, state: 'failed', failed_under_version: '<=1.4.2' } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'failed_under_version', json: { flow_step_id: F, state: 'failed', failed_under_version: '<1.4' } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'tool_failed', json: { flow_step_id: F, state: 'failed', tool_failed: '' } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'since', json: { flow_step_id: F, state: 'failed', since: 'yesterday' } });
+  await call('requeueItems', { expect: 400, error: 'invalid_field', field: 'until', json: { flow_step_id: F, state: 'failed', until: '2026-13-01T00:00:00Z' } });
 }
 
 async function authMatrix() {
@@ -1327,6 +1365,7 @@ try {
   await group('releases', releases);
   await group('reads', reads);
   await group('admin', admin);
+  await group('redrive', redrive);
   await group('console', consoleOps);
   await group('tools', toolSchemas);
   await group('mcp', mcp);

@@ -476,8 +476,8 @@ static void test_claims_generic_plans_use_indexes(void **state)
                 " INSERT INTO job_answers (job_id, response)"
                 " SELECT id, '{}' FROM jobs WHERE flow_step_id = 'plan';"
                 " ANALYZE items, jobs, transitions, job_answers"));
-    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text",
-                                "'plan', 'w', 1, 300, 'a'", VD_SQL_CLAIM);
+    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text, text",
+                                "'plan', 'w', 1, 300, 'a', '1.0.0'", VD_SQL_CLAIM);
     assert_generic_plan_indexed("lock_plan", "bigint, text, text", "1, NULL, NULL",
                                 VD_SQL_JOB_LOCK);
     assert_generic_plan_indexed(

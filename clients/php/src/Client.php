@@ -159,22 +159,34 @@ final class Client
     // --- claims and job writes -----------------------------------------------------------
 
     /** @return list<Claim> POST /v1/claims: up to $limit items, possibly none */
-    public function claim(string $flowStepId, string $workerId, int $limit = 1, ?int $leaseSeconds = null, ?string $idempotencyKey = null): array
+    public function claim(string $flowStepId, string $workerId, int $limit = 1, ?int $leaseSeconds = null, ?string $idempotencyKey = null, ?string $workerVersion = null): array
     {
         $body = ['flow_step_id' => $flowStepId, 'worker_id' => $workerId, 'limit' => $limit];
         if ($leaseSeconds !== null) {
             $body['lease_seconds'] = $leaseSeconds;
         }
+        if ($workerVersion !== null) {
+            $body['worker_version'] = $workerVersion; // a semantic version, e.g. 1.4.2
+        }
         $out = $this->call('POST', '/v1/claims', $body, idempotencyKey: $idempotencyKey ?? self::uuid());
         return array_map(static fn (array $c): Claim => Claim::fromArray($c), $out['claims']);
     }
 
-    /** POST /v1/jobs/{id}/heartbeat; returns the new lease_expires_at. */
-    public function heartbeat(Claim|int $job, ?string $token = null, ?int $leaseSeconds = null): string
+    /**
+     * POST /v1/jobs/{id}/heartbeat; returns the new lease_expires_at. $checkpoint (at most
+     * 64 KiB as JSON) is merged into the job's and handed to the item's next claim as
+     * Claim::$previousCheckpoint.
+     *
+     * @param array<string, mixed>|null $checkpoint
+     */
+    public function heartbeat(Claim|int $job, ?string $token = null, ?int $leaseSeconds = null, ?array $checkpoint = null): string
     {
         [$id, $body] = $this->jobBody($job, $token);
         if ($leaseSeconds !== null) {
             $body['lease_seconds'] = $leaseSeconds;
+        }
+        if ($checkpoint !== null) {
+            $body['checkpoint'] = (object) $checkpoint;
         }
         return (string) $this->call('POST', "/v1/jobs/$id/heartbeat", $body, retryTransport: true)['lease_expires_at'];
     }
@@ -326,6 +338,23 @@ final class Client
         $body = array_filter(['flow_step_id' => $flowStepId, 'state' => $state, 'reason_code' => $reasonCode, 'limit' => $limit,
             'reason' => $reason], static fn ($v) => $v !== null) + ['reset_budgets' => $resetBudgets];
         return (int) $this->call('POST', '/v1/items/requeue', $body)['requeued'];
+    }
+
+    /**
+     * POST /v1/items/requeue with the redrive filters: returns the ids requeued (or, with
+     * $dryRun, the ids the same call would requeue now, changing nothing).
+     *
+     * @param array<string, mixed> $selection state or states, and any of reason_code,
+     *        tool_failed, failed_under_version ("<1.4.2"), since, until (RFC 3339), limit
+     * @return list<int>
+     */
+    public function redrive(string $flowStepId, array $selection, ?string $reason = null, bool $resetBudgets = false, bool $dryRun = false): array
+    {
+        $body = ['flow_step_id' => $flowStepId] + $selection + ['reset_budgets' => $resetBudgets, 'dry_run' => $dryRun];
+        if ($reason !== null && !$dryRun) {
+            $body['reason'] = $reason;
+        }
+        return array_map('intval', $this->call('POST', '/v1/items/requeue', $body)['item_ids']);
     }
 
     /** POST /v1/items/{id}/release: end the live claim of a claimed item now (admin). */

@@ -9,8 +9,9 @@ use Verdict\Model\ToolFailureEnvelope;
 
 /**
  * Handed to a Worker callback with its claim: keep the lease alive during long work
- * (heartbeat, or tick() which heartbeats only when due), report a tool failure, and ask how
- * much time the PHP process has left.
+ * (heartbeat, or tick() which heartbeats only when due), record progress (checkpoint; the
+ * next attempt reads it as previousCheckpoint()), report a tool failure, and ask how much
+ * time the PHP process has left.
  */
 final class JobContext
 {
@@ -30,6 +31,28 @@ final class JobContext
     {
         $this->lastBeat = microtime(true);
         return $this->client->heartbeat($this->claim);
+    }
+
+    /**
+     * Record progress now (a heartbeat carrying it): what this attempt created, so that a
+     * retry updates it instead of creating it again.
+     *
+     * @param array<string, mixed> $progress
+     */
+    public function checkpoint(array $progress): string
+    {
+        $this->lastBeat = microtime(true);
+        return $this->client->heartbeat($this->claim, checkpoint: $progress);
+    }
+
+    /**
+     * The last checkpoint of an earlier attempt at this item, or null.
+     *
+     * @return array<string, mixed>|null
+     */
+    public function previousCheckpoint(): ?array
+    {
+        return $this->claim->previousCheckpoint;
     }
 
     /** Heartbeat when the last one is older than the worker's heartbeat interval. */

@@ -25,6 +25,7 @@ final class Worker
 {
     private int $limit;
     private ?int $leaseSeconds;
+    private ?string $workerVersion;
     private float $heartbeatEvery;
     private float $deadline;
     /** @var array<int, Claim> claims held and not finished, by job id */
@@ -35,12 +36,13 @@ final class Worker
 
     /**
      * @param array{limit?: int, lease_seconds?: int, heartbeat_every?: float, safety_margin?: float,
-     *              deadline?: float, time_limit?: int} $options
+     *              deadline?: float, time_limit?: int, worker_version?: string} $options
      */
     public function __construct(private readonly Client $client, private readonly string $flowStepId, private readonly string $workerId, array $options = [])
     {
         $this->limit = (int) ($options['limit'] ?? 5);
         $this->leaseSeconds = isset($options['lease_seconds']) ? (int) $options['lease_seconds'] : null;
+        $this->workerVersion = isset($options['worker_version']) ? (string) $options['worker_version'] : null;
         $this->heartbeatEvery = (float) ($options['heartbeat_every'] ?? 60.0);
         $margin = (float) ($options['safety_margin'] ?? 10.0);
         $limit = (int) ($options['time_limit'] ?? (int) ini_get('max_execution_time'));
@@ -72,7 +74,7 @@ final class Worker
                 $stopped = true;
                 break;
             }
-            $claims = $this->client->claim($this->flowStepId, $this->workerId, min($this->limit, $maxItems - $claimed), $this->leaseSeconds);
+            $claims = $this->client->claim($this->flowStepId, $this->workerId, min($this->limit, $maxItems - $claimed), $this->leaseSeconds, workerVersion: $this->workerVersion);
             if (!$claims) {
                 break;
             }

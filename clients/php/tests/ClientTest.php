@@ -121,6 +121,32 @@ final class ClientTest extends TestCase
         self::assertSame(['skills__tldr', 1, false], [$job->toolFailures[0]['tool'], $job->toolFailures[0]['count'], $job->toolFailures[0]['retryable']]);
     }
 
+    /** Issue 17: the post-42 story through the client, then a version-aware redrive. */
+    public function testCheckpointAndRedrive(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('checkpoint');
+        $this->seed($c, $flow, 1);
+        [$first] = $c->claim($flow, 'php-test@cp', workerVersion: '1.4.1');
+        self::assertNull($first->previousCheckpoint);
+        $c->heartbeat($first, checkpoint: ['post_id' => 42]);
+        $c->toolFailure($first, 'wiki_upsert', ['post' => 42], 'target_path must stay inside root', 'deterministic');
+        $c->disposition($first, 'defer_item', ['reason_code' => 'tool_error', 'retry_after_seconds' => 0]);
+        [$second] = $c->claim($flow, 'php-test@cp');
+        self::assertSame(['post_id' => 42], $second->previousCheckpoint);
+        $job = $c->getJob($first->jobId);
+        self::assertSame('1.4.1', $job->workerVersion);
+        self::assertSame(['post_id' => 42], $job->checkpoint);
+        $c->disposition($second, 'fail', ['error' => 'still failing', 'retryable' => false]);
+
+        $admin = $this->client('admin');
+        $sel = ['states' => ['failed'], 'tool_failed' => 'wiki_upsert', 'failed_under_version' => '<1.4.2'];
+        $dry = $admin->redrive($flow, $sel, dryRun: true);
+        self::assertSame([$first->item->id], $dry);
+        self::assertSame($dry, $admin->redrive($flow, $sel, 'fixed in 1.4.2'));
+        self::assertSame([], $admin->redrive($flow, ['state' => 'failed', 'failed_under_version' => '<1.4.1'], dryRun: true));
+    }
+
     public function testReads(): void
     {
         $c = $this->client('worker');

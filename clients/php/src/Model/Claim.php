@@ -4,15 +4,21 @@ declare(strict_types=1);
 
 namespace Verdict\Model;
 
-/** One claimed item: the job, the token that fences every write on it, and the item. */
+/**
+ * One claimed item: the job, the token that fences every write on it, and the item. With
+ * previousCheckpoint: the last checkpoint an earlier attempt at the item sent with a heartbeat
+ * (null when none did), e.g. the id of the post it already created.
+ */
 final class Claim
 {
+    /** @param array<string, mixed>|null $previousCheckpoint */
     public function __construct(
         public readonly int $jobId,
         public readonly string $claimToken,
         public readonly int $attempt,
         public readonly string $leaseExpiresAt,
         public readonly Item $item,
+        public readonly ?array $previousCheckpoint = null,
     ) {
     }
 
@@ -20,6 +26,7 @@ final class Claim
     public static function fromArray(array $a): self
     {
         return new self((int) $a['job_id'], (string) $a['claim_token'], (int) $a['attempt'],
-            (string) $a['lease_expires_at'], Item::fromArray($a['item']));
+            (string) $a['lease_expires_at'], Item::fromArray($a['item']),
+            \is_array($a['previous_checkpoint'] ?? null) ? $a['previous_checkpoint'] : null);
     }
 }

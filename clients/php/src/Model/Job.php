@@ -12,6 +12,7 @@ final class Job
      * @param array<string, mixed>|null $adjudication
      * @param list<array{tool: string, count: int, last_error: string, retryable: bool}> $toolFailures by tool
      * @param array<string, mixed> $raw
+     * @param array<string, mixed>|null $checkpoint only from Client::job (GET /v1/jobs/{id})
      */
     public function __construct(
         public readonly int $id,
@@ -30,6 +31,8 @@ final class Job
         public readonly array $toolFailures,
         public readonly int $toolFailureCount,
         public readonly array $raw,
+        public readonly ?string $workerVersion = null,
+        public readonly ?array $checkpoint = null,
     ) {
     }
 
@@ -49,6 +52,8 @@ final class Job
             array_values($a['tool_failures']['by_tool'] ?? []),
             (int) ($a['tool_failures']['count'] ?? 0),
             $a,
+            isset($a['worker_version']) ? (string) $a['worker_version'] : null,
+            \is_array($a['checkpoint'] ?? null) ? $a['checkpoint'] : null,
         );
     }
 }
