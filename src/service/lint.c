@@ -39,16 +39,17 @@ static bool has_5xx(const char *s)
     return false;
 }
 
-/* phrase as whole words of s: at a word's start, and ending a word (a plural "s" allowed),
- * so "exception" does not match "exceptional". */
-static bool has_words(const char *s, const char *phrase)
+/* phrase as whole words of s: ending a word (a plural "s" allowed), so "exception" does not
+ * match "exceptional"; and at a word's start unless any_start ("RuntimeException"). */
+static bool has_words(const char *s, const char *phrase, bool any_start)
 {
     size_t n = strlen(phrase);
     for (const char *p = strstr(s, phrase); p; p = strstr(p + 1, phrase)) {
         const char *end = p + n;
         if (*end == 's')
             end++;
-        if ((p == s || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)*end))
+        if ((any_start || p == s || !isalnum((unsigned char)p[-1])) &&
+            !isalnum((unsigned char)*end))
             return true;
     }
     return false;
@@ -114,9 +115,12 @@ bool vd_lint_reads_like_tooling(const char *reason)
             return true;
     }
     for (size_t i = 0; i < COUNT(phrases); i++) {
-        if (has_words(norm, phrases[i]))
+        if (has_words(norm, phrases[i], false))
             return true;
     }
+    /* the tails of exception and error class names */
+    if (has_words(norm, "exception", true) || has_words(norm, "timeout", true))
+        return true;
     return strstr(norm, "http") && has_5xx(norm);
 }
 
