@@ -27,14 +27,31 @@ static void normalise(const char *s, char *out, size_t len)
     out[n] = '\0';
 }
 
-/* A 5xx status standing alone ("HTTP 503", "status 500"), not inside a longer number. */
-static bool has_5xx(const char *s)
+/* A 5xx status standing alone ("503", "5xx", not inside a longer number) in s[0..n). */
+static bool has_5xx(const char *s, size_t n)
 {
-    for (const char *p = s; *p; p++) {
-        bool before = p == s || !isalnum((unsigned char)p[-1]);
+    for (size_t i = 0; i + 3 <= n && s[i]; i++) {
+        const char *p = s + i;
+        bool before = i == 0 || !isalnum((unsigned char)p[-1]);
         if (before && p[0] == '5' && (isdigit((unsigned char)p[1]) || p[1] == 'x') &&
             (isdigit((unsigned char)p[2]) || p[2] == 'x') && !isalnum((unsigned char)p[3]))
             return true;
+    }
+    return false;
+}
+
+/* "http" or "status" followed closely by a 5xx status ("HTTP 503", "HTTP/1.1 502",
+ * "status code 500"), not any number further on ("HTTP/1.1 article about 500 recipes"). */
+static bool server_error(const char *s)
+{
+    static const char *const anchors[] = {"http", "status"};
+    for (size_t a = 0; a < COUNT(anchors); a++) {
+        size_t n = strlen(anchors[a]);
+        for (const char *p = strstr(s, anchors[a]); p; p = strstr(p + 1, anchors[a])) {
+            size_t rest = strlen(p + n);
+            if (has_5xx(p + n, rest < 16 ? rest : 16))
+                return true;
+        }
     }
     return false;
 }
@@ -121,7 +138,7 @@ bool vd_lint_reads_like_tooling(const char *reason)
     /* the tails of exception and error class names */
     if (has_words(norm, "exception", true) || has_words(norm, "timeout", true))
         return true;
-    return strstr(norm, "http") && has_5xx(norm);
+    return server_error(norm) || has_words(norm, "5xx", false);
 }
 
 vd_lint_verdict vd_lint_judge(const vd_lint_input *in)
