@@ -823,6 +823,11 @@ async function outcomes() {
   // the rejection lint: a reason that reads like a tooling failure; evidence too long
   await dj({ disposition: 'reject_source', reason_code: 'other', reason: 'tool-error' }, { expect: 409, error: 'rejection_suspect', field: 'reason' });
   await dj({ disposition: 'reject_source', reason_code: 'spam', evidence: 'x'.repeat(501) }, { expect: 400, error: 'invalid_field', field: 'evidence' });
+  // strict evidence, for a moment on the main flow step: missing, then not quoted from the payload
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS }, json: { strict_evidence: true }, label: 'strict evidence on' });
+  await dj({ disposition: 'reject_source', reason_code: 'spam' }, { expect: 400, error: 'missing_field', field: 'evidence', specRejects: false }); // the flow step's setting, not the schema, requires it
+  await dj({ disposition: 'reject_source', reason_code: 'spam', evidence: 'not in this payload' }, { expect: 409, error: 'evidence_not_found', field: 'evidence' });
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS }, json: { strict_evidence: false }, label: 'strict evidence off' });
   await call('reportDisposition', { expect: 400, error: 'invalid_field', field: 'claim_token', params: { job_id: j7.job_id }, json: { claim_token: 'x', disposition: 'complete' } });
   await call('reportDisposition', { expect: 400, error: 'missing_field', field: 'claim_token', params: { job_id: j7.job_id }, label: 'empty body' });
   await call('reportDisposition', { expect: 409, error: 'claim_lost', params: { job_id: j7.job_id }, json: { claim_token: BAD_TOKEN, disposition: 'complete' } });

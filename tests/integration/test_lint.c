@@ -184,7 +184,12 @@ static void test_lint_strict_evidence(void **state)
     vt_register(&srv, "ls", "a",
                 "\"payload\": {\"title\": \"Cheap pills\", \"n\": 42,"
                 " \"body\": {\"parts\": [\"Click   here\\nto WIN a prize\"]}}");
-    vt_sql("UPDATE flow_steps SET strict_evidence = true WHERE flow_step_id = 'ls'");
+    vt_resp p =
+        vt_http(&srv, "PATCH", "/v1/flow-steps/ls", VT_ADMIN, "{\"strict_evidence\": true}", NULL);
+    assert_int_equal(p.status, 200);
+    assert_true(cJSON_IsTrue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(p.json, "flow_step"), "strict_evidence")));
+    vt_resp_free(&p);
     vt_claim c = vt_claim1(&srv, "ls");
     vt_resp r =
         vt_dispose(&srv, &c, "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"");
