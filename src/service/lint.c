@@ -72,55 +72,55 @@ static bool has_words(const char *s, const char *phrase, bool any_start)
     return false;
 }
 
+/* phrases that name a failing tool, call, provider or transport, never the source */
+static const char *const tooling_phrases[] = {
+    "tool error",
+    "tool failure",
+    "tool failed",
+    "tool call failed",
+    "tool fail",
+    "failed to call",
+    "failed calling",
+    "error calling",
+    "could not call",
+    "couldn't call",
+    "unable to call",
+    "failed to invoke",
+    "timeout",
+    "timed out",
+    "time out",
+    "exception",
+    "traceback",
+    "stack trace",
+    "rate limit",
+    "ratelimit",
+    "too many requests",
+    "connection refused",
+    "connection reset",
+    "econnrefused",
+    "econnreset",
+    "internal server error",
+    "service unavailable",
+    "bad gateway",
+    "gateway timeout",
+    "upsert failed",
+    "failed to upsert",
+    "failed to write",
+    "write failed",
+    "api error",
+    "provider error",
+    "overloaded",
+    "http error",
+    "permission denied",
+    "segfault",
+    "failed to fetch",
+    "fetch failed",
+    "network error",
+    "dns error",
+};
+
 bool vd_lint_reads_like_tooling(const char *reason)
 {
-    /* phrases that name a failing tool, call, provider or transport, never the source */
-    static const char *const phrases[] = {
-        "tool error",
-        "tool failure",
-        "tool failed",
-        "tool call failed",
-        "tool fail",
-        "failed to call",
-        "failed calling",
-        "error calling",
-        "could not call",
-        "couldn't call",
-        "unable to call",
-        "failed to invoke",
-        "timeout",
-        "timed out",
-        "time out",
-        "exception",
-        "traceback",
-        "stack trace",
-        "rate limit",
-        "ratelimit",
-        "too many requests",
-        "connection refused",
-        "connection reset",
-        "econnrefused",
-        "econnreset",
-        "internal server error",
-        "service unavailable",
-        "bad gateway",
-        "gateway timeout",
-        "upsert failed",
-        "failed to upsert",
-        "failed to write",
-        "write failed",
-        "api error",
-        "provider error",
-        "overloaded",
-        "http error",
-        "status code 5",
-        "permission denied",
-        "segfault",
-        "failed to fetch",
-        "fetch failed",
-        "network error",
-        "dns error",
-    };
     /* a reason that is only one of these words says nothing about the source */
     static const char *const bare[] = {"error", "tool", "failed", "failure", "fail", "tool error"};
     char norm[2048];
@@ -131,8 +131,8 @@ bool vd_lint_reads_like_tooling(const char *reason)
         if (strcmp(norm, bare[i]) == 0)
             return true;
     }
-    for (size_t i = 0; i < COUNT(phrases); i++) {
-        if (has_words(norm, phrases[i], false))
+    for (size_t i = 0; i < COUNT(tooling_phrases); i++) {
+        if (has_words(norm, tooling_phrases[i], false))
             return true;
     }
     /* the tails of exception and error class names */
