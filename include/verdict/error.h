@@ -46,6 +46,13 @@
     XX(TOOL_FAILURE_PENDING, "tool_failure_pending", 409, false,                                   \
        "A required tool failed in this job: use defer_item (the source stays eligible) or "        \
        "fail. reject_source, and complete after the tool was given up, need force: true.")         \
+    XX(REJECTION_SUSPECT, "rejection_suspect", 409, false,                                         \
+       "use defer_item: the source stays eligible and is retried once the tooling works. A "       \
+       "rejection is for a source that is itself unsuitable; send force: true only when you are "  \
+       "sure the source, not a tool, is the problem.")                                             \
+    XX(EVIDENCE_NOT_FOUND, "evidence_not_found", 409, false,                                       \
+       "Quote 'evidence' verbatim from one of the item payload's text values (up to 500 bytes), "  \
+       "or use defer_item when you cannot point at what is wrong with the source.")                \
     XX(PAYLOAD_TOO_LARGE, "payload_too_large", 413, false,                                         \
        "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                     \
     XX(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, false,                               \

@@ -24,7 +24,10 @@ typedef struct vd_job_write {
     const char *reason_code;    /* may be NULL */
     const char *reason;         /* raw text, may be NULL; stored redacted */
     bool is_reject;             /* subject to the required-tool guard (SPEC §6) */
-    bool force;                 /* override that guard; recorded on the transition */
+    bool force;                 /* override that guard and the rejection lint; recorded on
+                                   the transition (forced, lint_overridden) */
+    const char *evidence;       /* a rejection's quote of the item's payload, or NULL; stored
+                                   redacted on the transition (README "Rejection lint") */
     const char *engine_data;    /* JSON object or NULL */
     const char *adjudication;   /* JSON object or NULL */
     /* skip_item (SPEC §5.1): the answer says the call was mapped to `disposition`, with this
@@ -47,6 +50,10 @@ typedef struct vd_job_answer {
     const char *standing;     /* on VD_ERR_JOB_FINALIZED: the disposition that stands, or
                                  "release" (static) */
     vd_item_state item_state; /* on VD_ERR_INVALID_TRANSITION: the item's state */
+    const char *why;          /* on a refusal of the rejection lint (REJECTION_SUSPECT,
+                                 EVIDENCE_NOT_FOUND, MISSING_FIELD): why, and the field it
+                                 names (static strings) */
+    const char *field;
 } vd_job_answer;
 
 /* The reply to a job write, the one place that adds "replayed":
@@ -83,8 +90,10 @@ VD_MUST_USE vd_error vd_item_release(vd_conn *conn, int64_t item_id, const char 
                                      const char *actor, char **out, vd_item_state *state);
 
 /* Apply w in one transaction on conn (borrowed). Errors: VD_ERR_NOT_FOUND, CLAIM_LOST,
- * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, DATABASE_UNAVAILABLE. The caller
- * frees out->kept. */
+ * JOB_FINALIZED, INVALID_TRANSITION, TOOL_FAILURE_PENDING, then for a rejection the lint's
+ * (vd_lint_judge: MISSING_FIELD and EVIDENCE_NOT_FOUND in strict mode, REJECTION_SUSPECT),
+ * DATABASE_UNAVAILABLE. A disposition's kept answer carries its "tool_result"
+ * (vd_tool_result_disposition). The caller frees out->kept. */
 VD_MUST_USE vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
                                   vd_job_answer *out);
 

@@ -228,10 +228,17 @@ typedef struct vd_job_finish {
     const char *request_json; /* the finishing request, for replay */
     /* The kept answer, built by the statement (verdict_job_answer, sql/0012_answer.sql):
      * {["disposition":<disposition>,]["adjudication":<adjudication>,]"job":…,"item":…
-     *  [,"deprecated":true,"mapped_to":<disposition>,"hint":<deprecation_hint>]} */
+     *  [,"deprecated":true,"mapped_to":<disposition>,"hint":<deprecation_hint>]}, with
+     * "tool_result" after the disposition when tool_result_text is set */
     bool answer_disposition;      /* open with the disposition */
     bool answer_adjudication;     /* ... or with the adjudication (null when none) */
     const char *deprecation_hint; /* skip_item's: the call was mapped to the disposition */
+    bool lint_overridden;         /* force let a rejection the lint refuses through */
+    const char *evidence;         /* a rejection's quote of the payload (redacted), or NULL */
+    /* the answer's "tool_result": {"text", "terminal"} (sql/0015_rejection_lint.sql); no
+     * member when the text is NULL */
+    const char *tool_result_text;
+    bool tool_result_terminal;
 } vd_job_finish;
 
 /* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept
@@ -255,5 +262,21 @@ VD_MUST_USE vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, con
 VD_MUST_USE vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
                                                   const char *args, const char *kind,
                                                   bool retryable, bool required, const char *error);
+
+/* What the rejection lint needs of job job_id (inside the finishing transaction, after the
+ * job is locked): evidence may be NULL (then evidence_found is false). VD_ERR_NOT_FOUND when
+ * there is no such job. */
+typedef struct vd_reject_facts {
+    bool deterministic_failure;  /* a tool failure of kind deterministic in this job */
+    bool retriable_adjudication; /* the job's adjudication: outcome retriable / needs_retry */
+    bool strict_evidence;        /* flow_steps.strict_evidence of the job's flow step */
+    bool evidence_found;         /* evidence is quoted in the item's payload */
+} vd_reject_facts;
+VD_MUST_USE vd_error vd_store_reject_facts(vd_conn *c, int64_t job_id, const char *evidence,
+                                           vd_reject_facts *out);
+/* {"job_id","item_id","attempt","attempts":[{job_id, attempt, status, disposition,
+ * reason_code, reason, finished_at, tool_failures:[{tool, kind, count, last_error}]}]}: the
+ * item's (up to 20) attempts before job_id, oldest first (malloc'd); VD_ERR_NOT_FOUND. */
+VD_MUST_USE vd_error vd_store_briefing(vd_conn *c, int64_t job_id, char **out);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
+#include "verdict/lint.h"
 #include "verdict/store_ops.h"
 
 #include "metrics.h"
@@ -127,7 +128,9 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
     if ((rc = vd_get_token(f, &w->token)) ||
         (rc = vd_get_string(f, "disposition", true, 1, 40, &word)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
-        (rc = vd_get_bool(f, "force", false, &w->force)) || (rc = get_engine_data(f, &in->engine)))
+        (rc = vd_get_bool(f, "force", false, &w->force)) ||
+        (rc = vd_get_string(f, "evidence", false, 1, VD_EVIDENCE_MAX, &w->evidence)) ||
+        (rc = get_engine_data(f, &in->engine)))
         return rc;
     w->reason = reason;
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
@@ -185,6 +188,10 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
                  "source",
                  what);
         return "disposition";
+    }
+    if (ans->why) { /* the rejection lint (service/lint.c) */
+        snprintf(msg, len, "%s: %s", what, ans->why);
+        return ans->field;
     }
     return vd_store_message(rc, what, msg, len);
 }

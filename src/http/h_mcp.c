@@ -15,6 +15,7 @@
 #define MCP_OLDEST "2025-03-26" /* the version assumed without a header; it allows batches */
 #define MCP_LATEST "2025-11-25"
 #define MCP_JOB_URI "verdict://job"
+#define MCP_BRIEFING_URI "verdict://job/briefing"
 
 static const char *const mcp_versions[] = {MCP_LATEST, "2025-06-18", MCP_OLDEST, NULL};
 
@@ -187,24 +188,20 @@ static cJSON *call_disposition(vd_ctx *ctx, const mcp_session *s, const cJSON *b
     return tool_result(text, parsed, false);
 }
 
-/* report_tool_failure: SPEC §6's envelope, verbatim as the text and as the structured
- * content. A failure that must not be retried (deterministic, or past the loop threshold)
- * is answered as a tool error: the tool refuses the call itself. */
+/* report_tool_failure: SPEC §6's envelope as the structured content, and its tool_result
+ * text (the hint in the model's terms) as the text the model reads. A failure that must not
+ * be retried (deterministic, or past the loop threshold) is answered as a tool error: the
+ * tool refuses the call itself. */
 static cJSON *call_tool_failure(vd_ctx *ctx, const mcp_session *s, const cJSON *body)
 {
     cJSON *env = NULL;
-    char *text = NULL;
-    cJSON *r = NULL;
+    char text[1200];
     if (vd_tool_failure_run(ctx, s->job_id, body, &env))
         return refused(ctx);
-    text = cJSON_PrintUnformatted(env);
-    if (text)
-        r = tool_result(text, env,
-                        !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(env, "retryable")));
-    else
-        cJSON_Delete(env);
-    free(text);
-    return r;
+    snprintf(text, sizeof(text), "%s",
+             str_of(cJSON_GetObjectItemCaseSensitive(env, "tool_result"), "text"));
+    return tool_result(text, env,
+                       !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(env, "retryable")));
 }
 
 /* The call's body: the arguments the tool's schema declares (nothing else: the model cannot
@@ -293,7 +290,36 @@ static cJSON *resources_list(void)
                             "(payload, state, budgets), as JSON.");
     cJSON_AddStringToObject(job, "mimeType", "application/json");
     cJSON_AddItemToArray(list, job);
+    cJSON *brief = cJSON_CreateObject();
+    cJSON_AddStringToObject(brief, "uri", MCP_BRIEFING_URI);
+    cJSON_AddStringToObject(brief, "name", "briefing");
+    cJSON_AddStringToObject(brief, "title", "What happened in earlier attempts");
+    cJSON_AddStringToObject(brief, "description",
+                            "A short summary of this item's earlier attempts (how they ended, "
+                            "which tools failed and how), as plain text: read it before you "
+                            "decide.");
+    cJSON_AddStringToObject(brief, "mimeType", "text/plain");
+    cJSON_AddItemToArray(list, brief);
     return r;
+}
+
+/* resources/read of the briefing: the text of GET /v1/jobs/{id}/briefing. */
+static void read_briefing(vd_ctx *ctx, const mcp_session *s, rpc_out *o)
+{
+    cJSON *doc = NULL, *list = NULL, *c = NULL;
+    if (vd_briefing_run(ctx, s->job_id, &doc)) {
+        o->data = take_envelope(ctx);
+        rpc_fail(o, VD_RPC_SERVER_ERROR, "%s", str_of(o->data, "message"));
+        return;
+    }
+    o->result = cJSON_CreateObject();
+    list = cJSON_AddArrayToObject(o->result, "contents");
+    c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "uri", MCP_BRIEFING_URI);
+    cJSON_AddStringToObject(c, "mimeType", "text/plain");
+    cJSON_AddStringToObject(c, "text", str_of(doc, "briefing"));
+    cJSON_AddItemToArray(list, c);
+    cJSON_Delete(doc);
 }
 
 static void resources_read(vd_ctx *ctx, const mcp_session *s, const cJSON *params, rpc_out *o)
@@ -303,6 +329,10 @@ static void resources_read(vd_ctx *ctx, const mcp_session *s, const cJSON *param
     char *text = NULL;
     if (!cJSON_IsString(uri)) {
         rpc_fail(o, VD_RPC_INVALID_PARAMS, "%s", "'params.uri' must be a string");
+        return;
+    }
+    if (strcmp(uri->valuestring, MCP_BRIEFING_URI) == 0) {
+        read_briefing(ctx, s, o);
         return;
     }
     if (strcmp(uri->valuestring, MCP_JOB_URI) != 0) {
@@ -355,7 +385,8 @@ static void initialize(const mcp_session *s, const cJSON *params, bool in_batch,
     cJSON_AddStringToObject(info, "version", VERDICT_VERSION);
     snprintf(instructions, sizeof(instructions),
              "This session works on job %lld only. Read the resource " MCP_JOB_URI
-             " for the item (its payload) and the job. When you are done with the item, call "
+             " for the item (its payload) and the job, and " MCP_BRIEFING_URI
+             " for its earlier attempts. When you are done with the item, call "
              "exactly one of complete_item, reject_source, defer_item or fail_item. When one of "
              "your other tools fails, call report_tool_failure and follow its hint.",
              (long long)s->job_id);

@@ -14,6 +14,7 @@
 #include "verdict/jobs.h"
 #include "verdict/outcomes.h"
 #include "verdict/tool_failures.h"
+#include "verdict/tool_result.h"
 
 #define MAX_ARGS 65536
 
@@ -76,6 +77,21 @@ static cJSON *envelope(const vd_tool_failure *f, const vd_tool_verdict *v)
     return o;
 }
 
+/* The envelope's tool_result (README "Rejection lint and tool_result"): its hint in the
+ * model's terms, never terminal. Read from the envelope as built, whatever set its hint. */
+static bool add_tool_result(cJSON *env)
+{
+    char text[VD_TOOL_RESULT_MAX];
+    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(env, "tool");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(env, "kind");
+    const cJSON *hint = cJSON_GetObjectItemCaseSensitive(env, "hint");
+    bool terminal = vd_tool_result_failure(cJSON_GetStringValue(tool), cJSON_GetStringValue(kind),
+                                           cJSON_GetStringValue(hint), text, sizeof(text));
+    cJSON *r = cJSON_AddObjectToObject(env, "tool_result");
+    return r && cJSON_AddStringToObject(r, "text", text) &&
+           cJSON_AddBoolToObject(r, "terminal", terminal);
+}
+
 vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJSON **out)
 {
     const cJSON *args = NULL;
@@ -115,8 +131,11 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     else {
         vd_metrics_observe_tool_failure(vd_tool_kind_name(v.kind), v.retryable);
         *out = envelope(&f, &v);
-        if (!*out)
+        if (!*out || !add_tool_result(*out)) {
+            cJSON_Delete(*out);
+            *out = NULL;
             rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+        }
     }
 out:
     free(args_text);

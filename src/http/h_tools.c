@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "verdict/lint.h"
+
 static cJSON *string_prop(const char *desc, int min, int max)
 {
     cJSON *p = cJSON_CreateObject();
@@ -68,7 +70,17 @@ static cJSON *schema_reject(void)
     cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
     cJSON_AddItemToObject(props, "reason_code",
                           enum_prop("What is wrong with the source.", vd_reject_codes));
-    cJSON_AddItemToObject(props, "reason", string_prop("One line on why.", 0, 2000));
+    cJSON_AddItemToObject(
+        props, "reason", string_prop("One line on what is wrong with the source itself.", 0, 2000));
+    cJSON_AddItemToObject(props, "evidence",
+                          string_prop("A passage quoted verbatim from the item's payload that "
+                                      "shows the problem (required where the flow step is "
+                                      "strict).",
+                                      1, VD_EVIDENCE_MAX));
+    cJSON_AddItemToObject(props, "force",
+                          bool_prop("True to confirm a rejection after a refusal with "
+                                    "rejection_suspect, when you are sure the source, not a tool, "
+                                    "is the problem."));
     cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
     return s;
 }
@@ -120,15 +132,18 @@ const vd_agent_tool vd_agent_tools[] = {
      "tool the task requires. The item is marked processed and will not be offered again.",
      schema_complete, false},
     {"reject_source", "reject_source",
-     "Use when you have judged the source itself not worth processing: irrelevant to the "
-     "topic, too thin, a duplicate, spam or low quality. This is a reasoned judgement about "
-     "the source's content; the item is closed for good, so state the reason.",
+     "Use for a source that is itself unsuitable: irrelevant to the topic, too thin, a "
+     "duplicate, spam or low quality. This is a reasoned judgement about the source's content; "
+     "the item is closed for good, so state the reason and quote the passage that shows it as "
+     "evidence. When a tool failed, defer_item keeps the source eligible: a rejection after a "
+     "tool failure, or with a reason that describes one, is answered rejection_suspect.",
      schema_reject, false},
     {"defer_item", "defer_item",
      "Use when you cannot finish this item safely right now: a tool (such as a required tool "
      "the tool-failure answer told you to stop calling), quality gate, provider or dependency "
      "failed, or your confidence is low. The source stays eligible and the item is offered "
-     "again later; set manual_review when a person should look at it first.",
+     "again later; set manual_review when a person should look at it first. This is the call "
+     "for any tooling problem: it never closes a good source.",
      schema_defer, false},
     {"fail_item", "fail",
      "Use when the engine itself failed, for example a required update or upsert tool "

@@ -181,6 +181,7 @@ vd_error vd_h_heartbeat(vd_ctx *ctx);
 vd_error vd_h_disposition(vd_ctx *ctx);
 vd_error vd_h_dispositions(vd_ctx *ctx);
 vd_error vd_h_job_get(vd_ctx *ctx);
+vd_error vd_h_job_briefing(vd_ctx *ctx);
 vd_error vd_h_jobs_list(vd_ctx *ctx);
 vd_error vd_h_requeue_one(vd_ctx *ctx);
 vd_error vd_h_requeue_bulk(vd_ctx *ctx);
@@ -204,6 +205,10 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
  * VD_OK *envelope is SPEC §6's envelope (caller cJSON_Deletes); otherwise the error is recorded
  * on ctx and returned (h_outcomes.c). */
 vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJSON **envelope);
+/* The briefing of job_id as GET /v1/jobs/{job_id}/briefing answers it: on VD_OK *doc is
+ * {job_id, item_id, attempt, briefing, attempts} (caller cJSON_Deletes); otherwise the error
+ * is recorded on ctx and returned (h_briefing.c). */
+vd_error vd_briefing_run(vd_ctx *ctx, int64_t job_id, cJSON **doc);
 
 /* The agent-facing tools (h_tools.c): one table for GET /v1/tool-definitions (the four
  * dispositions of SPEC §5.2) and the MCP endpoint's tools/list (those and the mcp_only ones). */

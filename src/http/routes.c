@@ -34,6 +34,7 @@ const vd_route vd_routes[] = {
     {"POST", "/v1/adjudications", VD_ROLE_WORKER, vd_h_adjudications, "adjudications"},
     {"GET", "/v1/jobs", VD_ROLE_READER, vd_h_jobs_list, "jobs.list"},
     {"GET", "/v1/jobs/{job_id}", VD_ROLE_READER, vd_h_job_get, "jobs.get"},
+    {"GET", "/v1/jobs/{job_id}/briefing", VD_ROLE_READER, vd_h_job_briefing, "jobs.briefing"},
     {"GET", "/v1/tool-definitions", VD_ROLE_READER, vd_h_tool_definitions, "tool_definitions"},
     {"GET", "/v1/stats", VD_ROLE_READER, vd_h_stats, "stats"},
     {"POST", "/mcp", VD_ROLE_WORKER, vd_h_mcp, "mcp"},

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/lint.h"
 #include "verdict/store_ops.h"
 #include "verdict/tool_failures.h"
+#include "verdict/tool_result.h"
 #include "verdict/util.h"
 
 typedef struct apply_ctx {
@@ -21,9 +23,11 @@ typedef struct apply_ctx {
     vd_job_key *key;
     vd_job_snapshot *snap;
     vd_job_finish *fin;
-    size_t *fin_of; /* fin[k] finishes write fin_of[k] */
-    char **reason;  /* redacted reasons */
-    char **answer;  /* answers of fin[k] */
+    size_t *fin_of;                        /* fin[k] finishes write fin_of[k] */
+    char **reason;                         /* redacted reasons */
+    char **evidence;                       /* redacted evidence */
+    char **answer;                         /* answers of fin[k] */
+    char (*tool_text)[VD_TOOL_RESULT_MAX]; /* the tool_result texts, per write */
 } apply_ctx;
 
 char *vd_job_reply(const char *lead, const char *kept, bool replayed)
@@ -136,10 +140,47 @@ static void reset_run(apply_ctx *a)
         memset(&a->out[i], 0, sizeof(a->out[i]));
         vd_job_snapshot_cleanup(&a->snap[i]);
         free(a->reason[i]);
+        free(a->evidence[i]);
         free(a->answer[i]);
-        a->reason[i] = a->answer[i] = NULL;
+        a->reason[i] = a->evidence[i] = a->answer[i] = NULL;
+        a->tool_text[i][0] = '\0';
         a->wcopy[i] = a->w[i];
     }
+}
+
+/* The rejection lint (lint.h) of a rejection that passed judge(): a refusal goes to out;
+ * *overridden tells that force let a suspect rejection through. Only a failure of the
+ * transaction is returned. */
+static vd_error lint(vd_conn *c, const vd_job_write *w, vd_job_answer *out, bool *overridden)
+{
+    vd_reject_facts f;
+    vd_error rc = vd_store_reject_facts(c, w->job_id, w->evidence, &f);
+    if (rc)
+        return rc;
+    vd_lint_verdict v = vd_lint_judge(&(vd_lint_input){
+        .reason = w->reason,
+        .force = w->force,
+        .deterministic_failure = f.deterministic_failure,
+        .retriable_adjudication = f.retriable_adjudication,
+        .strict_evidence = f.strict_evidence,
+        .has_evidence = w->evidence != NULL,
+        .evidence_found = f.evidence_found,
+    });
+    out->rc = v.rc;
+    out->why = v.why;
+    out->field = v.field;
+    *overridden = v.overridden;
+    return VD_OK;
+}
+
+/* The redacted copies of write i's reason and evidence, stored by the finishing statement. */
+static vd_error redact_texts(apply_ctx *a, size_t i, const vd_job_write *w)
+{
+    a->reason[i] = w->reason ? vd_redact(w->reason) : NULL;
+    a->evidence[i] = w->evidence ? vd_redact(w->evidence) : NULL;
+    if ((w->reason && !a->reason[i]) || (w->evidence && !a->evidence[i]))
+        return VD_ERR_INTERNAL;
+    return VD_OK;
 }
 
 /* Judge write i and, when it may finish, queue its finishing record. A refusal is the
@@ -150,9 +191,14 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     const vd_job_snapshot *snap = &a->snap[i];
     vd_job_answer *out = &a->out[i];
     vd_error rc;
+    bool overridden = false;
     out->rc = judge(snap, w, out);
     if (out->rc || out->replayed)
         return out->rc == VD_ERR_INTERNAL ? VD_ERR_INTERNAL : VD_OK;
+    if (w->is_reject && (rc = lint(c, w, out, &overridden)))
+        return rc;
+    if (out->rc)
+        return VD_OK;
     if (w->decide && (rc = w->decide(c, snap, w, w->decide_arg)))
         return rc;
     if (w->record_only)
@@ -160,9 +206,14 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     vd_budgets budgets = {snap->failures, snap->defers, snap->max_attempts, snap->max_defers};
     vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
     vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, vd_random_unit());
-    a->reason[i] = w->reason ? vd_redact(w->reason) : NULL;
-    if (w->reason && !a->reason[i])
-        return VD_ERR_INTERNAL;
+    bool answers_disposition =
+        w->disposition != VD_DISPOSITION_NONE && w->disposition != VD_DISPOSITION_SESSION_OUTCOME;
+    if ((rc = redact_texts(a, i, w)))
+        return rc;
+    if (answers_disposition)
+        vd_tool_result_disposition(w->disposition, o.reason_code ? o.reason_code : w->reason_code,
+                                   o.to_state, o.delay_seconds, a->tool_text[i],
+                                   VD_TOOL_RESULT_MAX);
     a->fin[*nfin] = (vd_job_finish){
         .job_id = w->job_id,
         .item_id = snap->item_id,
@@ -180,10 +231,13 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
         .engine_data = w->engine_data,
         .adjudication = w->adjudication,
         .request_json = w->request_json,
-        .answer_disposition = w->disposition != VD_DISPOSITION_NONE &&
-                              w->disposition != VD_DISPOSITION_SESSION_OUTCOME,
+        .answer_disposition = answers_disposition,
         .answer_adjudication = w->disposition == VD_DISPOSITION_SESSION_OUTCOME,
         .deprecation_hint = w->deprecation_hint,
+        .lint_overridden = overridden,
+        .evidence = a->evidence[i],
+        .tool_result_text = answers_disposition ? a->tool_text[i] : NULL,
+        .tool_result_terminal = true, /* a disposition ends the job: the turn ends too */
     };
     a->fin_of[(*nfin)++] = i;
     return VD_OK;
@@ -216,7 +270,7 @@ static vd_error apply_tx(vd_conn *c, void *arg)
 vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
                            vd_job_answer *out)
 {
-    apply_ctx a = {cfg, w, n, out, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    apply_ctx a = {cfg, w, n, out, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     vd_error rc = VD_ERR_INTERNAL;
     memset(out, 0, n * sizeof(*out));
     a.wcopy = calloc(n, sizeof(*a.wcopy));
@@ -227,8 +281,11 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
     a.fin = calloc(n, sizeof(*a.fin));
     a.fin_of = calloc(n, sizeof(*a.fin_of));
     a.reason = calloc(n, sizeof(*a.reason));
+    a.evidence = calloc(n, sizeof(*a.evidence));
     a.answer = calloc(n, sizeof(*a.answer));
-    if (n > 0 && a.wcopy && a.key && a.snap && a.fin && a.fin_of && a.reason && a.answer)
+    a.tool_text = calloc(n, sizeof(*a.tool_text));
+    if (n > 0 && a.wcopy && a.key && a.snap && a.fin && a.fin_of && a.reason && a.evidence &&
+        a.answer && a.tool_text)
         rc = vd_store_tx(conn, apply_tx, &a);
     for (size_t i = 0; i < n; i++) {
         if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
@@ -241,6 +298,8 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
             vd_job_snapshot_cleanup(&a.snap[i]);
         if (a.reason)
             free(a.reason[i]);
+        if (a.evidence)
+            free(a.evidence[i]);
         if (a.answer)
             free(a.answer[i]);
     }
@@ -250,7 +309,9 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
     free(a.fin);
     free(a.fin_of);
     free(a.reason);
+    free(a.evidence);
     free(a.answer);
+    free(a.tool_text);
     return rc;
 }
 

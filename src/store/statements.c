@@ -302,7 +302,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
-     * VD_FINISH_COLUMNS in order; the answer is built by verdict_job_answer from $17..$19. */
+     * VD_FINISH_COLUMNS in order; the answer is built by verdict_job_answer from $17..$19
+     * and $22..$23 (the tool_result). */
     [VD_SQL_JOB_FINISH] =
         {"job_finish",
          "WITH ui AS ("
@@ -322,10 +323,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-         "                           reason_code, reason, forced, actor)"
-         "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13)),"
+         "                           reason_code, reason, forced, actor, lint_overridden,"
+         "                           evidence)"
+         "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13, $20, $21)),"
          " a AS ("
-         "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19) AS answer"
+         "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
+         "    AS answer"
          "  FROM ui, uj),"
          " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
          "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
@@ -395,16 +398,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                 " t AS ("
                                 "  INSERT INTO transitions (item_id, job_id, from_state, to_state, "
                                 "job_status, cause,"
-                                "                           reason_code, reason, forced, actor)"
+                                "                           reason_code, reason, forced, actor,"
+                                "                           lint_overridden, evidence)"
                                 "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, "
                                 "r.job_status, r.cause,"
-                                "         r.reason_code, r.reason, r.forced, r.actor FROM r ORDER "
+                                "         r.reason_code, r.reason, r.forced, r.actor, "
+                                "r.lint_overridden, r.evidence FROM r ORDER "
                                 "BY r.job_id),"
                                 " a AS ("
                                 "  SELECT r.job_id, r.request, "
                                 "verdict_job_answer(r.answer_disposition,"
                                 "         r.answer_adjudication, r.adjudication, uj.job, ui.item, "
-                                "r.deprecation_hint)"
+                                "r.deprecation_hint, r.tool_result_text, r.tool_result_terminal)"
                                 "         AS answer"
                                 "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = "
                                 "r.item_id),"
@@ -674,4 +679,42 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                "    AND i.state IN ('processed', 'rejected')"
                                "    AND i.updated_at < now() - $1 * interval '1 day'"
                                "  LIMIT $2)"},
+    /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
+     * transaction after the job is locked: a deterministic tool failure, a retriable last
+     * adjudication, the flow step's strict mode, and whether $2 (evidence, may be NULL) is
+     * quoted in the item's payload (verdict_payload_quotes, sql/0015_rejection_lint.sql). */
+    [VD_SQL_REJECT_FACTS] =
+        {"reject_facts",
+         "SELECT EXISTS (SELECT 1 FROM tool_failures f"
+         "               WHERE f.job_id = j.id AND f.kind = 'deterministic'),"
+         "  coalesce(j.adjudication->>'outcome' = 'retriable'"
+         "           OR j.adjudication->>'needs_retry' = 'true', false),"
+         "  coalesce(s.strict_evidence, false),"
+         "  $2::text IS NOT NULL AND verdict_payload_quotes(i.payload, $2::text)"
+         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         " LEFT JOIN flow_steps s ON s.flow_step_id = j.flow_step_id WHERE j.id = $1"},
+
+    /* GET /v1/jobs/{id}/briefing: the job and the item's 20 attempts before it, oldest
+     * first, each with its tool failures per tool (deterministic when any was; the last
+     * error, a deterministic one first). */
+    [VD_SQL_BRIEFING] =
+        {"briefing",
+         "SELECT json_build_object('job_id', j.id, 'item_id', j.item_id, 'attempt', j.attempt,"
+         "  'attempts', coalesce((SELECT json_agg(json_build_object("
+         "    'job_id', p.id, 'attempt', p.attempt, 'status', p.status,"
+         "    'disposition', p.disposition, 'reason_code', p.reason_code, 'reason', p.reason,"
+         "    'finished_at', verdict_ts(p.finished_at),"
+         "    'tool_failures', coalesce((SELECT json_agg(json_build_object("
+         "        'tool', x.tool, 'kind', x.kind, 'count', x.n, 'last_error', x.last_error)"
+         "        ORDER BY x.tool)"
+         "      FROM (SELECT f.tool, count(*) AS n,"
+         "              CASE WHEN bool_or(f.kind = 'deterministic') THEN 'deterministic'"
+         "                   ELSE 'transient' END AS kind,"
+         "              (array_agg(f.error ORDER BY f.kind = 'deterministic' DESC, f.id DESC))[1]"
+         "                AS last_error"
+         "            FROM tool_failures f WHERE f.job_id = p.id GROUP BY f.tool) x),"
+         "      '[]'::json)) ORDER BY p.id)"
+         "   FROM (SELECT * FROM jobs q WHERE q.item_id = j.item_id AND q.id < j.id"
+         "         ORDER BY q.id DESC LIMIT 20) p), '[]'::json))::text"
+         " FROM jobs j WHERE j.id = $1"},
 };

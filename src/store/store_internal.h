@@ -62,7 +62,11 @@ struct vd_conn {
     XX(answer_disposition, "text", STR,                                                            \
        w->answer_disposition ? vd_disposition_name(w->disposition) : NULL)                         \
     XX(answer_adjudication, "boolean", BOOL, w->answer_adjudication)                               \
-    XX(deprecation_hint, "text", STR, w->deprecation_hint)
+    XX(deprecation_hint, "text", STR, w->deprecation_hint)                                         \
+    XX(lint_overridden, "boolean", BOOL, w->lint_overridden)                                       \
+    XX(evidence, "text", STR, w->evidence)                                                         \
+    XX(tool_result_text, "text", STR, w->tool_result_text)                                         \
+    XX(tool_result_terminal, "boolean", BOOL, w->tool_result_terminal)
 
 /* A copy of the text of row, col (malloc'd) into *out: VD_OK, or VD_ERR_INTERNAL when
  * memory ran out (*out NULL). */

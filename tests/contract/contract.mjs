@@ -762,6 +762,7 @@ async function outcomes() {
   }
   const u = await call('reportToolFailure', { expect: 200, params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'search', error: 'connection reset by peer' }, label: 'unknown kind' });
   check(u.body.kind === 'transient', 'tool failure', `'connection reset' was not classified transient: ${snip(u.body)}`);
+  check(u.body.tool_result?.terminal === false && u.body.tool_result?.text === `'search' failed (transient). ${u.body.hint}`, 'tool failure tool_result', snip(u.body.tool_result));
   await call('reportToolFailure', { expect: 400, error: 'missing_field', field: 'tool', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, error: 'x' } });
   await call('reportToolFailure', { expect: 400, error: 'missing_field', field: 'error', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'x' } });
   await call('reportToolFailure', { expect: 400, error: 'invalid_field', field: 'error', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'x', error: '' } });
@@ -774,8 +775,10 @@ async function outcomes() {
   const done = { claim_token: j1.claim_token, disposition: 'complete', engine_data: { post_id: 42 } };
   const c1 = await call('reportDisposition', { expect: 200, params: { job_id: j1.job_id }, json: done });
   check(c1.body.replayed === false && c1.body.item.state === 'processed' && c1.body.job.status === 'completed', 'complete', snip(c1.body));
+  check(c1.body.tool_result?.text === 'Recorded: completed. The item is processed. Stop now.' && c1.body.tool_result?.terminal === true, 'complete tool_result', snip(c1.body.tool_result));
   const c2 = await call('reportDisposition', { expect: 200, params: { job_id: j1.job_id }, json: { engine_data: { post_id: 42 }, disposition: 'complete', claim_token: j1.claim_token }, label: 'identical (keys reordered)' });
   check(c2.body.replayed === true, 'complete replay', `replayed is not true: ${snip(c2.body)}`);
+  check(JSON.stringify(c2.body.tool_result) === JSON.stringify(c1.body.tool_result), 'complete replay', `the replay's tool_result differs: ${snip(c2.body.tool_result)}`);
   await call('reportDisposition', { expect: 409, error: 'job_finalized', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, disposition: 'reject_source', reason_code: 'spam' } });
   await call('heartbeatJob', { expect: 409, error: 'job_finalized', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token } });
   await call('reportToolFailure', { expect: 409, error: 'job_finalized', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'x', error: 'e' } });
@@ -788,11 +791,16 @@ async function outcomes() {
   await call('reportDisposition', { expect: 409, error: 'tool_failure_pending', field: 'disposition', params: { job_id: j2.job_id }, json: { claim_token: j2.claim_token, disposition: 'complete' }, label: 'complete after a required tool was given up' });
   const forced = await call('reportDisposition', { expect: 200, params: { job_id: j2.job_id }, json: { claim_token: j2.claim_token, disposition: 'reject_source', reason_code: 'too_thin', reason: 'one-line post', force: true } });
   check(forced.body.item.state === 'rejected', 'forced reject_source', snip(forced.body));
+  // the briefing of a job (reader), and of no job
+  const br = await call('getJobBriefing', { expect: 200, params: { job_id: j2.job_id } });
+  check(br.body.job_id === j2.job_id && /^Attempt \d+\./.test(br.body.briefing) && Array.isArray(br.body.attempts), 'briefing', snip(br.body));
+  await call('getJobBriefing', { expect: 404, error: 'not_found', params: { job_id: NO_SUCH_ID } });
 
   // the other dispositions
   const [, , j3, j4, j5] = ctx.claims;
   const df = await call('reportDisposition', { expect: 200, params: { job_id: j3.job_id }, json: { claim_token: j3.claim_token, disposition: 'defer_item', reason_code: 'tool_error', reason: 'fetch timed out', retry_after_seconds: 0 } });
   check(df.body.item.state === 'deferred' && df.body.job.status === 'deferred', 'defer_item', snip(df.body));
+  check(/^Recorded: deferred \(tool_error\)\. The source stays eligible and is retried in about \d+ s\. Stop now\.$/.test(df.body.tool_result?.text), 'defer_item tool_result', snip(df.body.tool_result));
   const fl = await call('reportDisposition', { expect: 200, params: { job_id: j4.job_id }, json: { claim_token: j4.claim_token, disposition: 'fail', error: 'upsert failed: token=abc', retryable: false } });
   check(fl.body.item.state === 'failed' && fl.body.job.reason_code === 'engine_error', 'fail', snip(fl.body));
   const sk = await call('reportDisposition', { expect: 200, params: { job_id: j5.job_id }, json: { claim_token: j5.claim_token, disposition: 'skip_item', reason: 'tool-error' } });
@@ -812,6 +820,14 @@ async function outcomes() {
   await dj({ disposition: 'complete', reason: 'r'.repeat(2001) }, { expect: 400, error: 'invalid_field', field: 'reason' });
   await dj({ disposition: 'complete', engine_data: [1] }, { expect: 400, error: 'invalid_field', field: 'engine_data' });
   await dj({ disposition: 'complete', force: 'yes' }, { expect: 400, error: 'invalid_field', field: 'force' });
+  // the rejection lint: a reason that reads like a tooling failure; evidence too long
+  await dj({ disposition: 'reject_source', reason_code: 'other', reason: 'tool-error' }, { expect: 409, error: 'rejection_suspect', field: 'reason' });
+  await dj({ disposition: 'reject_source', reason_code: 'spam', evidence: 'x'.repeat(501) }, { expect: 400, error: 'invalid_field', field: 'evidence' });
+  // strict evidence, for a moment on the main flow step: missing, then not quoted from the payload
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS }, json: { strict_evidence: true }, label: 'strict evidence on' });
+  await dj({ disposition: 'reject_source', reason_code: 'spam' }, { expect: 400, error: 'missing_field', field: 'evidence', specRejects: false }); // the flow step's setting, not the schema, requires it
+  await dj({ disposition: 'reject_source', reason_code: 'spam', evidence: 'not in this payload' }, { expect: 409, error: 'evidence_not_found', field: 'evidence' });
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS }, json: { strict_evidence: false }, label: 'strict evidence off' });
   await call('reportDisposition', { expect: 400, error: 'invalid_field', field: 'claim_token', params: { job_id: j7.job_id }, json: { claim_token: 'x', disposition: 'complete' } });
   await call('reportDisposition', { expect: 400, error: 'missing_field', field: 'claim_token', params: { job_id: j7.job_id }, label: 'empty body' });
   await call('reportDisposition', { expect: 409, error: 'claim_lost', params: { job_id: j7.job_id }, json: { claim_token: BAD_TOKEN, disposition: 'complete' } });

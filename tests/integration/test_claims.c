@@ -483,10 +483,11 @@ static void test_claims_generic_plans_use_indexes(void **state)
     assert_generic_plan_indexed(
         "finish_plan",
         "bigint, bigint, text, text, text, text, text, text, integer, integer, float8, boolean,"
-        " text, text, text, text, text, boolean, text",
+        " text, text, text, text, text, boolean, text, boolean, text, text, boolean",
         "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false,"
-        " 'w', NULL, NULL, '{}', 'complete', false, NULL",
+        " 'w', NULL, NULL, '{}', 'complete', false, NULL, false, NULL, 'Recorded', true",
         VD_SQL_JOB_FINISH);
+    assert_generic_plan_indexed("facts_plan", "bigint, text", "1, 'quote'", VD_SQL_REJECT_FACTS);
     assert_generic_plan_indexed("locks_plan", "jsonb", "'[{\"ord\": 0, \"job_id\": 1}]'",
                                 VD_SQL_JOBS_LOCK);
     assert_generic_plan_indexed("finishes_plan", "jsonb", "'[{\"job_id\": 1, \"item_id\": 1}]'",

@@ -166,7 +166,11 @@ async function handshakeAndLists() {
     'tools/list: report_tool_failure takes tool, args, error, required', snip(rtf?.inputSchema));
 
   const res = (await client.listResources()).resources;
-  check(res.length === 1 && res[0].uri === 'verdict://job', 'resources/list: verdict://job', snip(res));
+  check(res.length === 2 && res[0].uri === 'verdict://job' && res[1].uri === 'verdict://job/briefing',
+    'resources/list: verdict://job and verdict://job/briefing', snip(res));
+  const brief = await client.readResource({ uri: 'verdict://job/briefing' });
+  check(brief.contents[0].mimeType === 'text/plain' && /^Attempt 1\. No earlier attempts\.$/.test(brief.contents[0].text),
+    'resources/read: the briefing of a first attempt', snip(brief));
   const read = await client.readResource({ uri: 'verdict://job' });
   const doc = JSON.parse(read.contents[0].text);
   check(doc.job.id === c.job_id && doc.item.id === c.item.id && doc.item.payload.title === c.item.payload.title &&
@@ -198,6 +202,8 @@ async function dispositions() {
       `tools/call ${name}: item ${state}, job ${status}`, snip(r));
     check(typeof r.content?.[0]?.text === 'string' && r.content[0].text.length > 10 && !r.content[0].text.includes(c.claim_token),
       `tools/call ${name}: a model-facing text without the token`, r.content?.[0]?.text);
+    check(r.content[0].text === r.structuredContent?.tool_result?.text && r.structuredContent?.tool_result?.terminal === true,
+      `tools/call ${name}: the text is the answer's tool_result.text`, r.content?.[0]?.text);
     check(await itemState(c.item.id) === state, `tools/call ${name}: GET /v1/items shows ${state}`);
     const again = await client.callTool({ name, arguments: args });
     check(again.isError === false && again.structuredContent?.replayed === true, `tools/call ${name}: the identical call replays`, snip(again.structuredContent));
@@ -229,7 +235,8 @@ async function toolFailures() {
     const want = n < 3;
     check(env.repeat_count === n && env.retryable === want && env.kind === 'transient' && env.tool === 'web_fetch' &&
       env.error === args.error && r.isError === !want, `report_tool_failure #${n}: repeat_count ${n}, retryable ${want}, isError ${!want}`, snip(r));
-    check(isDeepStrictEqual(JSON.parse(r.content[0].text), env), `report_tool_failure #${n}: the text is the §6 envelope`);
+    check(r.content[0].text === env.tool_result?.text && env.tool_result?.terminal === false,
+      `report_tool_failure #${n}: the text is the envelope's tool_result.text`, r.content[0].text);
     if (n === 3) check(/Stop calling 'web_fetch'/.test(env.hint) && /defer_item/.test(env.hint), 'report_tool_failure #3: the hint says stop and defer', env.hint);
   }
   const req = await client.callTool({ name: 'report_tool_failure', arguments: { tool: 'wiki_upsert', error: 'schema mismatch', required: true } });

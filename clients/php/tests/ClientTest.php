@@ -71,7 +71,10 @@ final class ClientTest extends TestCase
         self::assertSame('processed', $r->item->state);
         self::assertSame(['post_id' => 7], $r->job->engineData);
         self::assertFalse($r->replayed);
-        self::assertTrue($c->complete($claims[0], ['post_id' => 7])->replayed);
+        $again = $c->complete($claims[0], ['post_id' => 7]);
+        self::assertTrue($again->replayed);
+        self::assertSame('Recorded: completed. The item is processed. Stop now.', $again->toolResultText());
+        self::assertTrue($again->toolResultTerminal());
 
         self::assertSame('rejected', $c->rejectSource($claims[1], 'spam', 'casino links')->item->state);
         $d = $c->deferItem($claims[2], 'low_confidence', 'unsure', true);
@@ -109,12 +112,15 @@ final class ClientTest extends TestCase
         self::assertSame(1, $env->repeatCount);
         self::assertSame('iteration_cap', $env->toArray()['error']);
         self::assertNotSame('', $env->hint);
+        self::assertSame("'skills__tldr' failed (deterministic). " . $env->hint, $env->toolResultText());
+        self::assertFalse($env->toolResultTerminal());
 
         $session = ['returncode' => 0, 'stdout' => json_encode(['type' => 'result', 'subtype' => 'success', 'is_error' => false, 'result' => 'done'])];
         $adj = $c->adjudicate($session);
         self::assertSame('succeeded', $adj['outcome']);
         $out = $c->sessionOutcome($cl, $session);
         self::assertSame('processed', $out->item->state);
+        self::assertNull($out->toolResultText()); // no model made this call
         self::assertNotNull($out->adjudication);
         $job = $c->getJob($cl->jobId);
         self::assertSame(1, $job->toolFailureCount);

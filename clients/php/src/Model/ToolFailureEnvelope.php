@@ -34,4 +34,20 @@ final class ToolFailureEnvelope
     {
         return $this->raw;
     }
+
+    /**
+     * The text to hand back to the model as the tool call's result (`tool_result.text`; null
+     * when the answer has none: a session outcome or a release, or an older server).
+     */
+    public function toolResultText(): ?string
+    {
+        $t = $this->raw['tool_result']['text'] ?? null;
+        return \is_string($t) ? $t : null;
+    }
+
+    /** Whether the agent loop should end its turn after this answer (`tool_result.terminal`). */
+    public function toolResultTerminal(): bool
+    {
+        return ($this->raw['tool_result']['terminal'] ?? false) === true;
+    }
 }

@@ -1,0 +1,45 @@
+/* lint.h - the rejection lint (issue 17 part 2): whether a rejection of a source looks like a
+ * tooling failure in disguise, and so is refused with VD_ERR_REJECTION_SUSPECT unless forced;
+ * and, in a flow step's strict mode, whether it quotes evidence from the item's payload.
+ * Pure functions on plain values: no I/O, no globals, thread-safe. */
+#ifndef VERDICT_LINT_H
+#define VERDICT_LINT_H
+
+#include <stdbool.h>
+
+#include "verdict/error.h"
+
+#define VD_EVIDENCE_MAX 500 /* bytes of `evidence` */
+
+/* Whether a rejection's reason text reads like a tooling failure rather than a judgement of
+ * the source: the words of vd_skip_item_map's tooling list and of the tool-failure
+ * classifier ("tool error", "tool-error", "timeout", "timed out", "failed to call", "HTTP
+ * 5xx", "exception", "rate limit", "connection refused", ...). NULL or "" is false. Pure. */
+bool vd_lint_reads_like_tooling(const char *reason);
+
+/* What the lint knows of one rejection (read inside the finishing transaction). */
+typedef struct vd_lint_input {
+    const char *reason;          /* the call's reason text, or NULL */
+    bool force;                  /* the caller insists */
+    bool deterministic_failure;  /* the job recorded a deterministic tool failure */
+    bool retriable_adjudication; /* the job's last adjudication was `retriable` */
+    bool strict_evidence;        /* the flow step's strict mode */
+    bool has_evidence;           /* the call sent `evidence` */
+    bool evidence_found;         /* ... and it is quoted from the item's payload */
+} vd_lint_input;
+
+typedef struct vd_lint_verdict {
+    vd_error rc;       /* VD_OK, VD_ERR_MISSING_FIELD (evidence), VD_ERR_EVIDENCE_NOT_FOUND,
+                          VD_ERR_REJECTION_SUSPECT */
+    const char *field; /* the field a refusal names (static), or NULL */
+    const char *why;   /* a sentence on why (static), or NULL */
+    bool overridden;   /* force let through a rejection the lint would have refused */
+} vd_lint_verdict;
+
+/* Judge one rejection. Strict evidence is checked first and is not waived by force (a
+ * rejection in strict mode always quotes the payload); then the three suspicions (tooling
+ * words in the reason, a deterministic tool failure, a retriable adjudication), which force
+ * overrides (verdict.overridden). Pure. */
+vd_lint_verdict vd_lint_judge(const vd_lint_input *in);
+
+#endif

@@ -1,0 +1,214 @@
+/* test_lint_rules.c - the pure parts of issue 17 parts 2 and 3, table-driven: the classifier of
+ * reasons that read like a tooling failure (positives and genuine rejections), the lint's
+ * rule (order, force, strict evidence), the tool_result texts and delays, and the briefing
+ * text (runs told once, the advice, the length bound). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "verdict/briefing.h"
+#include "verdict/lint.h"
+#include "verdict/tool_result.h"
+
+static void test_lint_classifier(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *reason;
+        bool tooling;
+    } rows[] = {
+        {"tool-error", true},
+        {"tool_error", true},
+        {"Tool error", true},
+        {"error", true},
+        {"failed", true},
+        {"the wiki_upsert tool failed", true},
+        {"Timeout while fetching", true},
+        {"request timed out", true},
+        {"ReadTimeout", true},
+        {"failed to call wiki_upsert", true},
+        {"HTTP 503 from the provider", true},
+        {"http 5xx", true},
+        {"got HTTP 500", true},
+        {"RuntimeException in skill", true},
+        {"exception: KeyError", true},
+        {"rate limit reached", true},
+        {"Connection refused", true},
+        {"upsert failed", true},
+        {"internal server error", true},
+        /* genuine judgements of the source */
+        {"duplicate of an existing article", false},
+        {"spam", false},
+        {"off-topic", false},
+        {"paywalled", false},
+        {"an exceptional article, but off topic", false},
+        {"too thin: one-line post", false},
+        {"the article contains factual errors", false},
+        {"low quality, machine translated", false},
+        {"HTTP/1.1 article about 500 recipes", false},
+        {"irrelevant to the tooling topic", false},
+        {"", false},
+        {NULL, false},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (vd_lint_reads_like_tooling(rows[i].reason) != rows[i].tooling)
+            fail_msg("'%s': want %d", rows[i].reason ? rows[i].reason : "(null)", rows[i].tooling);
+    }
+}
+
+static void test_lint_rule(void **state)
+{
+    (void)state;
+    static const struct {
+        vd_lint_input in;
+        vd_error rc;
+        const char *field;
+        bool overridden;
+    } rows[] = {
+        {{"duplicate", false, false, false, false, false, false}, VD_OK, NULL, false},
+        {{"tool-error", false, false, false, false, false, false},
+         VD_ERR_REJECTION_SUSPECT,
+         "reason",
+         false},
+        {{"spam", false, true, false, false, false, false},
+         VD_ERR_REJECTION_SUSPECT,
+         "disposition",
+         false},
+        {{"spam", false, false, true, false, false, false},
+         VD_ERR_REJECTION_SUSPECT,
+         "disposition",
+         false},
+        {{"tool-error", true, true, true, false, false, false}, VD_OK, NULL, true},
+        {{"spam", true, false, false, false, false, false}, VD_OK, NULL, false},
+        /* strict mode: evidence first, not waived by force */
+        {{"spam", false, false, false, true, false, false},
+         VD_ERR_MISSING_FIELD,
+         "evidence",
+         false},
+        {{"spam", true, true, false, true, false, false}, VD_ERR_MISSING_FIELD, "evidence", false},
+        {{"spam", false, false, false, true, true, false},
+         VD_ERR_EVIDENCE_NOT_FOUND,
+         "evidence",
+         false},
+        {{"spam", false, false, false, true, true, true}, VD_OK, NULL, false},
+        {{"spam", false, true, false, true, true, true},
+         VD_ERR_REJECTION_SUSPECT,
+         "disposition",
+         false},
+        {{"spam", true, true, false, true, true, true}, VD_OK, NULL, true},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        vd_lint_verdict v = vd_lint_judge(&rows[i].in);
+        if (v.rc != rows[i].rc || v.overridden != rows[i].overridden)
+            fail_msg("row %zu: rc %d overridden %d", i, v.rc, v.overridden);
+        if (rows[i].field)
+            assert_string_equal(v.field, rows[i].field);
+        else
+            assert_null(v.field);
+        assert_true((v.rc == VD_OK) == (v.why == NULL));
+    }
+}
+
+static void test_lint_tool_result_texts(void **state)
+{
+    (void)state;
+    static const struct {
+        vd_disposition d;
+        const char *code;
+        vd_item_state to;
+        double delay;
+        const char *text;
+    } rows[] = {
+        {VD_DISPOSITION_DEFER_ITEM, "tool_error", VD_ITEM_DEFERRED, 10.2,
+         "Recorded: deferred (tool_error). The source stays eligible and is retried in about 10 "
+         "s. Stop now."},
+        {VD_DISPOSITION_DEFER_ITEM, "low_confidence", VD_ITEM_MANUAL_REVIEW, 0,
+         "Recorded: deferred (low_confidence). The item waits for a person's review. Stop now."},
+        {VD_DISPOSITION_REJECT_SOURCE, "duplicate", VD_ITEM_REJECTED, 0,
+         "Recorded: rejected (duplicate). The source is closed for good. Stop now."},
+        {VD_DISPOSITION_COMPLETE, NULL, VD_ITEM_PROCESSED, 0,
+         "Recorded: completed. The item is processed. Stop now."},
+        {VD_DISPOSITION_FAIL, "engine_error", VD_ITEM_DEFERRED, 7200,
+         "Recorded: failed (engine_error). The item is retried in about 2 h. Stop now."},
+        {VD_DISPOSITION_FAIL, "retry_budget_exhausted", VD_ITEM_FAILED, 0,
+         "Recorded: failed (retry_budget_exhausted). The item is not retried. Stop now."},
+    };
+    char out[VD_TOOL_RESULT_MAX];
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        vd_tool_result_disposition(rows[i].d, rows[i].code, rows[i].to, rows[i].delay, out,
+                                   sizeof(out));
+        assert_string_equal(out, rows[i].text);
+    }
+    static const struct {
+        double s;
+        const char *text;
+    } delays[] = {{0, "about 1 s"},       {89, "about 89 s"},  {90, "about 2 min"},
+                  {3599, "about 60 min"}, {5400, "about 2 h"}, {129600, "about 2 days"}};
+    for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+        vd_tool_result_delay(delays[i].s, out, sizeof(out));
+        assert_string_equal(out, delays[i].text);
+    }
+    assert_false(vd_tool_result_failure("wiki_upsert", "deterministic", "Do not call it again.",
+                                        out, sizeof(out)));
+    assert_string_equal(out, "'wiki_upsert' failed (deterministic). Do not call it again.");
+}
+
+static void test_lint_briefing_text(void **state)
+{
+    (void)state;
+    static const vd_briefing_tool upsert[] = {
+        {"wiki_upsert", "deterministic", "target_path must stay inside root"}};
+    static const vd_briefing_tool fetch[] = {{"web_fetch", "transient", "HTTP 503"}};
+    vd_briefing_attempt a[] = {
+        {1, "deferred", "tool_error", "one", upsert, 1},
+        {2, "deferred", "tool_error", "two", upsert, 1},
+        {3, "expired", NULL, NULL, NULL, 0},
+        {4, "failed", "engine_error", "boom", fetch, 1},
+    };
+    char *t = vd_briefing_render(1, NULL, 0);
+    assert_string_equal(t, "Attempt 1. No earlier attempts.");
+    free(t);
+    t = vd_briefing_render(3, a, 2);
+    assert_string_equal(t, "Attempt 3. Attempts 1\xe2\x80\x93"
+                           "2 deferred (tool_error): 'wiki_upsert' failed deterministically "
+                           "('target_path must stay inside root'). Do not reject the source "
+                           "for that: a tool failure says nothing about the source. If the tool "
+                           "fails again, call defer_item.");
+    free(t);
+    t = vd_briefing_render(5, a + 2, 2);
+    assert_string_equal(t, "Attempt 5. Attempt 3 ran out of time (the lease expired). Attempt 4 "
+                           "failed (engine_error): 'web_fetch' failed transiently ('HTTP 503'). "
+                           "Those tool failures were transient: calling the tool again may "
+                           "succeed.");
+    free(t);
+    /* bounded: 20 attempts with long, different reasons leave the oldest out */
+    vd_briefing_attempt many[20];
+    char reasons[20][400];
+    for (int i = 0; i < 20; i++) {
+        memset(reasons[i], 'a' + i, 399);
+        reasons[i][399] = '\0';
+        many[i] = (vd_briefing_attempt){i + 1, "deferred", "other", reasons[i], NULL, 0};
+    }
+    t = vd_briefing_render(21, many, 20);
+    assert_true(strlen(t) <= VD_BRIEFING_MAX);
+    assert_non_null(strstr(t, "earlier attempts left out."));
+    assert_non_null(strstr(t, "Attempt 20 deferred (other)"));
+    assert_null(strstr(t, "Attempt 1 deferred"));
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lint_classifier),
+        cmocka_unit_test(test_lint_rule),
+        cmocka_unit_test(test_lint_tool_result_texts),
+        cmocka_unit_test(test_lint_briefing_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
