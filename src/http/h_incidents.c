@@ -42,34 +42,20 @@ vd_error vd_h_incident_get(vd_ctx *ctx)
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
 }
 
-/* 400 naming the first member of body that is not one of `known` (NULL-terminated). */
-static vd_error only_members(vd_ctx *ctx, const cJSON *body, const char *const *known)
-{
-    for (const cJSON *m = body ? body->child : NULL; m; m = m->next) {
-        bool ok = false;
-        for (size_t i = 0; known[i] && !ok; i++)
-            ok = strcmp(m->string, known[i]) == 0;
-        if (!ok)
-            return vd_fail(ctx, VD_ERR_INVALID_FIELD, m->string,
-                           "'%.150s' is not a member of this request (requeue_items, reason)",
-                           m->string);
-    }
-    return VD_OK;
-}
-
 vd_error vd_h_incident_resolve(vd_ctx *ctx)
 {
-    static const char *const known[] = {"requeue_items", "reason", NULL};
+    static const char *const known[] = {"requeue_items", "reason"};
     const cJSON *body = NULL;
     bool requeue = false;
     int64_t id = 0;
     char *out = NULL, *reason = NULL, what[48];
     vd_conn *c = NULL;
     vd_error rc = vd_param_id(ctx, 0, "tool incident", &id);
-    if (rc || (rc = vd_body_object(ctx, &body)) || (rc = only_members(ctx, body, known)))
+    if (rc || (rc = vd_body_object(ctx, &body)))
         return rc;
     vd_field f = {ctx, body, NULL};
-    if ((rc = vd_get_bool(f, "requeue_items", false, &requeue)) ||
+    if ((rc = vd_only_members(f, known, sizeof(known) / sizeof(known[0]))) ||
+        (rc = vd_get_bool(f, "requeue_items", false, &requeue)) ||
         (rc = vd_get_redacted(f, "reason", false, 0, 2000, &reason)))
         return rc;
     snprintf(what, sizeof(what), "tool incident %lld", (long long)id);

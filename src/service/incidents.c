@@ -136,6 +136,10 @@ static size_t mask_at(const char *p, bool start, bool word_start, const char **m
     size_t u = word_start ? uuid_len(p) : 0;
     size_t h = word_start && !u ? hex_len(p) : 0;
     size_t num = number_len(p);
+    if (q) { /* a quoted path or URL is one quoted value */
+        *mask = "<q>";
+        return q;
+    }
     if (t && is_url(p, t)) {
         *mask = "<url>";
         return t;
@@ -144,8 +148,8 @@ static size_t mask_at(const char *p, bool start, bool word_start, const char **m
         *mask = "<path>";
         return t;
     }
-    *mask = q ? "<q>" : u ? "<id>" : h ? "<hex>" : num ? "<n>" : NULL;
-    return q ? q : u ? u : h ? h : num;
+    *mask = u ? "<id>" : h ? "<hex>" : num ? "<n>" : NULL;
+    return u ? u : h ? h : num;
 }
 
 /* len, or less so that buf[0..len) does not end inside a UTF-8 sequence (a cut text). */

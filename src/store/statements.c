@@ -742,7 +742,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * two incidents (the unique index tool_incidents_one_open is the backstop). */
     [VD_SQL_INCIDENT_LOCK] = {"incident_lock",
                               "SELECT pg_advisory_xact_lock(hashtextextended("
-                              "  concat_ws(chr(1), 'verdict.incident', $1, $2, $3), 0))"},
+                              "  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text, $3::text), 0))"},
 
     /* $1 flow step, $2 tool, $3 signature, $4 item, $5 window (minutes), $6 min items,
      * $7 pause the flow step when this opens one, $8 sample error. Links the item to the open

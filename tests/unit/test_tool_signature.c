@@ -1,4 +1,4 @@
-/* test_incidents.c - the tool-failure signature normaliser (src/service/incidents.c): a table
+/* test_tool_signature.c - the tool-failure signature normaliser (src/service/incidents.c): a table
  * of texts and their signatures, pairs that must share one signature (they differ only in a
  * path, number, id, hash, URL or quoted value) and pairs that must not (other wording), the
  * length bound at a UTF-8 boundary, and the incident hint. */
@@ -29,6 +29,9 @@ static const struct {
     {"commit 8f3a9c2e1b is unknown", "commit <hex> is unknown"},
     {"bad pointer 0xdeadBEEF", "bad pointer <hex>"},
     {"title 'Hello world' too long", "title <q> too long"},
+    {"target_path '/srv/wiki/17/a.md' must stay inside root",
+     "target_path <q> must stay inside root"},
+    {"open \"https://x.org/a b\" failed", "open <q> failed"},
     {"key \"slug-42\" taken", "key <q> taken"},
     {"column `post_title` is null", "column <q> is null"},
     {"can't parse it", "can't parse it"},          /* an apostrophe inside a word opens nothing */
@@ -38,7 +41,7 @@ static const struct {
     {"", ""},
 };
 
-static void test_incidents_signature_table(void **state)
+static void test_tool_signature_table(void **state)
 {
     (void)state;
     char buf[VD_SIGNATURE_MAX + 1];
@@ -71,7 +74,7 @@ static const struct {
     {"HTTP 500", "HTTPS 500", 0},
 };
 
-static void test_incidents_signature_pairs(void **state)
+static void test_tool_signature_pairs(void **state)
 {
     (void)state;
     char a[VD_SIGNATURE_MAX + 1], b[VD_SIGNATURE_MAX + 1];
@@ -84,7 +87,7 @@ static void test_incidents_signature_pairs(void **state)
     }
 }
 
-static void test_incidents_signature_bounds(void **state)
+static void test_tool_signature_bounds(void **state)
 {
     (void)state;
     char big[2000], buf[VD_SIGNATURE_MAX + 1], tiny[4];
@@ -103,7 +106,7 @@ static void test_incidents_signature_bounds(void **state)
     assert_int_equal(vd_tool_signature(NULL, tiny, sizeof(tiny)), 0);
 }
 
-static void test_incidents_hint(void **state)
+static void test_tool_signature_incident_hint(void **state)
 {
     (void)state;
     vd_incident_ref inc = {.id = 7, .items = 12};
@@ -118,10 +121,10 @@ static void test_incidents_hint(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_incidents_signature_table),
-        cmocka_unit_test(test_incidents_signature_pairs),
-        cmocka_unit_test(test_incidents_signature_bounds),
-        cmocka_unit_test(test_incidents_hint),
+        cmocka_unit_test(test_tool_signature_table),
+        cmocka_unit_test(test_tool_signature_pairs),
+        cmocka_unit_test(test_tool_signature_bounds),
+        cmocka_unit_test(test_tool_signature_incident_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
