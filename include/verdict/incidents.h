@@ -59,8 +59,8 @@ VD_MUST_USE vd_error vd_incident_resolve(vd_conn *conn, int64_t id, bool requeue
 VD_MUST_USE vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
                                             const char *tool, vd_incident_ref *out);
 /* Serialise the incident decisions of one signature until the transaction ends. */
-VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id,
-                                            const char *tool, const char *signature);
+VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id, const char *tool,
+                                            const char *signature);
 /* The deterministic step of vd_incident_note; *opened says whether this call opened it. */
 VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
                                             const char *tool, const char *signature,
@@ -68,8 +68,8 @@ VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id
                                             const char *sample_error, bool *opened);
 /* {"tool_incidents": [...], "next_after": id|null}: state and flow_step_id may be NULL. */
 VD_MUST_USE vd_error vd_store_incidents_list(vd_conn *c, const char *state,
-                                             const char *flow_step_id, int64_t after,
-                                             int64_t limit, char **out);
+                                             const char *flow_step_id, int64_t after, int64_t limit,
+                                             char **out);
 /* {"tool_incident": {..., "affected_items": [{id, item_identifier, state}]}} or NOT_FOUND. */
 VD_MUST_USE vd_error vd_store_incident_get(vd_conn *c, int64_t id, char **out);
 /* Inside a transaction: lock incident id and resolve it; VD_ERR_NOT_FOUND, or

@@ -173,11 +173,11 @@ size_t vd_tool_signature(const char *error, char *buf, size_t n)
         bool start = p == error || isspace((unsigned char)p[-1]);
         bool word_start = p == error || !is_word(p[-1]);
         const char *mask = NULL;
-        size_t len = 0;
+        size_t len = isspace((unsigned char)*p) ? 0 : mask_at(p, start, word_start, &mask);
         if (isspace((unsigned char)*p)) {
             o.space = true;
             p++;
-        } else if ((len = mask_at(p, start, word_start, &mask))) {
+        } else if (len) {
             put(&o, mask, strlen(mask));
             p += len;
         } else {

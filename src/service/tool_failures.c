@@ -136,10 +136,9 @@ static vd_error note_incident(vd_conn *c, record_ctx *r, vd_tool_kind kind)
     char *flow_step = NULL;
     int64_t item = 0;
     const vd_tool_failure *f = r->f;
-    vd_error rc = vd_store_tool_failure_insert(c, f->job_id, f->tool, f->args,
-                                               vd_tool_kind_name(kind), r->out->retryable,
-                                               f->required, r->redacted, r->signature,
-                                               &flow_step, &item);
+    vd_error rc = vd_store_tool_failure_insert(
+        c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind), r->out->retryable, f->required,
+        r->redacted, r->signature, &flow_step, &item);
     if (rc == VD_OK)
         rc = vd_incident_note(c, flow_step, item, f->tool, r->signature,
                               kind == VD_TOOL_KIND_DETERMINISTIC, r->redacted, &r->out->incident);

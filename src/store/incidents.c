@@ -53,8 +53,9 @@ vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t it
                                 int min_items, bool pause, const char *sample_error, bool *opened)
 {
     num_text item = num(item_id), window = num(window_minutes), min = num(min_items);
-    const char *p[] = {flow_step_id, tool,  signature, item.s, window.s,
-                       min.s,        pause ? "true" : "false", sample_error};
+    const char *p[] = {
+        flow_step_id, tool, signature, item.s, window.s, min.s, pause ? "true" : "false",
+        sample_error};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_NOTE, 8, p, &res);
     *opened = false;

@@ -370,8 +370,9 @@ vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *to
                                       char **flow_step_id, int64_t *item_id)
 {
     char job[24];
-    const char *p[] = {job,   tool,     args, kind, retryable ? "true" : "false",
-                       required ? "true" : "false", error, signature};
+    const char *p[] = {
+        job,   tool,     args, kind, retryable ? "true" : "false", required ? "true" : "false",
+        error, signature};
     PGresult *res = NULL;
     snprintf(job, sizeof(job), "%" PRId64, job_id);
     *flow_step_id = NULL;

@@ -729,20 +729,20 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* Tooling incidents (sql/0014_tool_incidents.sql, service/incidents.c). The open incident
      * of a flow step ($1, or the flow step of item $2), the one of tool $3 first. */
     [VD_SQL_INCIDENT_OPEN] =
-        {"incident_open",
-         "SELECT t.id, t.tool, t.items FROM tool_incidents t"
-         " WHERE t.state = 'open'"
-         "   AND t.flow_step_id = coalesce($1, (SELECT i.flow_step_id FROM items i"
-         "                                      WHERE i.id = $2::bigint))"
-         " ORDER BY t.tool = $3 DESC NULLS LAST, t.items DESC, t.id LIMIT 1"},
+        {"incident_open", "SELECT t.id, t.tool, t.items FROM tool_incidents t"
+                          " WHERE t.state = 'open'"
+                          "   AND t.flow_step_id = coalesce($1, (SELECT i.flow_step_id FROM items i"
+                          "                                      WHERE i.id = $2::bigint))"
+                          " ORDER BY t.tool = $3 DESC NULLS LAST, t.items DESC, t.id LIMIT 1"},
 
     /* The decisions of one signature one at a time, until the transaction ends: the count
      * that follows then sees every failure committed before (READ COMMITTED takes a new
      * snapshot per statement), so concurrent failures neither miss the threshold nor open
      * two incidents (the unique index tool_incidents_one_open is the backstop). */
-    [VD_SQL_INCIDENT_LOCK] = {"incident_lock",
-                              "SELECT pg_advisory_xact_lock(hashtextextended("
-                              "  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text, $3::text), 0))"},
+    [VD_SQL_INCIDENT_LOCK] =
+        {"incident_lock",
+         "SELECT pg_advisory_xact_lock(hashtextextended("
+         "  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text, $3::text), 0))"},
 
     /* $1 flow step, $2 tool, $3 signature, $4 item, $5 window (minutes), $6 min items,
      * $7 pause the flow step when this opens one, $8 sample error. Links the item to the open

@@ -132,15 +132,14 @@ static void test_incidents_job640_story(void **state)
     snprintf(path, sizeof(path), "/v1/tool-incidents/%lld", (long long)incident);
     r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
     assert_int_equal(r.status, 200);
-    assert_int_equal(
-        cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "tool_incident"),
-                                               "affected_items")),
-        20);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
+                         cJSON_GetObjectItem(r.json, "tool_incident"), "affected_items")),
+                     20);
     vt_resp_free(&r);
     /* the metric */
     r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
-    assert_non_null(
-        strstr(r.body, "verdict_tool_incidents_open{flow_step_id=\"wiki640\",tool=\"wiki_upsert\"} 1"));
+    assert_non_null(strstr(
+        r.body, "verdict_tool_incidents_open{flow_step_id=\"wiki640\",tool=\"wiki_upsert\"} 1"));
     vt_resp_free(&r);
     /* resolve with requeue_items: all 20 back to available, audited */
     snprintf(path, sizeof(path), "/v1/tool-incidents/%lld/resolve", (long long)incident);
@@ -165,8 +164,8 @@ static void test_incidents_job640_story(void **state)
     vt_assert_error(&r, 409, "invalid_transition");
     vt_resp_free(&r);
     r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
-    assert_non_null(
-        strstr(r.body, "verdict_tool_incidents_open{flow_step_id=\"wiki640\",tool=\"wiki_upsert\"} 0"));
+    assert_non_null(strstr(
+        r.body, "verdict_tool_incidents_open{flow_step_id=\"wiki640\",tool=\"wiki_upsert\"} 0"));
     vt_resp_free(&r);
 }
 
@@ -341,13 +340,14 @@ static void test_incidents_guard_paths_and_force(void **state)
                 " {\"name\": \"reject_source\", \"arguments\": {\"reason_code\": \"spam\"}}}",
                 hs);
     assert_int_equal(r.status, 200);
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "isError")));
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "isError")));
     assert_non_null(strstr(r.body, "tooling_incident_open"));
     vt_resp_free(&r);
     assert_string_equal(vt_item_state(&srv, b.item_id), "claimed");
     /* force: rejected, recorded as forced */
-    r = vt_dispose(&srv, &b,
-                   "\"disposition\": \"reject_source\", \"reason_code\": \"spam\", \"force\": true");
+    r = vt_dispose(
+        &srv, &b, "\"disposition\": \"reject_source\", \"reason_code\": \"spam\", \"force\": true");
     if (r.status != 200)
         fail_msg("forced reject: %ld %s", r.status, r.body);
     vt_resp_free(&r);
@@ -401,8 +401,8 @@ static void test_incidents_4xx_and_pages(void **state)
             vt_assert_error(&r, bad[i].status, bad[i].code);
         vt_resp_free(&r);
     }
-    vt_resp r = vt_http(&srv, "POST", "/v1/tool-incidents/1/resolve", VT_ADMIN, "{\"bogus\": 1}",
-                        NULL);
+    vt_resp r =
+        vt_http(&srv, "POST", "/v1/tool-incidents/1/resolve", VT_ADMIN, "{\"bogus\": 1}", NULL);
     assert_string_equal(vt_str(r.json, "field"), "bogus");
     vt_resp_free(&r);
     /* pages of one: every incident once, next_after null on the last page */

@@ -34,7 +34,7 @@ static const struct {
     {"open \"https://x.org/a b\" failed", "open <q> failed"},
     {"key \"slug-42\" taken", "key <q> taken"},
     {"column `post_title` is null", "column <q> is null"},
-    {"can't parse it", "can't parse it"},          /* an apostrophe inside a word opens nothing */
+    {"can't parse it", "can't parse it"}, /* an apostrophe inside a word opens nothing */
     {"unterminated 'quote here", "unterminated 'quote here"},
     {"deadbeef stays a word", "deadbeef stays a word"}, /* letters only: not a hash */
     {"post_42 failed", "post_<n> failed"},
