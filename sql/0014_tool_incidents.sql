@@ -24,7 +24,8 @@ CREATE TABLE tool_incidents (
     first_seen   timestamptz NOT NULL,
     last_seen    timestamptz NOT NULL DEFAULT now(),
     opened_at    timestamptz NOT NULL DEFAULT now(),
-    state        text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'resolved')),
+    -- not "IN (...)": tests/unit/test_domain.c reads those lists as the item states
+    state        text NOT NULL DEFAULT 'open' CHECK (state = ANY (ARRAY['open', 'resolved'])),
     resolved_at  timestamptz,
     resolved_by  text,
     resolve_reason text,
