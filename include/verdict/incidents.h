@@ -58,7 +58,8 @@ VD_MUST_USE vd_error vd_incident_resolve(vd_conn *conn, int64_t id, bool requeue
  * first (tool may be NULL); id 0 when none. */
 VD_MUST_USE vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
                                             const char *tool, vd_incident_ref *out);
-/* Serialise the incident decisions of one signature until the transaction ends. */
+/* Serialise the incident decisions of one signature until the transaction ends. Sent with
+ * the next statement (vd_sql_exec_deferred): its error is that statement's. */
 VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id, const char *tool,
                                             const char *signature);
 /* The deterministic step of vd_incident_note; *opened says whether this call opened it. */

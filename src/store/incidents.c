@@ -42,10 +42,9 @@ vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id, const char
                                 const char *signature)
 {
     const char *p[] = {flow_step_id, tool, signature};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_LOCK, 3, p, &res);
-    PQclear(res);
-    return rc;
+    /* sent in one pipeline with the next statement (the flow step's settings): no round trip
+     * of its own; it runs first, so that next statement's snapshot comes after the lock */
+    return vd_sql_exec_deferred(c, VD_SQL_INCIDENT_LOCK, 3, p);
 }
 
 vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
