@@ -216,8 +216,10 @@ function heading(text, ...extra) {
 }
 
 async function viewFlowSteps() {
-  const [stats, steps] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/flow-steps')]);
+  const [stats, steps, incidents] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/flow-steps'),
+    api('GET', '/v1/tool-incidents?state=open&limit=500')]);
   const known = new Map(steps.flow_steps.map((f) => [f.flow_step_id, f]));
+  const openIncidents = (fs) => incidents.tool_incidents.filter((t) => t.flow_step_id === fs);
   const cards = stats.flow_steps.map((f) => {
     const lastHour = Object.entries(f.jobs_last_hour).filter(([, n]) => n > 0);
     const jobsTotal = lastHour.reduce((a, [, n]) => a + n, 0);
@@ -243,11 +245,34 @@ async function viewFlowSteps() {
         h('div', {}, h('dt', {}, 'Stuck claims'), h('dd', { class: f.stuck_claims ? 'warn' : '' }, String(f.stuck_claims))),
         h('div', {}, h('dt', {}, 'Jobs last hour'), h('dd', {}, String(jobsTotal),
           lastHour.length ? h('span', { class: 'muted' }, lastHour.map(([k, n]) => `${k} ${n}`).join(', ')) : ''))),
+      ...openIncidents(f.flow_step_id).map((t) => incidentLine(t)),
       actions,
       known.get(f.flow_step_id) ? null : h('p', { class: 'muted' }, 'not registered as a flow step'));
   });
   return [heading('Flow steps', h('p', { class: 'muted' }, `as of ${new Date(Date.parse(stats.generated_at)).toLocaleTimeString()}`)),
     cards.length ? h('div', { class: 'grid' }, cards) : h('p', {}, 'No flow steps yet: register items with POST /v1/items.')];
+}
+
+// An open tooling incident of a flow step (README "Tooling incidents") and, for an admin, its
+// resolve action (which puts the incident's items back to available).
+function incidentLine(t) {
+  return h('p', { class: 'incident', 'data-incident': String(t.id) },
+    h('span', { class: 'warn' }, `Tooling incident #${t.id}`),
+    ` '${t.tool}' fails the same way on ${t.items} item${t.items === 1 ? '' : 's'} since ${ago(t.first_seen)}: a tooling bug, not bad sources. `,
+    isAdmin() ? h('button', {
+      type: 'button', class: 'secondary', 'data-action': 'resolve-incident',
+      onclick: () => itemAction({
+        title: `Resolve tooling incident #${t.id}?`,
+        text: [`'${t.tool}' in ${t.flow_step_id}: ${t.signature}`,
+          'Its deferred, failed, parked and rejected items, and the items rejected while it was open, become available now.'],
+        label: 'Resolve and requeue', fields: [{ name: 'reason', label: 'Reason', type: 'text' }], flowStepId: t.flow_step_id,
+        call: async (v) => {
+          const r = await api('POST', `/v1/tool-incidents/${t.id}/resolve`, { requeue_items: true, reason: v.reason || undefined });
+          return { requeued: r.requeued.length, item_ids: r.requeued };
+        },
+        after: route,
+      }),
+    }, 'Resolve and requeue…') : null);
 }
 
 async function pauseResume(fs, pause) {

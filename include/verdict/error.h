@@ -53,6 +53,10 @@
     XX(EVIDENCE_NOT_FOUND, "evidence_not_found", 409, false,                                       \
        "Quote 'evidence' verbatim from one of the item payload's text values (up to 500 bytes), "  \
        "or use defer_item when you cannot point at what is wrong with the source.")                \
+    XX(TOOLING_INCIDENT_OPEN, "tooling_incident_open", 409, false,                                 \
+       "A tool fails the same way on many items of this flow step (a tooling incident, "           \
+       "GET /v1/tool-incidents): use defer_item with reason_code tool_error; the source stays "    \
+       "eligible. reject_source needs force: true while the incident is open.")                    \
     XX(PAYLOAD_TOO_LARGE, "payload_too_large", 413, false,                                         \
        "Send a smaller body (see VERDICT_MAX_BODY_BYTES) or split the batch.")                     \
     XX(UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, false,                               \

@@ -9,6 +9,7 @@
 
 #include "verdict/config.h"
 #include "verdict/error.h"
+#include "verdict/incidents.h"
 #include "verdict/store.h"
 
 typedef enum vd_tool_kind {
@@ -42,6 +43,9 @@ typedef struct vd_tool_verdict {
     bool retryable;
     long repeat_count; /* failures of the same (tool, args) in this job, this one included */
     char hint[512];
+    /* the tooling incident open in the job's flow step (incidents.h), id 0 when none: the
+     * hint then says so */
+    vd_incident_ref incident;
 } vd_tool_verdict;
 
 /* Whether a retry can work and the hint, for the n-th failure of a (tool, args). When the
@@ -64,7 +68,9 @@ typedef struct vd_tool_guard_input {
  * (nothing it should have written was written), unless force. Pure. */
 bool vd_tool_guard_refuses(const vd_tool_guard_input *in);
 
-/* Record f in one transaction on conn: fenced by the claim token like every job write.
+/* Record f in one transaction on conn: fenced by the claim token like every job write. The
+ * failure's signature counts towards a tooling incident (vd_incident_note) in the same
+ * transaction.
  * Errors: VD_ERR_NOT_FOUND, CLAIM_LOST, JOB_FINALIZED, DATABASE_UNAVAILABLE. */
 VD_MUST_USE vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg,
                                             const vd_tool_failure *f, vd_tool_verdict *out);

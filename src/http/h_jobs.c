@@ -193,6 +193,14 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
         snprintf(msg, len, "%s: %s", what, ans->why);
         return ans->field;
     }
+    if (rc == VD_ERR_TOOLING_INCIDENT_OPEN) {
+        snprintf(msg, len,
+                 "a tooling incident is open in the flow step of %s (GET /v1/tool-incidents): "
+                 "a tool fails the same way on many items, which is no reason to reject this "
+                 "source; call defer_item with reason_code tool_error (or force: true)",
+                 what);
+        return "disposition";
+    }
     return vd_store_message(rc, what, msg, len);
 }
 

@@ -74,6 +74,12 @@ static cJSON *envelope(const vd_tool_failure *f, const vd_tool_verdict *v)
     cJSON_AddNumberToObject(o, "repeat_count", (double)v->repeat_count);
     cJSON_AddStringToObject(o, "kind", vd_tool_kind_name(v->kind));
     cJSON_AddStringToObject(o, "hint", v->hint);
+    if (v->incident.id) { /* a tooling incident is open in the flow step (incidents.h) */
+        cJSON *inc = cJSON_AddObjectToObject(o, "incident");
+        cJSON_AddNumberToObject(inc, "id", (double)v->incident.id);
+        cJSON_AddStringToObject(inc, "tool", v->incident.tool);
+        cJSON_AddNumberToObject(inc, "items", (double)v->incident.items);
+    }
     return o;
 }
 

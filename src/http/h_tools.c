@@ -136,7 +136,9 @@ const vd_agent_tool vd_agent_tools[] = {
      "duplicate, spam or low quality. This is a reasoned judgement about the source's content; "
      "the item is closed for good, so state the reason and quote the passage that shows it as "
      "evidence. When a tool failed, defer_item keeps the source eligible: a rejection after a "
-     "tool failure, or with a reason that describes one, is answered rejection_suspect.",
+     "tool failure, or with a reason that describes one, is answered rejection_suspect, and "
+     "while the tool-failure answer reports a tooling incident the source is fine: use "
+     "defer_item.",
      schema_reject, false},
     {"defer_item", "defer_item",
      "Use when you cannot finish this item safely right now: a tool (such as a required tool "
@@ -152,7 +154,9 @@ const vd_agent_tool vd_agent_tools[] = {
     {"report_tool_failure", NULL,
      "Use when one of your other tools failed. Report its name, the arguments you called it "
      "with and the error text; the answer tells you whether calling it again can work and what "
-     "to do instead. Set required when this item cannot be finished without that tool.",
+     "to do instead. Set required when this item cannot be finished without that tool. When "
+     "the same failure is seen across many items, the answer names the tooling incident: "
+     "then call defer_item with reason_code tool_error.",
      schema_tool_failure, true},
 };
 

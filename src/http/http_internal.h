@@ -277,5 +277,8 @@ vd_error vd_h_ui_asset(vd_ctx *ctx);
 vd_error vd_h_flow_step_pause(vd_ctx *ctx);
 vd_error vd_h_flow_step_configure(vd_ctx *ctx);
 vd_error vd_h_flow_step_resume(vd_ctx *ctx);
+vd_error vd_h_incidents_list(vd_ctx *ctx);
+vd_error vd_h_incident_get(vd_ctx *ctx);
+vd_error vd_h_incident_resolve(vd_ctx *ctx);
 
 #endif

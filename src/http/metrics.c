@@ -200,6 +200,10 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
         [VD_DB_OLDEST_CLAIMABLE] = {"verdict_oldest_claimable_age_seconds", "gauge",
                                     "Age of the oldest item that may be claimed now (0: none).",
                                     "flow_step_id", NULL},
+        [VD_DB_INCIDENTS_OPEN] = {"verdict_tool_incidents_open", "gauge",
+                                  "Open tooling incidents (GET /v1/tool-incidents), by flow step "
+                                  "and tool.",
+                                  "flow_step_id", "tool"},
     };
     size_t k = 0;
     for (int f = 0; f < VD_DB__MAX; f++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/incidents.h"
 #include "verdict/lint.h"
 #include "verdict/store_ops.h"
 #include "verdict/tool_failures.h"
@@ -133,6 +134,25 @@ static bool forced(const vd_job_snapshot *snap, const vd_job_write *w)
                            snap->required_tool_blocked});
 }
 
+/* A rejection in a flow step with an open tooling incident (incidents.h): refused with
+ * VD_ERR_TOOLING_INCIDENT_OPEN (out->rc) unless force, which is then recorded as forced. */
+static vd_error incident_guard(vd_conn *c, const vd_job_snapshot *snap, const vd_job_write *w,
+                               vd_job_answer *out, bool *forced_out)
+{
+    vd_incident_ref inc;
+    vd_error rc = VD_OK;
+    if (!w->is_reject)
+        return VD_OK;
+    rc = vd_store_incident_open(c, NULL, snap->item_id, NULL, &inc);
+    if (rc || !inc.id)
+        return rc;
+    if (w->force)
+        *forced_out = true;
+    else
+        out->rc = VD_ERR_TOOLING_INCIDENT_OPEN;
+    return VD_OK;
+}
+
 static void reset_run(apply_ctx *a)
 {
     for (size_t i = 0; i < a->n; i++) {
@@ -191,10 +211,14 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     const vd_job_snapshot *snap = &a->snap[i];
     vd_job_answer *out = &a->out[i];
     vd_error rc;
-    bool overridden = false;
+    bool overridden = false, incident_forced = false;
     out->rc = judge(snap, w, out);
     if (out->rc || out->replayed)
         return out->rc == VD_ERR_INTERNAL ? VD_ERR_INTERNAL : VD_OK;
+    /* an open tooling incident first: it is the more specific answer than the lint's */
+    rc = incident_guard(c, snap, w, out, &incident_forced);
+    if (rc || out->rc)
+        return rc;
     if (w->is_reject && (rc = lint(c, w, out, &overridden)))
         return rc;
     if (out->rc)
@@ -226,7 +250,7 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
         .failures = o.failures,
         .defers = o.defers,
         .delay_seconds = o.delay_seconds,
-        .forced = forced(snap, w),
+        .forced = forced(snap, w) || incident_forced,
         .actor = w->actor,
         .engine_data = w->engine_data,
         .adjudication = w->adjudication,

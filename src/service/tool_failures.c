@@ -127,7 +127,26 @@ typedef struct record_ctx {
     const vd_tool_failure *f;
     vd_tool_verdict *out;
     char *redacted;
+    char signature[VD_SIGNATURE_MAX + 1];
 } record_ctx;
+
+/* The incident part of the record: count the signature, and say so in the hint. */
+static vd_error note_incident(vd_conn *c, record_ctx *r, vd_tool_kind kind)
+{
+    char *flow_step = NULL;
+    int64_t item = 0;
+    const vd_tool_failure *f = r->f;
+    vd_error rc = vd_store_tool_failure_insert(
+        c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind), r->out->retryable, f->required,
+        r->redacted, r->signature, &flow_step, &item);
+    if (rc == VD_OK)
+        rc = vd_incident_note(c, flow_step, item, f->tool, r->signature,
+                              kind == VD_TOOL_KIND_DETERMINISTIC, r->redacted, &r->out->incident);
+    if (rc == VD_OK && r->out->incident.id)
+        vd_incident_hint(&r->out->incident, r->out->hint, sizeof(r->out->hint));
+    free(flow_step);
+    return rc;
+}
 
 static vd_error record_tx(vd_conn *c, void *arg)
 {
@@ -141,8 +160,7 @@ static vd_error record_tx(vd_conn *c, void *arg)
         goto out;
     vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error) : f->kind;
     vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold, r->out);
-    rc = vd_store_tool_failure_insert(c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind),
-                                      r->out->retryable, f->required, r->redacted);
+    rc = note_incident(c, r, kind);
 out:
     vd_job_snapshot_cleanup(&snap);
     return rc;
@@ -151,7 +169,10 @@ out:
 vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
                                 vd_tool_verdict *out)
 {
-    record_ctx r = {cfg, f, out, vd_redact(f->error)};
+    record_ctx r = {cfg, f, out, vd_redact(f->error), ""};
+    memset(&out->incident, 0, sizeof(out->incident));
+    if (r.redacted) /* from the redacted text: no secret reaches a signature */
+        vd_tool_signature(r.redacted, r.signature, sizeof(r.signature));
     vd_error rc = r.redacted ? vd_store_tx(conn, record_tx, &r) : VD_ERR_INTERNAL;
     free(r.redacted);
     return rc;

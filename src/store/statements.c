@@ -588,10 +588,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     [VD_SQL_TOOL_FAILURE_INSERT] =
         {"tool_failure_insert",
-         "WITH f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,"
-         "                                      error)"
-         "           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING job_id)"
-         " UPDATE jobs SET required_tool_failed = true FROM f WHERE jobs.id = f.job_id AND $6"},
+         "WITH j AS (SELECT id, item_id, flow_step_id FROM jobs WHERE id = $1),"
+         " f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,"
+         "                                  error, item_id, flow_step_id, signature)"
+         "       SELECT $1, $2, $3, $4, $5, $6, $7, j.item_id, j.flow_step_id, $8 FROM j"
+         "       RETURNING job_id),"
+         " u AS (UPDATE jobs SET required_tool_failed = true FROM f"
+         "       WHERE jobs.id = f.job_id AND $6)"
+         /* the failure's flow step and item: its incident (service/incidents.c) */
+         " SELECT flow_step_id, item_id FROM j"},
 
     /* SPEC §8 /v1/stats from the counters of sql/0002_stats.sql: cost independent of the
      * number of items. Every state and status key is present, zero included. */
@@ -659,6 +664,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   FROM items i WHERE i.flow_step_id = f.flow_step_id"
          "   AND i.state IN ('available', 'deferred') AND i.available_at <= now()), 0)"
          "  FROM flow_steps f"
+         /* every (flow step, tool) that had an incident: 0 once all are resolved */
+         " UNION ALL SELECT 4, flow_step_id, tool, count(*) FILTER (WHERE state = 'open')"
+         "  FROM tool_incidents GROUP BY 2, 3"
          " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
@@ -717,4 +725,113 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   FROM (SELECT * FROM jobs q WHERE q.item_id = j.item_id AND q.id < j.id"
          "         ORDER BY q.id DESC LIMIT 20) p), '[]'::json))::text"
          " FROM jobs j WHERE j.id = $1"},
+
+    /* Tooling incidents (sql/0014_tool_incidents.sql, service/incidents.c). The open incident
+     * of a flow step ($1, or the flow step of item $2), the one of tool $3 first. */
+    [VD_SQL_INCIDENT_OPEN] =
+        {"incident_open", "SELECT t.id, t.tool, t.items FROM tool_incidents t"
+                          " WHERE t.state = 'open'"
+                          "   AND t.flow_step_id = coalesce($1, (SELECT i.flow_step_id FROM items i"
+                          "                                      WHERE i.id = $2::bigint))"
+                          " ORDER BY t.tool = $3 DESC NULLS LAST, t.items DESC, t.id LIMIT 1"},
+
+    /* The decisions of one signature one at a time, until the transaction ends: the count
+     * that follows then sees every failure committed before (READ COMMITTED takes a new
+     * snapshot per statement), so concurrent failures neither miss the threshold nor open
+     * two incidents (the unique index tool_incidents_one_open is the backstop). */
+    [VD_SQL_INCIDENT_LOCK] =
+        {"incident_lock",
+         "SELECT pg_advisory_xact_lock(hashtextextended("
+         "  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text, $3::text), 0))"},
+
+    /* $1 flow step, $2 tool, $3 signature, $4 item, $5 window (minutes), $6 min items,
+     * $7 pause the flow step when this opens one, $8 sample error. Links the item to the open
+     * incident, or opens one with every item of the window (tool_failures_signature). Answers
+     * the incident (0: none) and whether this statement opened it. */
+    [VD_SQL_INCIDENT_NOTE] =
+        {"incident_note",
+         "WITH o AS (SELECT id FROM tool_incidents WHERE flow_step_id = $1 AND tool = $2"
+         "           AND signature = $3 AND state = 'open'),"
+         " w AS (SELECT f.item_id, f.at FROM tool_failures f"
+         "       WHERE f.flow_step_id = $1 AND f.tool = $2 AND f.signature = $3"
+         "         AND f.kind = 'deterministic' AND f.at >= now() - $5 * interval '1 minute'),"
+         " s AS (SELECT DISTINCT item_id FROM w WHERE item_id IS NOT NULL),"
+         " ins AS ("
+         "  INSERT INTO tool_incidents (flow_step_id, tool, signature, sample_error, items,"
+         "                              first_seen)"
+         "  SELECT $1, $2, $3, $8, (SELECT count(*) FROM s), (SELECT min(at) FROM w)"
+         "  WHERE NOT EXISTS (SELECT 1 FROM o) AND (SELECT count(*) FROM s) >= $6"
+         "  ON CONFLICT (flow_step_id, tool, signature) WHERE state = 'open' DO NOTHING"
+         "  RETURNING id),"
+         " li AS (INSERT INTO tool_incident_items (incident_id, item_id)"
+         "        SELECT ins.id, s.item_id FROM ins, s ON CONFLICT DO NOTHING),"
+         " lo AS (INSERT INTO tool_incident_items (incident_id, item_id)"
+         "        SELECT o.id, $4 FROM o ON CONFLICT DO NOTHING RETURNING incident_id),"
+         " uo AS (UPDATE tool_incidents t SET last_seen = now(),"
+         "          items = t.items + (SELECT count(*) FROM lo)"
+         "        FROM o WHERE t.id = o.id RETURNING t.id),"
+         " p AS (UPDATE flow_steps fs SET paused = true, updated_at = now()"
+         "       WHERE fs.flow_step_id = $1 AND $7 AND NOT fs.paused"
+         "         AND EXISTS (SELECT 1 FROM ins))"
+         " SELECT coalesce((SELECT id FROM ins), (SELECT id FROM uo), 0),"
+         "        EXISTS (SELECT 1 FROM ins)"},
+
+    /* GET /v1/tool-incidents: keyset pagination by id ($3 after, $4 limit). */
+    [VD_SQL_INCIDENTS_LIST] =
+        {"incidents_list",
+         "SELECT json_build_object('tool_incidents',"
+         "  coalesce(json_agg(verdict_tool_incident_json(s.t) ORDER BY (s.t).id), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $4 THEN max((s.t).id) END)::text"
+         " FROM (SELECT t FROM tool_incidents t"
+         "       WHERE ($1::text IS NULL OR t.state = $1)"
+         "         AND ($2::text IS NULL OR t.flow_step_id = $2) AND t.id > $3"
+         "       ORDER BY t.id LIMIT $4) s"},
+
+    [VD_SQL_INCIDENT_GET] =
+        {"incident_get",
+         "SELECT json_build_object('tool_incident', verdict_tool_incident_json(t)::jsonb"
+         "  || jsonb_build_object('affected_items', (SELECT coalesce(jsonb_agg("
+         "       jsonb_build_object('id', i.id, 'item_identifier', i.item_identifier,"
+         "                          'state', i.state) ORDER BY i.id), '[]'::jsonb)"
+         "     FROM tool_incident_items x JOIN items i ON i.id = x.item_id"
+         "     WHERE x.incident_id = t.id)))::text"
+         " FROM tool_incidents t WHERE t.id = $1"},
+
+    /* Lock the incident and resolve it when open: answers its state before (no row: no such
+     * incident). */
+    [VD_SQL_INCIDENT_CLOSE] =
+        {"incident_close",
+         "WITH cur AS (SELECT id, state FROM tool_incidents WHERE id = $1 FOR UPDATE),"
+         " u AS (UPDATE tool_incidents t SET state = 'resolved', resolved_at = now(),"
+         "         resolved_by = $3, resolve_reason = $2"
+         "       FROM cur WHERE t.id = cur.id AND cur.state = 'open')"
+         " SELECT state FROM cur"},
+
+    /* After incident_close, in its transaction: back to available (like requeue_one, one
+     * transition each) every linked item that is deferred, failed, manual_review or
+     * rejected, and every item of the flow step rejected while it was open ($4: requeue at
+     * all). Items locked in id order; a claimed item is left alone. */
+    [VD_SQL_INCIDENT_REQUEUE] =
+        {"incident_requeue",
+         "WITH inc AS (SELECT * FROM tool_incidents WHERE id = $1),"
+         " cand AS ("
+         "  SELECT x.item_id AS id FROM tool_incident_items x WHERE x.incident_id = $1"
+         "  UNION SELECT tr.item_id FROM transitions tr JOIN items it ON it.id = tr.item_id,"
+         "   inc WHERE it.flow_step_id = inc.flow_step_id AND tr.to_state = 'rejected'"
+         "     AND tr.at >= inc.opened_at),"
+         " cur AS (SELECT i.id, i.state FROM items i"
+         "         WHERE $4 AND i.id IN (SELECT id FROM cand)"
+         "           AND i.state IN ('deferred', 'failed', 'manual_review', 'rejected')"
+         "         ORDER BY i.id FOR UPDATE),"
+         " u AS ("
+         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "    last_reason_code = 'requeue', last_reason = $2, updated_at = now()"
+         "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
+         "                           actor)"
+         "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $2, $3 FROM cur)"
+         " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
+         "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM u))::text"
+         " FROM inc"},
 };

@@ -912,6 +912,35 @@ async function reads() {
   check(f.body.flow_steps.some((x) => x.flow_step_id === FS), 'listFlowSteps', 'the flow step is missing');
 }
 
+// Tooling incidents (README "Tooling incidents"): a flow step of its own whose minimum is one
+// item, so one deterministic failure opens an incident; the envelope names it, reject_source
+// answers 409 tooling_incident_open, the three operations answer their documented shapes.
+async function incidents() {
+  const fsInc = `${FS}_incident`;
+  await call('configureFlowStep', { expect: 200, params: { flow_step_id: fsInc }, json: { incident_min_items: 1 } });
+  await call('registerItems', { expect: 200, json: { items: [1, 2].map((i) => ({ flow_step_id: fsInc, source_type: 'rss', item_identifier: `https://ex.org/inc${i}` })) } });
+  const cl = await call('claimItems', { expect: 200, json: { flow_step_id: fsInc, worker_id: 'contract@inc', limit: 2 } });
+  const [a, b] = cl.body.claims;
+  const env = await call('reportToolFailure', { expect: 200, params: { job_id: a.job_id }, json: { claim_token: a.claim_token, tool: 'wiki_upsert', error: "target_path '/srv/wiki/1.md' must stay inside root" }, label: 'opens an incident' });
+  check(env.body.incident && env.body.incident.tool === 'wiki_upsert', 'reportToolFailure', `no incident member: ${snip(env.body)}`);
+  await call('reportDisposition', { expect: 409, error: 'tooling_incident_open', params: { job_id: b.job_id }, json: { claim_token: b.claim_token, disposition: 'reject_source', reason_code: 'other', reason: 'tool-error' } });
+  const list = await call('listToolIncidents', { expect: 200, query: { flow_step_id: fsInc, state: 'open' } });
+  check(list.body.tool_incidents.length === 1, 'listToolIncidents', snip(list.body));
+  const id = list.body.tool_incidents[0].id;
+  await call('listToolIncidents', { expect: 200, query: { limit: 1 }, label: 'one page' });
+  await call('listToolIncidents', { expect: 400, error: 'invalid_field', field: 'state', query: { state: 'closed' } });
+  await call('listToolIncidents', { expect: 400, error: 'invalid_field', field: 'limit', query: { limit: 0 } });
+  const one = await call('getToolIncident', { expect: 200, params: { incident_id: id } });
+  check(one.body.tool_incident.affected_items.length === 1, 'getToolIncident', snip(one.body));
+  await call('getToolIncident', { expect: 404, error: 'not_found', params: { incident_id: NO_SUCH_ID } });
+  await call('resolveToolIncident', { expect: 400, error: 'invalid_field', field: 'bogus', params: { incident_id: id }, json: { bogus: 1 } });
+  await call('resolveToolIncident', { expect: 400, error: 'invalid_field', field: 'requeue_items', params: { incident_id: id }, json: { requeue_items: 'yes' } });
+  await call('resolveToolIncident', { expect: 404, error: 'not_found', params: { incident_id: NO_SUCH_ID }, json: {} });
+  const res = await call('resolveToolIncident', { expect: 200, params: { incident_id: id }, json: { requeue_items: true, reason: 'fixed' } });
+  check(res.body.tool_incident.state === 'resolved', 'resolveToolIncident', snip(res.body));
+  await call('resolveToolIncident', { expect: 409, error: 'invalid_transition', params: { incident_id: id }, label: 'resolved already' });
+}
+
 async function admin() {
   const j7 = ctx.claims[6];
   await call('requeueItem', { expect: 409, error: 'invalid_transition', params: { item_id: j7.item.id }, label: 'claimed item' });
@@ -1097,7 +1126,7 @@ async function consoleOps() {
 }
 
 // Path parameters that route (their values do not matter before the handler runs).
-const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix', asset: 'app.js' };
+const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix', asset: 'app.js', incident_id: 1 };
 // The answer an operation gives when nothing is wrong (200, or 308 for the /ui redirect).
 const okStatus = (o) => Number(Object.keys(o.op.responses).find((k) => /^[23]\d\d$/.test(k)));
 const paramsFor = (o) => Object.fromEntries(o.params.filter((p) => p.in === 'path').map((p) => [p.name, sampleParams[p.name]]));
@@ -1382,6 +1411,7 @@ try {
   await group('reads', reads);
   await group('admin', admin);
   await group('redrive', redrive);
+  await group('incidents', incidents);
   await group('console', consoleOps);
   await group('tools', toolSchemas);
   await group('mcp', mcp);

@@ -152,6 +152,12 @@ disp "$j4" "$t4" '"disposition":"fail","error":"upsert failed: constraint violat
 outcome "$j5" "$t5" "$EARLY_STOP"
 outcome "$j6" "$t6" "$SUCCEEDED"
 read -r jx _ < <(claims dash_b 1 5)   # never finished: its lease passes, the sweeper closes it
+# a tooling incident (one item is enough here): verdict_tool_incidents_open has a sample
+api PATCH /v1/flow-steps/dash_inc '{"incident_min_items":1}' >/dev/null
+register dash_inc i 1
+read -r ji ti < <(claims dash_inc 1)
+toolfail "$ji" "$ti" '"tool":"wiki_upsert","error":"target_path '"'"'/srv/wiki/1.md'"'"' must stay inside root"'
+disp "$ji" "$ti" '"disposition":"defer_item","reason_code":"tool_error"'
 REJECTED_ITEM=$(api GET "/v1/jobs/$j2" | json 'o.item_id ?? o.job?.item_id')
 pass "workload phase A: 6 dispositions and outcomes, 2 tool failures, a 5 s lease left to expire (job $jx)"
 

@@ -295,6 +295,25 @@ async function adminRun(releaseLanded) {
   await page.locator('#result-close').click();
   await card2.locator('.badge.running').waitFor();
 
+  step('a tooling incident on its flow step, resolved with its items requeued');
+  const FS3 = 'wiki_incident';
+  await api('PATCH', `/v1/flow-steps/${FS3}`, { incident_min_items: 1 });
+  await api('POST', '/v1/items', { items: [{ flow_step_id: FS3, source_type: 'rss', item_identifier: 'w-1' }] }, 'worker');
+  const ci = await claim1(FS3);
+  await api('POST', `/v1/jobs/${ci.job_id}/tool-failures`, { claim_token: ci.claim_token, tool: 'wiki_upsert', error: "target_path '/srv/wiki/1.md' must stay inside root" }, 'worker');
+  await dispose(ci, { disposition: 'defer_item', reason_code: 'tool_error', retry_after_seconds: 3600 });
+  await go(page, `#/items?flow_step_id=${FS3}`); // the view is '#/' already: leave it to draw it again
+  await go(page, '#/');
+  const inc = page.locator(`article[data-flow-step="${FS3}"] [data-incident]`);
+  await inc.waitFor();
+  check((await inc.innerText()).includes("'wiki_upsert' fails the same way on 1 item"), 'the flow step card shows its open tooling incident');
+  await shot(page, '4b-tooling-incident');
+  await inc.locator('button[data-action="resolve-incident"]').click();
+  await confirm(page, { reason: 'wiki_upsert fixed' });
+  const incRows = await resultRows(page);
+  check(incRows.some((r) => r.includes('available')), `resolving puts the incident's item back (rows: ${incRows.join(' | ')})`);
+  await page.locator(`article[data-flow-step="${FS3}"] [data-incident]`).waitFor({ state: 'detached' });
+
   step('release a live claim');
   await go(page, `#/item/${data.live}`);
   check(await page.locator('button[data-action="release"]').count() === 1, 'a claimed item offers "Release claim"');

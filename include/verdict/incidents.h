@@ -1,0 +1,86 @@
+/* incidents.h - tooling incidents (issue 17 part 1): the same deterministic tool failure on
+ * many items of a flow step is a tooling bug, not a problem with the sources. A failure's
+ * signature is (flow step, tool, its error text normalised by vd_tool_signature); an incident
+ * opens when one signature reaches the flow step's incident_min_items distinct items within
+ * incident_window_minutes. While it is open, tool-failure envelopes say so and reject_source
+ * in that flow step needs force. */
+#ifndef VERDICT_INCIDENTS_H
+#define VERDICT_INCIDENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "verdict/error.h"
+#include "verdict/store.h"
+
+/* The longest signature kept (bytes, without the NUL). */
+#define VD_SIGNATURE_MAX 500
+
+/* Normalise an error text into buf (n bytes, NUL-terminated; n >= 1): URLs become <url>, file
+ * paths <path>, quoted values ('…' opened at a word start, "…", `…`) <q>, UUIDs <id>, hex
+ * hashes (8+ hex digits with a digit and a letter, or 0x…) <hex>, numbers <n>; runs of
+ * whitespace become one space, none at either end. At most VD_SIGNATURE_MAX bytes are
+ * written, cut at a UTF-8 character boundary. Returns the length written. Pure. */
+size_t vd_tool_signature(const char *error, char *buf, size_t n);
+
+/* An open incident as a tool-failure envelope names it (id 0: none). */
+typedef struct vd_incident_ref {
+    int64_t id;
+    long items;
+    char tool[201];
+} vd_incident_ref;
+
+/* The hint of a tool-failure envelope while `inc` is open in the flow step (buf, n bytes).
+ * Pure. */
+void vd_incident_hint(const vd_incident_ref *inc, char *buf, size_t n);
+
+/* Inside the tool-failure transaction, after the failure row (with its signature) is
+ * written: for a deterministic failure, open the incident of (flow_step_id, tool, signature)
+ * when its distinct items in the window reach the flow step's minimum (and pause the flow
+ * step when it says so), or link the item to the incident already open; then, for every
+ * failure, *open receives the incident open in the flow step (the one of this signature
+ * first), id 0 when none. */
+VD_MUST_USE vd_error vd_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
+                                      const char *tool, const char *signature, bool deterministic,
+                                      const char *sample_error, vd_incident_ref *open);
+
+/* Resolve incident id in one transaction: state resolved (by actor, with reason: may be NULL),
+ * and with requeue every linked item that is deferred, failed, manual_review or rejected and
+ * every item of its flow step rejected while it was open goes back to available (one requeue
+ * transition each). *out: {"tool_incident": {...}, "requeued": [ids]} (malloc'd).
+ * VD_ERR_NOT_FOUND; VD_ERR_INVALID_TRANSITION when it is resolved already. */
+VD_MUST_USE vd_error vd_incident_resolve(vd_conn *conn, int64_t id, bool requeue,
+                                         const char *reason, const char *actor, char **out);
+
+/* Store operations (src/store/incidents.c). */
+/* The open incident of flow_step_id (NULL: the flow step of item_id), the one of `tool`
+ * first (tool may be NULL); id 0 when none. */
+VD_MUST_USE vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
+                                            const char *tool, vd_incident_ref *out);
+/* Serialise the incident decisions of one signature until the transaction ends. Sent with
+ * the next statement (vd_sql_exec_deferred): its error is that statement's. */
+VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id, const char *tool,
+                                            const char *signature);
+/* The deterministic step of vd_incident_note; *opened says whether this call opened it. */
+VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
+                                            const char *tool, const char *signature,
+                                            int window_minutes, int min_items, bool pause,
+                                            const char *sample_error, bool *opened);
+/* {"tool_incidents": [...], "next_after": id|null}: state and flow_step_id may be NULL. */
+VD_MUST_USE vd_error vd_store_incidents_list(vd_conn *c, const char *state,
+                                             const char *flow_step_id, int64_t after, int64_t limit,
+                                             char **out);
+/* {"tool_incident": {..., "affected_items": [{id, item_identifier, state}]}} or NOT_FOUND. */
+VD_MUST_USE vd_error vd_store_incident_get(vd_conn *c, int64_t id, char **out);
+/* Inside a transaction: lock incident id and resolve it; VD_ERR_NOT_FOUND, or
+ * VD_ERR_INVALID_TRANSITION when it is not open. */
+VD_MUST_USE vd_error vd_store_incident_close(vd_conn *c, int64_t id, const char *reason,
+                                             const char *actor);
+/* Inside the same transaction, after vd_store_incident_close: requeue its items (see
+ * vd_incident_resolve) and answer {"tool_incident": {...}, "requeued": [ids]}; requeue false
+ * requeues nothing. */
+VD_MUST_USE vd_error vd_store_incident_requeue(vd_conn *c, int64_t id, bool requeue,
+                                               const char *reason, const char *actor, char **out);
+
+#endif

@@ -1,0 +1,126 @@
+/* incidents.c - the store side of tooling incidents (incidents.h, sql/0014): look up the open
+ * incident of a flow step, serialise one signature's decisions, open or join an incident,
+ * list, read, resolve and requeue. Every statement is in statements.c. */
+#include "store_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "verdict/incidents.h"
+
+typedef struct num_text {
+    char s[24];
+} num_text;
+
+static num_text num(int64_t v)
+{
+    num_text t;
+    snprintf(t.s, sizeof(t.s), "%" PRId64, v);
+    return t;
+}
+
+vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
+                                const char *tool, vd_incident_ref *out)
+{
+    num_text item = num(item_id);
+    const char *p[] = {flow_step_id, item_id ? item.s : NULL, tool};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_OPEN, 3, p, &res);
+    memset(out, 0, sizeof(*out));
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1) {
+        out->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        snprintf(out->tool, sizeof(out->tool), "%s", PQgetvalue(res, 0, 1));
+        out->items = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+    }
+    PQclear(res);
+    return VD_OK;
+}
+
+vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id, const char *tool,
+                                const char *signature)
+{
+    const char *p[] = {flow_step_id, tool, signature};
+    /* sent in one pipeline with the next statement (the flow step's settings): no round trip
+     * of its own; it runs first, so that next statement's snapshot comes after the lock */
+    return vd_sql_exec_deferred(c, VD_SQL_INCIDENT_LOCK, 3, p);
+}
+
+vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
+                                const char *tool, const char *signature, int window_minutes,
+                                int min_items, bool pause, const char *sample_error, bool *opened)
+{
+    num_text item = num(item_id), window = num(window_minutes), min = num(min_items);
+    const char *p[] = {
+        flow_step_id, tool, signature, item.s, window.s, min.s, pause ? "true" : "false",
+        sample_error};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_NOTE, 8, p, &res);
+    *opened = false;
+    if (rc)
+        return rc;
+    *opened = PQntuples(res) == 1 && PQgetvalue(res, 0, 1)[0] == 't';
+    PQclear(res);
+    return VD_OK;
+}
+
+vd_error vd_store_incidents_list(vd_conn *c, const char *state, const char *flow_step_id,
+                                 int64_t after, int64_t limit, char **out)
+{
+    num_text a = num(after), l = num(limit);
+    const char *p[] = {state, flow_step_id, a.s, l.s};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENTS_LIST, 4, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    rc = vd_sql_dup(res, 0, 0, out);
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_incident_get(vd_conn *c, int64_t id, char **out)
+{
+    num_text ids = num(id);
+    const char *p[] = {ids.s};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_GET, 1, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_NOT_FOUND;
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_incident_close(vd_conn *c, int64_t id, const char *reason, const char *actor)
+{
+    num_text ids = num(id);
+    const char *p[] = {ids.s, reason, actor};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_CLOSE, 3, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = VD_ERR_NOT_FOUND;
+    else if (strcmp(PQgetvalue(res, 0, 0), "open") != 0)
+        rc = VD_ERR_INVALID_TRANSITION;
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_incident_requeue(vd_conn *c, int64_t id, bool requeue, const char *reason,
+                                   const char *actor, char **out)
+{
+    num_text ids = num(id);
+    const char *p[] = {ids.s, reason, actor, requeue ? "true" : "false"};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_REQUEUE, 4, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_NOT_FOUND;
+    PQclear(res);
+    return rc;
+}
