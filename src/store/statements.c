@@ -293,9 +293,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
          "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
-         "  a.response, i.id, i.state,"
+         "  verdict_kept_answer(a.response), i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
+         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
+         "  j.flow_step_id, j.worker_id" /* claim_next claims for this flow step and worker */
          " FROM jobs j JOIN items i ON i.id = j.item_id"
          " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
          " FOR NO KEY UPDATE OF j, i"},
@@ -303,7 +304,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
      * VD_FINISH_COLUMNS in order; the answer is built by verdict_job_answer from $17..$19
-     * and $22..$23 (the tool_result). */
+     * and $22..$23 (the tool_result), and the claims of claim_next ($24). */
     [VD_SQL_JOB_FINISH] =
         {"job_finish",
          "WITH ui AS ("
@@ -330,18 +331,25 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
          "    AS answer"
          "  FROM ui, uj),"
+         /* with claim_next, $24 is the claim's answer {"claims" : [...]}: it closes the answer,
+          * and the kept answer ends with the claimed job ids, from which a replay renders the
+          * same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
          " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
-         "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
-         " SELECT $1, answer FROM a"},
+         "       SELECT $1, verdict_request_digest($16::jsonb),"
+         "         CASE WHEN $24::text IS NULL THEN a.answer"
+         "         ELSE left(a.answer, -1) || ',\"claimed\":' || verdict_claimed_ids($24) || '}'"
+         "         END FROM a)"
+         " SELECT $1, CASE WHEN $24::text IS NULL THEN answer"
+         "        ELSE left(answer, -1) || ',' || substr($24::text, 2) END FROM a"},
 
     /* The answer a finished job keeps, read again after its row lock was granted: the lock
      * statement's snapshot predates a finisher it waited for (READ COMMITTED re-reads only the
      * locked rows), so its join to job_answers cannot see that finisher's answer. */
     [VD_SQL_JOB_ANSWER] =
-        {"job_answer",
-         "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false), response"
-         " FROM job_answers"
-         " WHERE job_id = $1"},
+        {"job_answer", "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false),"
+                       "  verdict_kept_answer(response)"
+                       " FROM job_answers"
+                       " WHERE job_id = $1"},
 
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
@@ -349,10 +357,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"jobs_lock",
          "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
-         "  coalesce(a.request_digest = verdict_request_digest(x.request), false), a.response,"
+         "  coalesce(a.request_digest = verdict_request_digest(x.request), false),"
+         "  verdict_kept_answer(a.response),"
          "  i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
+         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
+         "  j.flow_step_id, j.worker_id" /* claim_next claims for this flow step and worker */
          " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
          "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
          " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"

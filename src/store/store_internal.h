@@ -11,7 +11,7 @@
 #include "verdict/store.h"
 
 /* Most parameters any statement takes (statements.def). */
-#define VD_SQL_MAX_PARAMS 19
+#define VD_SQL_MAX_PARAMS 24
 
 struct vd_conn {
     PGconn *pg;
@@ -66,7 +66,8 @@ struct vd_conn {
     XX(lint_overridden, "boolean", BOOL, w->lint_overridden)                                       \
     XX(evidence, "text", STR, w->evidence)                                                         \
     XX(tool_result_text, "text", STR, w->tool_result_text)                                         \
-    XX(tool_result_terminal, "boolean", BOOL, w->tool_result_terminal)
+    XX(tool_result_terminal, "boolean", BOOL, w->tool_result_terminal)                             \
+    XX(claims, "text", STR, w->claims)
 
 /* A copy of the text of row, col (malloc'd) into *out: VD_OK, or VD_ERR_INTERNAL when
  * memory ran out (*out NULL). */
