@@ -127,7 +127,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT flow_step_id, source_type, item_identifier, payload, priority,"
          "         now() + delay_seconds * interval '1 second', max_attempts, max_defers"
          "  FROM input ORDER BY ord"
-         "  ON CONFLICT (flow_step_id, source_type, item_identifier) DO NOTHING RETURNING id),"
+         /* the identity is unique by its digest (items_identity, sql/0018_index_diet.sql) */
+         "  ON CONFLICT (flow_step_id, source_type, verdict_identity_digest(item_identifier))"
+         "  DO NOTHING RETURNING id),"
          " tr AS ("
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
@@ -141,7 +143,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT x.ord, i.id, i.flow_step_id, i.source_type, i.item_identifier, i.state,"
          "         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY i.id)) AS created"
          "  FROM input x JOIN items i ON i.flow_step_id = x.flow_step_id"
-         "   AND i.source_type = x.source_type AND i.item_identifier = x.item_identifier"
+         "   AND i.source_type = x.source_type"
+         "   AND verdict_identity_digest(i.item_identifier) ="
+         "       verdict_identity_digest(x.item_identifier)"
+         "   AND i.item_identifier = x.item_identifier"
          "  LEFT JOIN created c ON c.id = i.id)"
          " SELECT json_build_object('items', coalesce(json_agg(json_build_object("
          "   'id', id, 'flow_step_id', flow_step_id, 'source_type', source_type,"
@@ -156,6 +161,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " FROM (SELECT i.id, i.item_identifier, i.state, min(r.ord) AS ord"
          "       FROM jsonb_array_elements_text($3::jsonb) WITH ORDINALITY AS r(ident, ord)"
          "       JOIN items i ON i.flow_step_id = $1 AND i.source_type = $2"
+         "        AND verdict_identity_digest(i.item_identifier) = verdict_identity_digest(r.ident)"
          "        AND i.item_identifier = r.ident"
          "       GROUP BY i.id, i.item_identifier, i.state) s"},
 
@@ -687,13 +693,17 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"retention_transitions",
          "DELETE FROM transitions WHERE id IN ("
          "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
-         "  WHERE t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
+         /* logged_at (BRIN) finds the old rows; rows older than 0008 have none */
+         "  WHERE (t.logged_at < now() - $1 * interval '1 day' OR t.logged_at IS NULL)"
+         "    AND t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
          "    AND i.updated_at < now() - $1 * interval '1 day'"
          "  LIMIT $2)"},
     [VD_SQL_RETENTION_JOBS] = {"retention_jobs",
                                "DELETE FROM jobs WHERE id IN ("
                                "  SELECT j.id FROM jobs j JOIN items i ON i.id = j.item_id"
-                               "  WHERE j.finished_at < now() - $1 * interval '1 day'"
+                               /* claimed_at (BRIN) finds the old rows */
+                               "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
+                               "    AND j.finished_at < now() - $1 * interval '1 day'"
                                "    AND i.state IN ('processed', 'rejected')"
                                "    AND i.updated_at < now() - $1 * interval '1 day'"
                                "  LIMIT $2)"},
