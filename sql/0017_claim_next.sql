@@ -7,8 +7,9 @@
 -- about a kilobyte wider per claim. The kept answer therefore ends with only the claimed job
 -- ids, `,"claimed":[<job id>,...]}` (job_finish writes it), and a replay renders the claims
 -- from those jobs as they stand when it is read (verdict_kept_answer, used by every statement
--- that reads job_answers.response): the same jobs and claim tokens, their current lease and
--- item. An answer without that tail is returned unchanged.
+-- that reads job_answers.response): the same jobs and claim tokens (their current lease and
+-- item, and the same previous_checkpoint as the claim statement renders). An answer without
+-- that tail is returned unchanged.
 CREATE FUNCTION verdict_kept_answer(p_response text) RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     AS $$
@@ -17,7 +18,10 @@ CREATE FUNCTION verdict_kept_answer(p_response text) RETURNS text
              || coalesce((SELECT json_agg(json_build_object(
                     'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,
                     'lease_expires_at', verdict_ts(j.lease_expires_at),
-                    'item', verdict_item_json(i)) ORDER BY k.ord)
+                    'item', verdict_item_json(i),
+                    'previous_checkpoint', (SELECT p.checkpoint FROM jobs p
+                        WHERE p.item_id = i.id AND p.id < j.id AND p.checkpoint IS NOT NULL
+                        ORDER BY p.id DESC LIMIT 1)) ORDER BY k.ord)
                   FROM unnest(string_to_array(m[2], ',')::bigint[]) WITH ORDINALITY AS k(id, ord)
                   JOIN jobs j ON j.id = k.id JOIN items i ON i.id = j.item_id),
                  '[]'::json)::text || '}'

@@ -192,7 +192,8 @@ struct vd_job_snapshot {
     vd_item_state item_state;
     bool holds; /* the job's token still holds the item (claimed by it) */
     int failures, defers, max_attempts, max_defers;
-    char *flow_step_id, *worker_id; /* the job's (malloc'd): where claim_next claims */
+    /* the job's (malloc'd; worker_version NULL when none): where claim_next claims */
+    char *flow_step_id, *worker_id, *worker_version;
 };
 
 /* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored

@@ -429,7 +429,9 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
         vd_store_fail(ctx, rc, NULL);
     else
         rc = respond_results(ctx, in, ans, n,
-                             claims ? claims : next.count > 0 ? "{\"claims\":[]}" : NULL);
+                             claims           ? claims
+                             : next.count > 0 ? "{\"claims\":[]}"
+                                              : NULL);
 out:
     free(claims);
     for (i = 0; in && i < n; i++)

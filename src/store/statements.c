@@ -302,7 +302,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  verdict_kept_answer(a.response), i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
          "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
-         "  j.flow_step_id, j.worker_id" /* claim_next claims for this flow step and worker */
+         /* claim_next claims for this flow step, worker and worker version */
+         "  j.flow_step_id, j.worker_id, j.worker_version"
          " FROM jobs j JOIN items i ON i.id = j.item_id"
          " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
          " FOR NO KEY UPDATE OF j, i"},
@@ -368,7 +369,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
          "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
-         "  j.flow_step_id, j.worker_id" /* claim_next claims for this flow step and worker */
+         /* claim_next claims for this flow step, worker and worker version */
+         "  j.flow_step_id, j.worker_id, j.worker_version"
          " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
          "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
          " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"

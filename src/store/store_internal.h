@@ -124,6 +124,9 @@ vd_error vd_sql_begin(vd_conn *c);
  * otherwise be kept while the table grows, until the next ANALYZE of it. Sent with the lazy
  * BEGIN when that is still pending (no round trip), else on its own. */
 vd_error vd_sql_prefer_indexes(vd_conn *c);
+/* Inside a transaction that has begun: plan the rest of it generically (SET LOCAL
+ * plan_cache_mode = force_generic_plan; one round trip), as a claim alone is planned. */
+vd_error vd_sql_prefer_generic(vd_conn *c);
 vd_error vd_sql_commit(vd_conn *c);
 void vd_sql_rollback(vd_conn *c);
 /* Map a failed result (or NULL with a broken connection) to the one error table. */

@@ -48,12 +48,12 @@ static void claim_of(const cJSON *e, vt_claim *c)
 /* Every member POST /v1/claims gives a claim, and nothing else. */
 static void assert_claim_shape(const cJSON *e, const char *flow)
 {
-    static const char *const members[] = {"job_id", "claim_token", "attempt", "lease_expires_at",
-                                          "item"};
+    static const char *const members[] = {"job_id",           "claim_token", "attempt",
+                                          "lease_expires_at", "item",        "previous_checkpoint"};
     int n = 0;
     for (const cJSON *m = e->child; m; m = m->next)
         n++;
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 6);
     for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
         assert_non_null(cJSON_GetObjectItemCaseSensitive(e, members[i]));
     assert_string_equal(vt_str(e, "item.state"), "claimed");
@@ -160,8 +160,9 @@ static void test_claim_next_refused_and_paused(void **state)
     vt_assert_error(&r, 400, "invalid_field");
     assert_string_equal(vt_str(r.json, "field"), "claim_next");
     vt_resp_free(&r);
-    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\", \"claim_next\": 1,"
-                             " \"lease_seconds\": 1");
+    r = vt_dispose(&srv, &c,
+                   "\"disposition\": \"complete\", \"claim_next\": 1,"
+                   " \"lease_seconds\": 1");
     vt_assert_error(&r, 400, "invalid_field");
     assert_string_equal(vt_str(r.json, "field"), "lease_seconds");
     vt_resp_free(&r);
@@ -211,9 +212,8 @@ static void test_claim_next_batch(void **state)
     /* the identical batch again: its entries replay or are refused; nothing new is claimed */
     r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
     assert_int_equal(r.status, 200);
-    assert_true(cJSON_IsTrue(
-        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0),
-                            "replayed")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), 0), "replayed")));
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 0);
     vt_resp_free(&r);
     assert_int_equal(jobs_of("cn_d"), 7);
@@ -257,8 +257,10 @@ static void *worker(void *arg)
     int index = (int)(intptr_t)arg, limit = index % 2 ? 1 : 4, n = 0;
     vt_claim held[4];
     char body[1200];
-    snprintf(body, sizeof(body), "{\"flow_step_id\": \"cn_load\", \"worker_id\": \"w%d\","
-                                 " \"limit\": %d}", index, limit);
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"cn_load\", \"worker_id\": \"w%d\","
+             " \"limit\": %d}",
+             index, limit);
     vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, NULL);
     if (r.status == 200)
         n = take_claims(cJSON_GetObjectItem(r.json, "claims"), held, limit);
@@ -269,8 +271,10 @@ static void *worker(void *arg)
         if (limit == 1) {
             r = vt_dispose(&srv, &held[0], "\"disposition\": \"complete\", \"claim_next\": 1");
         } else {
-            size_t len = (size_t)snprintf(body, sizeof(body), "{\"claim_next\": %d, "
-                                                              "\"dispositions\": [", limit);
+            size_t len = (size_t)snprintf(body, sizeof(body),
+                                          "{\"claim_next\": %d, "
+                                          "\"dispositions\": [",
+                                          limit);
             for (int i = 0; i < n; i++)
                 len += (size_t)snprintf(body + len, sizeof(body) - len,
                                         "%s{\"job_id\": %lld, \"claim_token\": \"%s\","

@@ -494,11 +494,12 @@ static void test_claims_generic_plans_use_indexes(void **state)
                                 VD_SQL_JOBS_FINISH);
     /* the identity can be found by its digest (items_identity, migration 0018); on this small
      * table a scan of the whole table joined costs less, so the plan is asked for without one */
-    char *plan = vt_sql("SET enable_seqscan = off; SET enable_hashjoin = off;"
-                        " SET enable_mergejoin = off; PREPARE lookup_plan (text, text, jsonb) AS %s;"
-                        " EXPLAIN (FORMAT JSON) EXECUTE lookup_plan ('plan', 'rss',"
-                        " '[\"https://plan.example/7\"]')",
-                        vd_sql_statements[VD_SQL_ITEMS_LOOKUP].text);
+    char *plan =
+        vt_sql("SET enable_seqscan = off; SET enable_hashjoin = off;"
+               " SET enable_mergejoin = off; PREPARE lookup_plan (text, text, jsonb) AS %s;"
+               " EXPLAIN (FORMAT JSON) EXECUTE lookup_plan ('plan', 'rss',"
+               " '[\"https://plan.example/7\"]')",
+               vd_sql_statements[VD_SQL_ITEMS_LOOKUP].text);
     assert_non_null(plan);
     if (!strstr(plan, "items_identity"))
         fail_msg("items_lookup does not use items_identity: %s", plan);
