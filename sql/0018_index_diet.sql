@@ -17,7 +17,8 @@
 --   counts come from job_counts; retention now finds old jobs by a BRIN index on claimed_at
 --   (a job finished N days ago was claimed before that). With neither, the finishing update
 --   (and the heartbeat) change no indexed column of jobs: with fillfactor 80 they are HOT.
--- * transitions_at: retention uses the BRIN index on logged_at (0008) instead.
+-- * transitions_at: retention and incident_requeue (rejections since an incident opened) use
+--   the BRIN index on logged_at (0008) instead (logged_at >= at for every row written since).
 CREATE FUNCTION verdict_identity_digest(p_identifier text) RETURNS bytea
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ SELECT sha256(convert_to(p_identifier, 'UTF8')) $$;

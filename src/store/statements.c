@@ -840,7 +840,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT x.item_id AS id FROM tool_incident_items x WHERE x.incident_id = $1"
          "  UNION SELECT tr.item_id FROM transitions tr JOIN items it ON it.id = tr.item_id,"
          "   inc WHERE it.flow_step_id = inc.flow_step_id AND tr.to_state = 'rejected'"
-         "     AND tr.at >= inc.opened_at),"
+         /* logged_at >= at (clock_timestamp() vs the transaction's now()): the BRIN index
+          * transitions_logged_at finds the recent rows (transitions_at is gone, 0018) */
+         "     AND tr.at >= inc.opened_at AND tr.logged_at >= inc.opened_at),"
          " cur AS (SELECT i.id, i.state FROM items i"
          "         WHERE $4 AND i.id IN (SELECT id FROM cand)"
          "           AND i.state IN ('deferred', 'failed', 'manual_review', 'rejected')"
