@@ -26,6 +26,8 @@ typedef enum vb_scenario {
     VB_SCENARIO_BATCH,      /* limit 10 + 10 single dispositions */
     VB_SCENARIO_BATCH_CALL, /* limit 10 + one POST /v1/dispositions */
     VB_SCENARIO_MIX,
+    VB_SCENARIO_SINGLE_NEXT,     /* single, each disposition claims the next (claim_next: 1) */
+    VB_SCENARIO_BATCH_CALL_NEXT, /* batchcall, each batch claims the next 10 (claim_next: 10) */
     VB_SCENARIO__MAX
 } vb_scenario;
 

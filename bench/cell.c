@@ -62,6 +62,9 @@ typedef struct worker {
     /* minimal */
     vb_min *min;
     /* results */
+    /* the *_next scenarios: the claims the last disposition's answer handed over */
+    claim held[VB_MAX_BATCH];
+    int nheld;
     vb_samples claim_lat, disp_lat;
     long cycles, items, claim_calls, disp_calls, errors, errors_5xx, empty;
     char first_error[200];
@@ -139,6 +142,30 @@ static int parse_claims(const char *text, claim *out, int max)
 }
 
 /* ---- one call each way ------------------------------------------------------------------ */
+
+static bool claims_next(vb_scenario sc)
+{
+    return sc == VB_SCENARIO_SINGLE_NEXT || sc == VB_SCENARIO_BATCH_CALL_NEXT;
+}
+
+static bool batched(vb_scenario sc)
+{
+    return sc == VB_SCENARIO_BATCH || sc == VB_SCENARIO_BATCH_CALL ||
+           sc == VB_SCENARIO_BATCH_CALL_NEXT;
+}
+
+/* The members a *_next scenario adds to a disposition's body ("" otherwise). */
+static const char *next_members(const worker *w)
+{
+    switch (w->sh->scenario) {
+    case VB_SCENARIO_SINGLE_NEXT:
+        return ",\"claim_next\":1";
+    case VB_SCENARIO_BATCH_CALL_NEXT:
+        return ",\"claim_next\":10";
+    default:
+        return "";
+    }
+}
 
 /* Claim; returns the status and fills claims[0..*n). */
 static int do_claim(worker *w, int limit, claim *claims, int *n)
@@ -234,22 +261,33 @@ static int do_disposition(worker *w, const claim *c, disp_kind k)
             note_error(w, status, "complete", vb_min_error(w->min));
         return status;
     }
+    if (claims_next(w->sh->scenario) && len > 0) /* {..."claim_next":1} */
+        len = snprintf(body + len - 1, sizeof(body) - (size_t)len + 1, "%s}", next_members(w)) +
+              len - 1;
     if (w->sh->mode == VB_MODE_HTTP) {
         snprintf(path, sizeof(path), "/v1/jobs/%" PRId64 "/disposition", c->job_id);
         status = vb_http_request(&w->http, "POST", path, body, (size_t)len);
         if (status != 200)
             note_error(w, status, disp_name(k), status > 0 ? w->http.body : NULL);
+        else if (claims_next(w->sh->scenario))
+            w->nheld = parse_claims(w->http.body, w->held, VB_MAX_BATCH);
         return status;
     }
     vd_job_write jw;
     vd_job_answer ans = {0};
+    vd_claim_next next = {1, w->sh->cfg.lease_seconds, true};
     fill_write(&jw, k, c, body, head, sizeof(head));
-    vd_error rc = vd_job_apply(w->conn, &w->sh->cfg, &jw, &ans);
+    vd_error rc = vd_job_apply_next(w->conn, &w->sh->cfg, &jw, 1,
+                                    claims_next(w->sh->scenario) ? &next : NULL, &ans, NULL);
+    if (rc == VD_OK)
+        rc = ans.rc;
     status = vd_error_status(rc);
     if (rc != VD_OK)
         note_error(w, status, disp_name(k), vd_error_code(rc));
     if (ans.kept) /* the reply the HTTP side would send */
         free(vd_job_reply(NULL, ans.kept, ans.replayed));
+    if (ans.kept && rc == VD_OK && claims_next(w->sh->scenario))
+        w->nheld = parse_claims(ans.kept, w->held, VB_MAX_BATCH);
     free(ans.kept);
     return status;
 }
@@ -275,7 +313,7 @@ static int do_dispositions(worker *w, const claim *c, int n)
                                     "%s{\"job_id\":%" PRId64 ",\"claim_token\":\"%s\","
                                     "\"disposition\":\"complete\"}",
                                     i ? "," : "", c[i].job_id, c[i].token);
-        len += (size_t)snprintf(body + len, sizeof(body) - len, "]}");
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "]%s}", next_members(w));
         status = vb_http_request(&w->http, "POST", "/v1/dispositions", body, len);
         /* every entry's answer starts {"job_id":N,"status":S, (h_jobs.c) */
         int ok = 0;
@@ -286,6 +324,8 @@ static int do_dispositions(worker *w, const claim *c, int n)
             status = 409;
         if (status != 200)
             note_error(w, status, "dispositions", status > 0 ? w->http.body : NULL);
+        else if (claims_next(w->sh->scenario))
+            w->nheld = parse_claims(w->http.body, w->held, VB_MAX_BATCH);
         return status;
     }
     /* what h_jobs.c does after validation: each entry's request without its job_id */
@@ -297,7 +337,13 @@ static int do_dispositions(worker *w, const claim *c, int n)
         disp_body(bodies[i], sizeof(bodies[i]), DISP_COMPLETE, c[i].token);
         fill_write(&jw[i], DISP_COMPLETE, &c[i], bodies[i], heads[i], sizeof(heads[i]));
     }
-    rc = vd_job_apply_many(w->conn, &w->sh->cfg, jw, (size_t)n, ans);
+    vd_claim_next next = {VB_MAX_BATCH, w->sh->cfg.lease_seconds, false};
+    char *claims = NULL;
+    rc = vd_job_apply_next(w->conn, &w->sh->cfg, jw, (size_t)n,
+                           claims_next(w->sh->scenario) ? &next : NULL, ans, &claims);
+    if (rc == VD_OK && claims)
+        w->nheld = parse_claims(claims, w->held, VB_MAX_BATCH);
+    free(claims);
     for (int i = 0; i < n; i++) {
         if (rc == VD_OK && ans[i].rc != VD_OK)
             rc = ans[i].rc;
@@ -317,15 +363,21 @@ static void cycle(worker *w)
 {
     claim claims[VB_MAX_BATCH];
     vb_scenario sc = w->sh->scenario;
-    int limit = sc == VB_SCENARIO_BATCH || sc == VB_SCENARIO_BATCH_CALL ? VB_MAX_BATCH : 1;
-    int n = 0, done = 0;
+    int limit = batched(sc) ? VB_MAX_BATCH : 1;
+    int n = 0, done = 0, status = 200;
     int phase = atomic_load(&w->sh->phase);
     double t0 = vb_now(), t1;
-    int status = do_claim(w, limit, claims, &n);
-    t1 = vb_now();
-    if (phase == PHASE_MEASURE) {
-        vb_samples_add(&w->claim_lat, t1 - t0);
-        w->claim_calls++;
+    if (w->nheld > 0) { /* the last disposition claimed these (*_next) */
+        n = w->nheld;
+        memcpy(claims, w->held, (size_t)n * sizeof(claims[0]));
+        w->nheld = 0;
+    } else {
+        status = do_claim(w, limit, claims, &n);
+        t1 = vb_now();
+        if (phase == PHASE_MEASURE) {
+            vb_samples_add(&w->claim_lat, t1 - t0);
+            w->claim_calls++;
+        }
     }
     if (status != 200) {
         vb_sleep(status < 0 ? 0.05 : 0.001); /* a dead connection: do not spin */
@@ -337,7 +389,7 @@ static void cycle(worker *w)
         vb_sleep(0.001);
         return;
     }
-    if (sc == VB_SCENARIO_BATCH_CALL) {
+    if (sc == VB_SCENARIO_BATCH_CALL || sc == VB_SCENARIO_BATCH_CALL_NEXT) {
         phase = atomic_load(&w->sh->phase);
         t0 = vb_now();
         status = do_dispositions(w, claims, n);
@@ -348,7 +400,8 @@ static void cycle(worker *w)
         }
         done = status == 200 ? n : 0;
     }
-    for (int i = 0; sc != VB_SCENARIO_BATCH_CALL && i < n; i++) {
+    for (int i = 0; sc != VB_SCENARIO_BATCH_CALL && sc != VB_SCENARIO_BATCH_CALL_NEXT && i < n;
+         i++) {
         disp_kind k = pick(w);
         phase = atomic_load(&w->sh->phase);
         t0 = vb_now();
@@ -542,7 +595,7 @@ bool vb_cell_applies(const vb_options *o, vb_scenario s, vb_mode m)
     case VB_MODE_SQL:
         return true;
     case VB_MODE_MIN:
-        return o->minimal && s != VB_SCENARIO_MIX;
+        return o->minimal && s != VB_SCENARIO_MIX && !claims_next(s);
     case VB_MODE_PGBOSS:
     case VB_MODE_GRAPHILE:
         return o->peers && (s == VB_SCENARIO_SINGLE || s == VB_SCENARIO_BATCH_CALL);
@@ -555,7 +608,7 @@ bool vb_cell_applies(const vb_options *o, vb_scenario s, vb_mode m)
 static long stock_needed(const vb_env *e, const vb_options *o, vb_scenario s, int clients)
 {
     int active = clients < o->flow_steps ? clients : o->flow_steps;
-    double per_cycle = s == VB_SCENARIO_BATCH || s == VB_SCENARIO_BATCH_CALL ? VB_MAX_BATCH : 1;
+    double per_cycle = batched(s) ? VB_MAX_BATCH : 1;
     /* three times what the fastest cell so far would use (the next one may be faster), and
      * at least 1,000 cycles/s (a first batch cell at 1,000 items/s ran dry) */
     double peak = e->peak_items_per_s > 1000 * per_cycle ? e->peak_items_per_s : 1000 * per_cycle;

@@ -53,7 +53,8 @@ static const char usage[] =
     "  --duration S           measured seconds per cell (10)\n"
     "  --warmup S             unmeasured seconds before each cell (1)\n"
     "  --cycles N             measure N cycles per cell instead of a duration\n"
-    "  --scenarios LIST       single,batch,batchcall,mix (default all)\n"
+    "  --scenarios LIST       single,batch,batchcall,mix,single_next,batchcall_next\n"
+    "                         (default all; *_next: each disposition claims the next)\n"
     "  --threads N            VERDICT_THREADS of the child (default 4 x CPUs)\n"
     "  --seed N               random seed of the mix (same sequence on both sides)\n"
     "  --json                 one JSON document on stdout instead of the tables\n"
@@ -149,7 +150,8 @@ static bool parse_scenarios(const char *s, vb_options *o)
             k++;
         if (k == VB_SCENARIO__MAX) {
             fprintf(stderr,
-                    "verdict-bench: unknown scenario '%s' (single, batch, batchcall, mix)\n",
+                    "verdict-bench: unknown scenario '%s' (single, batch, batchcall, mix, "
+                    "single_next, batchcall_next)\n",
                     parts[i]);
             return false;
         }

@@ -135,7 +135,8 @@ void vb_log(const char *fmt, ...)
 
 const char *vb_scenario_name(vb_scenario s)
 {
-    static const char *const names[] = {"single", "batch", "batchcall", "mix"};
+    static const char *const names[] = {"single", "batch",       "batchcall",
+                                        "mix",    "single_next", "batchcall_next"};
     return s < VB_SCENARIO__MAX ? names[s] : "?";
 }
 

@@ -106,4 +106,20 @@ VD_MUST_USE vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_
 VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
                                        size_t n, vd_job_answer *out);
 
+/* claim_next on a disposition (README "Claim the next items with a disposition"). */
+typedef struct vd_claim_next {
+    int64_t count;         /* 0..100: how many items to claim; 0 claims nothing */
+    int64_t lease_seconds; /* the new claims' lease */
+    bool keep;             /* a single call: the claims close its kept answer (replays) */
+} vd_claim_next;
+/* vd_job_apply_many, and when at least one write finishes (not a refusal, not a replay),
+ * claim up to next->count items of the first finished job's flow step for its worker in the
+ * same transaction, exactly as POST /v1/claims does (a paused flow step claims nothing).
+ * *claims (may be NULL; malloc'd) receives the claim's answer {"claims":[...]}, or NULL when
+ * nothing was claimed because nothing finished. With next->keep the claims are also kept in
+ * the finished writes' answers. */
+VD_MUST_USE vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
+                                       size_t n, const vd_claim_next *next, vd_job_answer *out,
+                                       char **claims);
+
 #endif

@@ -192,6 +192,8 @@ struct vd_job_snapshot {
     vd_item_state item_state;
     bool holds; /* the job's token still holds the item (claimed by it) */
     int failures, defers, max_attempts, max_defers;
+    /* the job's (malloc'd; worker_version NULL when none): where claim_next claims */
+    char *flow_step_id, *worker_id, *worker_version;
 };
 
 /* Lock job `job_id` and its item; request_json (may be NULL) is compared with the stored
@@ -240,6 +242,7 @@ typedef struct vd_job_finish {
      * member when the text is NULL */
     const char *tool_result_text;
     bool tool_result_terminal;
+    const char *claims; /* claim_next's {"claims":[...]} closing the kept answer, or NULL */
 } vd_job_finish;
 
 /* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept

@@ -204,8 +204,20 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
     return vd_store_message(rc, what, msg, len);
 }
 
+/* claim_next (0..100) and the lease of its claims (lease_seconds, as POST /v1/claims takes
+ * it), from a single call's body or a batch's top level. */
+static vd_error parse_next(vd_ctx *ctx, const cJSON *body, vd_claim_next *next)
+{
+    vd_field f = {ctx, body, NULL};
+    vd_error rc = vd_get_int(f, "claim_next", false, 0, MAX_BATCH, 0, &next->count);
+    if (rc)
+        return rc;
+    return vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds,
+                      &next->lease_seconds);
+}
+
 vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
-                            const char *request_json, char **answer)
+                            const char *request_json, const vd_claim_next *next, char **answer)
 {
     vd_conn *c = NULL;
     vd_job_answer ans = {0};
@@ -216,7 +228,9 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
     if ((rc = parse_disposition((vd_field){ctx, body, NULL}, &in)) || (rc = vd_ctx_db(ctx, &c)))
         goto out;
     in.w.request_json = request_json;
-    rc = vd_job_apply(c, ctx->cfg, &in.w, &ans);
+    rc = vd_job_apply_next(c, ctx->cfg, &in.w, 1, next, &ans, NULL);
+    if (rc == VD_OK)
+        rc = ans.rc;
     if (rc) {
         char msg[sizeof(ctx->err_message)];
         const char *field = refusal(rc, &in.w, &ans, msg, sizeof(msg));
@@ -237,9 +251,10 @@ vd_error vd_h_disposition(vd_ctx *ctx)
     const cJSON *body = NULL;
     char *answer = NULL;
     int64_t job = 0;
+    vd_claim_next next = {0, 0, true}; /* the claims are kept with the answer */
     vd_error rc = vd_param_id(ctx, 0, "job", &job);
-    if (rc || (rc = vd_body_object(ctx, &body)) ||
-        (rc = vd_disposition_run(ctx, job, body, ctx->body, &answer)))
+    if (rc || (rc = vd_body_object(ctx, &body)) || (rc = parse_next(ctx, body, &next)) ||
+        (rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer)))
         return rc;
     return vd_respond_owned(ctx, answer);
 }
@@ -339,8 +354,10 @@ static char *refused_entry(int i, const disp_in *in, const vd_job_answer *ans)
     return text;
 }
 
-/* {"results":[{"job_id":…,"status":…, then the single call's answer or error envelope}…]} */
-static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans, int n)
+/* {"results":[{"job_id":…,"status":…, then the single call's answer or error envelope}…]
+ *  [,"claims":[…]]}; claims: claim_next's {"claims":[…]}, NULL without claim_next. */
+static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans, int n,
+                                const char *claims)
 {
     vd_buf b = {0};
     vd_buf_printf(&b, "{\"results\":[");
@@ -361,7 +378,12 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
             vd_buf_append(&b, entry, strlen(entry));
         free(entry);
     }
-    vd_buf_printf(&b, "]}");
+    vd_buf_printf(&b, "]");
+    if (claims && strlen(claims) > 2) { /* its members, after the results */
+        vd_buf_append(&b, ",", 1);
+        vd_buf_append(&b, claims + 1, strlen(claims) - 2);
+    }
+    vd_buf_append(&b, "}", 1);
     if (b.failed) {
         vd_buf_cleanup(&b);
         return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
@@ -376,9 +398,11 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
     vd_job_write *w = NULL;
     vd_job_answer *ans = NULL;
     vd_conn *c = NULL;
+    vd_claim_next next = {0, 0, false}; /* a batch's claims are not kept (README) */
+    char *claims = NULL;
     int n = 0, i = 0;
     vd_error rc = vd_body_object(ctx, &body);
-    if (rc)
+    if (rc || (rc = parse_next(ctx, body, &next)))
         return rc;
     list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
     if (!list || cJSON_IsNull(list))
@@ -400,12 +424,16 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
         goto out;
     for (i = 0; i < n; i++)
         w[i] = in[i].w;
-    rc = vd_job_apply_many(c, ctx->cfg, w, (size_t)n, ans);
+    rc = vd_job_apply_next(c, ctx->cfg, w, (size_t)n, &next, ans, &claims);
     if (rc)
         vd_store_fail(ctx, rc, NULL);
     else
-        rc = respond_results(ctx, in, ans, n);
+        rc = respond_results(ctx, in, ans, n,
+                             claims           ? claims
+                             : next.count > 0 ? "{\"claims\":[]}"
+                                              : NULL);
 out:
+    free(claims);
     for (i = 0; in && i < n; i++)
         disp_cleanup(&in[i]);
     for (i = 0; ans && i < n; i++)

@@ -175,7 +175,7 @@ static cJSON *call_disposition(vd_ctx *ctx, const mcp_session *s, const cJSON *b
 {
     char *request = cJSON_PrintUnformatted(body), *answer = NULL, text[600];
     cJSON *parsed = NULL;
-    vd_error rc = request ? vd_disposition_run(ctx, s->job_id, body, request, &answer)
+    vd_error rc = request ? vd_disposition_run(ctx, s->job_id, body, request, NULL, &answer)
                           : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     free(request);
     if (rc)

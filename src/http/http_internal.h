@@ -12,6 +12,7 @@
 #include "verdict/config.h"
 #include "verdict/domain.h"
 #include "verdict/error.h"
+#include "verdict/jobs.h"
 #include "verdict/store.h"
 
 #define VD_MAX_PARAMS 2
@@ -197,10 +198,11 @@ vd_error vd_h_mcp_no_stream(vd_ctx *ctx);
 
 /* Apply one disposition as POST /v1/jobs/{job_id}/disposition does: body is that call's body
  * (claim_token, disposition, its fields; borrowed), request_json its text as stored for
- * replays. On VD_OK *answer is the answer (malloc'd, caller frees). Otherwise the error is
+ * replays; next: its claim_next (NULL: none; MCP sessions claim nothing). On VD_OK *answer is
+ * the answer (malloc'd, caller frees). Otherwise the error is
  * recorded on ctx (vd_fail: message and field) and returned (h_jobs.c). */
 vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
-                            const char *request_json, char **answer);
+                            const char *request_json, const vd_claim_next *next, char **answer);
 /* Record one tool failure as POST /v1/jobs/{job_id}/tool-failures does (body borrowed). On
  * VD_OK *envelope is SPEC §6's envelope (caller cJSON_Deletes); otherwise the error is recorded
  * on ctx and returned (h_outcomes.c). */

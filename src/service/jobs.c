@@ -29,6 +29,8 @@ typedef struct apply_ctx {
     char **evidence;                       /* redacted evidence */
     char **answer;                         /* answers of fin[k] */
     char (*tool_text)[VD_TOOL_RESULT_MAX]; /* the tool_result texts, per write */
+    const vd_claim_next *next;             /* claim_next, or NULL */
+    char *claims;                          /* its claim's answer {"claims":[...]}, or NULL */
 } apply_ctx;
 
 char *vd_job_reply(const char *lead, const char *kept, bool replayed)
@@ -166,6 +168,31 @@ static void reset_run(apply_ctx *a)
         a->tool_text[i][0] = '\0';
         a->wcopy[i] = a->w[i];
     }
+    free(a->claims);
+    a->claims = NULL;
+}
+
+/* claim_next: once a write of the call finishes, claim the next items of its job's flow step
+ * for its worker, in this transaction (before the finishing statement, which commits and
+ * keeps the claims in a single call's answer). A call that finishes nothing claims nothing. */
+static vd_error claim_next(vd_conn *c, apply_ctx *a, size_t nfin)
+{
+    vd_reply reply = {0};
+    if (!a->next || a->next->count <= 0 || nfin == 0)
+        return VD_OK;
+    const vd_job_snapshot *snap = &a->snap[a->fin_of[0]];
+    vd_error rc =
+        vd_store_claim(c, snap->flow_step_id, snap->worker_id, snap->worker_version, a->next->count,
+                       a->next->lease_seconds, a->w[a->fin_of[0]].actor, NULL, &reply);
+    if (rc) {
+        free(reply.body);
+        return rc;
+    }
+    a->claims = reply.body;
+    if (a->next->keep)
+        for (size_t k = 0; k < nfin; k++)
+            a->fin[k].claims = a->claims;
+    return VD_OK;
 }
 
 /* The rejection lint (lint.h) of a rejection that passed judge(): a refusal goes to out;
@@ -281,6 +308,8 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     }
     if (nfin == 0)
         return VD_OK;
+    if ((rc = claim_next(c, a, nfin)))
+        return rc;
     /* the last statement: it commits, and its answers are the ones replays get */
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;
@@ -294,7 +323,14 @@ static vd_error apply_tx(vd_conn *c, void *arg)
 vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
                            vd_job_answer *out)
 {
-    apply_ctx a = {cfg, w, n, out, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    return vd_job_apply_next(conn, cfg, w, n, NULL, out, NULL);
+}
+
+vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
+                           const vd_claim_next *next, vd_job_answer *out, char **claims)
+{
+    apply_ctx a = {cfg,  w,    n,    out,  NULL, NULL, NULL, NULL,
+                   NULL, NULL, NULL, NULL, NULL, next, NULL};
     vd_error rc = VD_ERR_INTERNAL;
     memset(out, 0, n * sizeof(*out));
     a.wcopy = calloc(n, sizeof(*a.wcopy));
@@ -336,6 +372,10 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
     free(a.evidence);
     free(a.answer);
     free(a.tool_text);
+    if (claims && rc == VD_OK)
+        *claims = a.claims;
+    else
+        free(a.claims);
     return rc;
 }
 

@@ -816,6 +816,21 @@ vd_error vd_sql_prefer_indexes(vd_conn *c)
     return err;
 }
 
+vd_error vd_sql_prefer_generic(vd_conn *c)
+{
+    PGresult *res = NULL;
+    vd_error err;
+    if (!c->in_tx || c->begin_pending)
+        return VD_ERR_INTERNAL;
+    if (!c->ready)
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    op_begin(c);
+    res = conn_exec(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    err = PQresultStatus(res) == PGRES_COMMAND_OK ? VD_OK : vd_sql_error(c, res);
+    PQclear(res);
+    return err;
+}
+
 vd_error vd_sql_commit(vd_conn *c)
 {
     vd_error err = VD_OK;

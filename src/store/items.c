@@ -251,12 +251,17 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 
 typedef struct claim_args {
     const char *p[6];
+    bool generic; /* inside a begun transaction without a key (claim_next) */
 } claim_args;
 
 static vd_error claim_op(vd_conn *c, void *arg, char **body)
 {
     claim_args *a = arg;
     PGresult *res = NULL;
+    if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
+        vd_error rc = vd_sql_prefer_generic(c);
+        return rc ? rc : first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+    }
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
         return first_text(c, VD_SQL_CLAIM, 6, a->p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
@@ -270,7 +275,8 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
                         const char *actor, const vd_idem *idem, vd_reply *out)
 {
     i64s l = i64_str(limit), s = i64_str(lease_seconds);
-    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version}};
+    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version},
+                    c->in_tx && !(idem && idem->key)};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */
     return run_idempotent(c, idem, false, claim_op, &a, out);
 }

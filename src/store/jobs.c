@@ -21,6 +21,9 @@ vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg)
 void vd_job_snapshot_cleanup(vd_job_snapshot *s)
 {
     free(s->final_response);
+    free(s->flow_step_id);
+    free(s->worker_id);
+    free(s->worker_version);
     memset(s, 0, sizeof(*s));
 }
 
@@ -111,6 +114,9 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
         s->max_attempts = (int)strtol(PQgetvalue(res, r, 12), NULL, 10);
         s->max_defers = (int)strtol(PQgetvalue(res, r, 13), NULL, 10);
         s->required_tool_blocked = flag(res, r, 14);
+        if (vd_sql_dup(res, r, 15, &s->flow_step_id) || vd_sql_dup(res, r, 16, &s->worker_id) ||
+            (!PQgetisnull(res, r, 17) && vd_sql_dup(res, r, 17, &s->worker_version)))
+            return VD_ERR_INTERNAL;
     }
     return VD_OK;
 }

@@ -127,7 +127,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT flow_step_id, source_type, item_identifier, payload, priority,"
          "         now() + delay_seconds * interval '1 second', max_attempts, max_defers"
          "  FROM input ORDER BY ord"
-         "  ON CONFLICT (flow_step_id, source_type, item_identifier) DO NOTHING RETURNING id),"
+         /* the identity is unique by its digest (items_identity, sql/0018_index_diet.sql) */
+         "  ON CONFLICT (flow_step_id, source_type, verdict_identity_digest(item_identifier))"
+         "  DO NOTHING RETURNING id),"
          " tr AS ("
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
@@ -141,7 +143,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT x.ord, i.id, i.flow_step_id, i.source_type, i.item_identifier, i.state,"
          "         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY i.id)) AS created"
          "  FROM input x JOIN items i ON i.flow_step_id = x.flow_step_id"
-         "   AND i.source_type = x.source_type AND i.item_identifier = x.item_identifier"
+         "   AND i.source_type = x.source_type"
+         "   AND verdict_identity_digest(i.item_identifier) ="
+         "       verdict_identity_digest(x.item_identifier)"
+         "   AND i.item_identifier = x.item_identifier"
          "  LEFT JOIN created c ON c.id = i.id)"
          " SELECT json_build_object('items', coalesce(json_agg(json_build_object("
          "   'id', id, 'flow_step_id', flow_step_id, 'source_type', source_type,"
@@ -156,6 +161,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " FROM (SELECT i.id, i.item_identifier, i.state, min(r.ord) AS ord"
          "       FROM jsonb_array_elements_text($3::jsonb) WITH ORDINALITY AS r(ident, ord)"
          "       JOIN items i ON i.flow_step_id = $1 AND i.source_type = $2"
+         "        AND verdict_identity_digest(i.item_identifier) = verdict_identity_digest(r.ident)"
          "        AND i.item_identifier = r.ident"
          "       GROUP BY i.id, i.item_identifier, i.state) s"},
 
@@ -293,9 +299,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
          "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
-         "  a.response, i.id, i.state,"
+         "  verdict_kept_answer(a.response), i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
+         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
+         /* claim_next claims for this flow step, worker and worker version */
+         "  j.flow_step_id, j.worker_id, j.worker_version"
          " FROM jobs j JOIN items i ON i.id = j.item_id"
          " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
          " FOR NO KEY UPDATE OF j, i"},
@@ -303,7 +311,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
      * VD_FINISH_COLUMNS in order; the answer is built by verdict_job_answer from $17..$19
-     * and $22..$23 (the tool_result). */
+     * and $22..$23 (the tool_result), and the claims of claim_next ($24). */
     [VD_SQL_JOB_FINISH] =
         {"job_finish",
          "WITH ui AS ("
@@ -330,18 +338,25 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
          "    AS answer"
          "  FROM ui, uj),"
+         /* with claim_next, $24 is the claim's answer {"claims" : [...]}: it closes the answer,
+          * and the kept answer ends with the claimed job ids, from which a replay renders the
+          * same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
          " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
-         "       SELECT $1, verdict_request_digest($16::jsonb), a.answer FROM a)"
-         " SELECT $1, answer FROM a"},
+         "       SELECT $1, verdict_request_digest($16::jsonb),"
+         "         CASE WHEN $24::text IS NULL THEN a.answer"
+         "         ELSE left(a.answer, -1) || ',\"claimed\":' || verdict_claimed_ids($24) || '}'"
+         "         END FROM a)"
+         " SELECT $1, CASE WHEN $24::text IS NULL THEN answer"
+         "        ELSE left(answer, -1) || ',' || substr($24::text, 2) END FROM a"},
 
     /* The answer a finished job keeps, read again after its row lock was granted: the lock
      * statement's snapshot predates a finisher it waited for (READ COMMITTED re-reads only the
      * locked rows), so its join to job_answers cannot see that finisher's answer. */
     [VD_SQL_JOB_ANSWER] =
-        {"job_answer",
-         "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false), response"
-         " FROM job_answers"
-         " WHERE job_id = $1"},
+        {"job_answer", "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false),"
+                       "  verdict_kept_answer(response)"
+                       " FROM job_answers"
+                       " WHERE job_id = $1"},
 
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
@@ -349,10 +364,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"jobs_lock",
          "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
-         "  coalesce(a.request_digest = verdict_request_digest(x.request), false), a.response,"
+         "  coalesce(a.request_digest = verdict_request_digest(x.request), false),"
+         "  verdict_kept_answer(a.response),"
          "  i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED
+         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
+         /* claim_next claims for this flow step, worker and worker version */
+         "  j.flow_step_id, j.worker_id, j.worker_version"
          " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
          "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
          " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
@@ -677,13 +695,17 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"retention_transitions",
          "DELETE FROM transitions WHERE id IN ("
          "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
-         "  WHERE t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
+         /* logged_at (BRIN) finds the old rows; rows older than 0008 have none */
+         "  WHERE (t.logged_at < now() - $1 * interval '1 day' OR t.logged_at IS NULL)"
+         "    AND t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
          "    AND i.updated_at < now() - $1 * interval '1 day'"
          "  LIMIT $2)"},
     [VD_SQL_RETENTION_JOBS] = {"retention_jobs",
                                "DELETE FROM jobs WHERE id IN ("
                                "  SELECT j.id FROM jobs j JOIN items i ON i.id = j.item_id"
-                               "  WHERE j.finished_at < now() - $1 * interval '1 day'"
+                               /* claimed_at (BRIN) finds the old rows */
+                               "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
+                               "    AND j.finished_at < now() - $1 * interval '1 day'"
                                "    AND i.state IN ('processed', 'rejected')"
                                "    AND i.updated_at < now() - $1 * interval '1 day'"
                                "  LIMIT $2)"},
@@ -818,7 +840,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT x.item_id AS id FROM tool_incident_items x WHERE x.incident_id = $1"
          "  UNION SELECT tr.item_id FROM transitions tr JOIN items it ON it.id = tr.item_id,"
          "   inc WHERE it.flow_step_id = inc.flow_step_id AND tr.to_state = 'rejected'"
-         "     AND tr.at >= inc.opened_at),"
+         /* logged_at >= at (clock_timestamp() vs the transaction's now()): the BRIN index
+          * transitions_logged_at finds the recent rows (transitions_at is gone, 0018) */
+         "     AND tr.at >= inc.opened_at AND tr.logged_at >= inc.opened_at),"
          " cur AS (SELECT i.id, i.state FROM items i"
          "         WHERE $4 AND i.id IN (SELECT id FROM cand)"
          "           AND i.state IN ('deferred', 'failed', 'manual_review', 'rejected')"

@@ -11,7 +11,7 @@
 #include "verdict/store.h"
 
 /* Most parameters any statement takes (statements.def). */
-#define VD_SQL_MAX_PARAMS 19
+#define VD_SQL_MAX_PARAMS 24
 
 struct vd_conn {
     PGconn *pg;
@@ -66,7 +66,8 @@ struct vd_conn {
     XX(lint_overridden, "boolean", BOOL, w->lint_overridden)                                       \
     XX(evidence, "text", STR, w->evidence)                                                         \
     XX(tool_result_text, "text", STR, w->tool_result_text)                                         \
-    XX(tool_result_terminal, "boolean", BOOL, w->tool_result_terminal)
+    XX(tool_result_terminal, "boolean", BOOL, w->tool_result_terminal)                             \
+    XX(claims, "text", STR, w->claims)
 
 /* A copy of the text of row, col (malloc'd) into *out: VD_OK, or VD_ERR_INTERNAL when
  * memory ran out (*out NULL). */
@@ -123,6 +124,9 @@ vd_error vd_sql_begin(vd_conn *c);
  * otherwise be kept while the table grows, until the next ANALYZE of it. Sent with the lazy
  * BEGIN when that is still pending (no round trip), else on its own. */
 vd_error vd_sql_prefer_indexes(vd_conn *c);
+/* Inside a transaction that has begun: plan the rest of it generically (SET LOCAL
+ * plan_cache_mode = force_generic_plan; one round trip), as a claim alone is planned. */
+vd_error vd_sql_prefer_generic(vd_conn *c);
 vd_error vd_sql_commit(vd_conn *c);
 void vd_sql_rollback(vd_conn *c);
 /* Map a failed result (or NULL with a broken connection) to the one error table. */

@@ -1047,6 +1047,29 @@ async function batches() {
   check(r4.body.results[0].status === 200 && r4.body.results[0].item.state === 'processed', 'batch of one', snip(r4.body));
 }
 
+// Issue 21: claim_next on both disposition endpoints: the claims as POST /v1/claims answers
+// them, kept for the single call's replay, not for a batch; bad values name the field.
+async function claimNext() {
+  const F = `${FS}_next`;
+  await call('registerItems', { expect: 200, json: { items: [1, 2, 3, 4, 5, 6].map((i) => ({ flow_step_id: F, source_type: 'rss', item_identifier: `n${i}` })) } });
+  const cl = await call('claimItems', { expect: 200, json: { flow_step_id: F, worker_id: 'contract@n', limit: 1 } });
+  const [j] = cl.body.claims;
+  const body = { claim_token: j.claim_token, disposition: 'complete', claim_next: 2, lease_seconds: 120 };
+  const r1 = await call('reportDisposition', { expect: 200, params: { job_id: j.job_id }, json: body, label: 'claim_next' });
+  check(r1.body.claims?.length === 2 && r1.body.claims.every((c) => c.item.state === 'claimed'), 'claim_next', snip(r1.body));
+  const r2 = await call('reportDisposition', { expect: 200, params: { job_id: j.job_id }, json: body, label: 'claim_next replayed' });
+  check(r2.body.replayed === true && JSON.stringify(r2.body.claims) === JSON.stringify(r1.body.claims), 'claim_next replay', snip(r2.body));
+  await call('reportDisposition', { expect: 400, error: 'invalid_field', field: 'claim_next', params: { job_id: j.job_id }, json: { ...body, claim_next: 101 } });
+  await call('reportDisposition', { expect: 400, error: 'invalid_field', field: 'lease_seconds', params: { job_id: j.job_id }, json: { ...body, lease_seconds: 4 } });
+  const [a, b] = r1.body.claims;
+  const entries = [a, b].map((c) => ({ job_id: c.job_id, claim_token: c.claim_token, disposition: 'complete' }));
+  const r3 = await call('reportDispositions', { expect: 200, json: { claim_next: 5, dispositions: entries }, label: 'claim_next' });
+  check(r3.body.results.length === 2 && r3.body.claims?.length === 3, 'batch claim_next', snip(r3.body));
+  const r4 = await call('reportDispositions', { expect: 200, json: { claim_next: 5, dispositions: entries }, label: 'claim_next replayed' });
+  check(r4.body.results[0].replayed === true && r4.body.claims?.length === 0, 'batch claim_next replay', snip(r4.body));
+  await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'claim_next', json: { claim_next: 'x', dispositions: entries } });
+}
+
 // Issue 19: resolving parked items, dry runs, the change feed, whoami, the list filters and
 // the console's files.
 async function consoleOps() {
@@ -1407,6 +1430,7 @@ try {
   await group('claims', claims);
   await group('outcomes', outcomes);
   await group('batches', batches);
+  await group('claim_next', claimNext);
   await group('releases', releases);
   await group('reads', reads);
   await group('admin', admin);

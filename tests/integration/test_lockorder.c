@@ -1,7 +1,7 @@
-/* test_lockorder.c - issue 14's lock order: heartbeats, dispositions (single and batch), tool
- * failures, session outcomes and the sweeper fired together at 32 clients against a cluster of
- * the test's own (deadlock_timeout 50 ms, log_lock_waits on), then PostgreSQL's log is read:
- * zero "deadlock detected", and no client got a 503 or any other 5xx. */
+/* test_lockorder.c - issue 14's lock order: heartbeats, dispositions (single and batch, with
+ * claim_next: issue 21), tool failures, session outcomes and the sweeper fired together at 32
+ * clients against a cluster of the test's own (deadlock_timeout 50 ms, log_lock_waits on), then
+ * PostgreSQL's log is read: zero "deadlock detected", and no client got a 503 or any other 5xx. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -103,7 +103,8 @@ static void batch(unsigned *seed)
     if (!pick(&a, seed) || !pick(&b, seed) || a.job_id == b.job_id)
         return;
     snprintf(body, sizeof(body),
-             "{\"dispositions\": [{\"job_id\": %lld, \"claim_token\": \"%s\", \"disposition\":"
+             "{\"claim_next\": 2, \"lease_seconds\": 5, \"dispositions\": [{\"job_id\": %lld, "
+             "\"claim_token\": \"%s\", \"disposition\":"
              " \"defer\", \"reason\": \"later\"}, {\"job_id\": %lld, \"claim_token\": \"%s\","
              " \"disposition\": \"complete\"}]}",
              (long long)a.job_id, a.token, (long long)b.job_id, b.token);
@@ -127,7 +128,8 @@ static void *client(void *arg)
             job_call(&k, "tool-failures",
                      "\"tool\": \"search\", \"args\": {\"q\": \"x\"}, \"error\": \"timeout\"");
         else if (op == 5)
-            job_call(&k, "disposition", "\"disposition\": \"complete\"");
+            job_call(&k, "disposition", /* claim_next: the claim runs under the job's locks */
+                     "\"disposition\": \"complete\", \"claim_next\": 2, \"lease_seconds\": 5");
         else if (op == 6)
             job_call(&k, "disposition", "\"disposition\": \"defer\", \"reason\": \"later\"");
         else if (op == 7)

@@ -257,7 +257,8 @@ static void test_stats_retention(void **state)
                    "\"disposition\": \"defer_item\", \"reason_code\": \"other\","
                    " \"retry_after_seconds\": 3600");
     vt_resp_free(&r);
-    vt_sql("UPDATE transitions SET at = now() - interval '40 days' WHERE item_id IN (%lld, %lld)",
+    vt_sql("UPDATE transitions SET at = now() - interval '40 days', logged_at = now() - interval "
+           "'40 days' WHERE item_id IN (%lld, %lld)",
            (long long)done_id, (long long)live_id);
     vt_sql("UPDATE jobs SET finished_at = now() - interval '40 days', claimed_at = now() -"
            " interval '40 days' WHERE item_id IN (%lld, %lld)",
