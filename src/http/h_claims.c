@@ -22,32 +22,6 @@ static vd_error get_worker_version(vd_field f, const char **out)
                    "optional -pre-release and +build (e.g. 1.4.2, 2.0.0-rc.1+build.5)");
 }
 
-/* checkpoint: optional JSON object, redacted at any depth (vd_json_redact), as the text to
- * merge; larger than VD_CHECKPOINT_MAX serialised: 413 naming the field. */
-static vd_error get_checkpoint(vd_field f, char **out)
-{
-    const cJSON *o = NULL;
-    cJSON *copy = NULL;
-    vd_error rc = vd_get_object(f, "checkpoint", false, &o);
-    *out = NULL;
-    if (rc || !o)
-        return rc;
-    copy = cJSON_Duplicate(o, true);
-    if (copy && vd_json_redact(copy))
-        *out = cJSON_PrintUnformatted(copy);
-    cJSON_Delete(copy);
-    if (!*out)
-        return vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
-    if (strlen(*out) > VD_CHECKPOINT_MAX) {
-        free(*out);
-        *out = NULL;
-        return vd_fail(f.ctx, VD_ERR_PAYLOAD_TOO_LARGE, "checkpoint",
-                       "'checkpoint' is larger than 64 KiB serialised: keep ids and progress "
-                       "markers in it, not content");
-    }
-    return VD_OK;
-}
-
 vd_error vd_h_claims(vd_ctx *ctx)
 {
     const cJSON *body = NULL;
@@ -87,7 +61,9 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
     f.obj = body;
     if ((rc = vd_get_token(f, &token)) ||
         (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
-        (rc = get_checkpoint(f, &checkpoint)) || (rc = vd_ctx_db(ctx, &c))) {
+        (rc = vd_get_redacted_object(f, "checkpoint", VD_CHECKPOINT_MAX, VD_ERR_PAYLOAD_TOO_LARGE,
+                                     &checkpoint)) ||
+        (rc = vd_ctx_db(ctx, &c))) {
         free(checkpoint);
         return rc;
     }

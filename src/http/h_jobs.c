@@ -42,29 +42,6 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
     return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be one of: %s", name, list);
 }
 
-/* engine_data, redacted at any depth (vd_json_redact), as the JSON text to store. */
-static vd_error get_engine_data(vd_field f, char **out)
-{
-    char name[200];
-    const cJSON *o = NULL;
-    cJSON *copy = NULL;
-    vd_error rc = vd_get_object(f, "engine_data", false, &o);
-    *out = NULL;
-    if (rc || !o)
-        return rc;
-    copy = cJSON_Duplicate(o, true);
-    if (copy && vd_json_redact(copy))
-        *out = cJSON_PrintUnformatted(copy);
-    cJSON_Delete(copy);
-    if (!*out)
-        return vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
-    if (strlen(*out) > MAX_ENGINE_DATA)
-        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
-                       vd_field_name(f, "engine_data", name, sizeof(name)),
-                       "'%s' is larger than 64 KiB serialised", name);
-    return VD_OK;
-}
-
 /* Fill the event and reason fields of w for one explicit disposition. */
 static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 {
@@ -130,7 +107,8 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) ||
         (rc = vd_get_bool(f, "force", false, &w->force)) ||
         (rc = vd_get_string(f, "evidence", false, 1, VD_EVIDENCE_MAX, &w->evidence)) ||
-        (rc = get_engine_data(f, &in->engine)))
+        (rc = vd_get_redacted_object(f, "engine_data", MAX_ENGINE_DATA, VD_ERR_INVALID_FIELD,
+                                     &in->engine)))
         return rc;
     w->reason = reason;
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)

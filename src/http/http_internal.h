@@ -136,6 +136,11 @@ vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int
 vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out);
 /* 400 naming the first member of f's object that is not one of allowed[0..n). */
 vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n);
+/* An optional object member, redacted at any depth (vd_json_redact), as the JSON text to
+ * store (malloc'd into *out; NULL when absent): engine_data, a checkpoint. Serialised larger
+ * than max bytes: the error too_large naming the field. */
+vd_error vd_get_redacted_object(vd_field f, const char *key, size_t max, vd_error too_large,
+                                char **out);
 /* Whether f's object has `key` with a value other than null. */
 bool vd_has_member(vd_field f, const char *key);
 /* An object (or absent -> *out NULL when not required). */

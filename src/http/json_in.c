@@ -180,6 +180,33 @@ vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n)
     return VD_OK;
 }
 
+vd_error vd_get_redacted_object(vd_field f, const char *key, size_t max, vd_error too_large,
+                                char **out)
+{
+    char name[200];
+    const cJSON *o = NULL;
+    cJSON *copy = NULL;
+    vd_error rc = vd_get_object(f, key, false, &o);
+    *out = NULL;
+    if (rc || !o)
+        return rc;
+    copy = cJSON_Duplicate(o, true);
+    if (copy && vd_json_redact(copy))
+        *out = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    if (!*out)
+        return vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    if (strlen(*out) <= max)
+        return VD_OK;
+    free(*out);
+    *out = NULL;
+    vd_field_name(f, key, name, sizeof(name));
+    return vd_fail(f.ctx, too_large, name,
+                   "'%s' is larger than %zu KiB serialised: keep ids and progress markers in it, "
+                   "not content",
+                   name, max / 1024);
+}
+
 bool vd_has_member(vd_field f, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, key);

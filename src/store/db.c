@@ -8,6 +8,7 @@
 #include "store_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -886,4 +887,31 @@ vd_error vd_sql_tx(vd_conn *c, vd_tx_fn fn, void *arg)
             return err;
     }
     return err;
+}
+
+vd_i64_text vd_i64_text_of(int64_t v)
+{
+    vd_i64_text t;
+    snprintf(t.s, sizeof(t.s), "%" PRId64, v);
+    return t;
+}
+
+vd_error vd_sql_result_text(vd_error rc, PGresult *res, char **out)
+{
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
+        rc = VD_ERR_NOT_FOUND;
+    else
+        rc = vd_sql_dup(res, 0, 0, out);
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_sql_first_text(vd_conn *c, vd_sql sql, int n, const char *const *params, char **out)
+{
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, sql, n, params, &res);
+    return vd_sql_result_text(rc, res, out);
 }

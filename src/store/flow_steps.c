@@ -13,11 +13,6 @@ vd_flow_step_settings vd_flow_step_defaults(void)
                                    VD_INCIDENT_WINDOW_MINUTES_DEFAULT, false, false};
 }
 
-static bool is_true(const PGresult *res, int col)
-{
-    return strcmp(PQgetvalue(res, 0, col), "t") == 0;
-}
-
 vd_error vd_store_flow_step_settings(vd_conn *c, const char *flow_step_id,
                                      vd_flow_step_settings *out)
 {
@@ -30,8 +25,8 @@ vd_error vd_store_flow_step_settings(vd_conn *c, const char *flow_step_id,
     if (PQntuples(res) == 1) {
         out->incident_min_items = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
         out->incident_window_minutes = (int)strtol(PQgetvalue(res, 0, 1), NULL, 10);
-        out->pause_on_incident = is_true(res, 2);
-        out->strict_evidence = is_true(res, 3);
+        out->pause_on_incident = vd_sql_flag(res, 0, 2);
+        out->strict_evidence = vd_sql_flag(res, 0, 3);
     }
     PQclear(res);
     return VD_OK;
@@ -41,18 +36,11 @@ vd_error vd_store_flow_step_configure(vd_conn *c, const char *flow_step_id,
                                       const vd_flow_step_change *ch, char **out)
 {
     char min_items[16], window[16];
-    PGresult *res = NULL;
     snprintf(min_items, sizeof(min_items), "%d", ch->to.incident_min_items);
     snprintf(window, sizeof(window), "%d", ch->to.incident_window_minutes);
     const char *p[] = {flow_step_id, ch->has_min_items ? min_items : NULL,
                        ch->has_window ? window : NULL,
                        ch->has_pause ? (ch->to.pause_on_incident ? "true" : "false") : NULL,
                        ch->has_strict ? (ch->to.strict_evidence ? "true" : "false") : NULL};
-    vd_error rc = vd_sql_exec(c, VD_SQL_FLOW_STEP_CONFIGURE, 5, p, &res);
-    *out = NULL;
-    if (rc)
-        return rc;
-    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_INTERNAL;
-    PQclear(res);
-    return rc;
+    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_CONFIGURE, 5, p, out);
 }

@@ -8,21 +8,10 @@
 
 #include "verdict/incidents.h"
 
-typedef struct num_text {
-    char s[24];
-} num_text;
-
-static num_text num(int64_t v)
-{
-    num_text t;
-    snprintf(t.s, sizeof(t.s), "%" PRId64, v);
-    return t;
-}
-
 vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
                                 const char *tool, vd_incident_ref *out)
 {
-    num_text item = num(item_id);
+    vd_i64_text item = vd_i64_text_of(item_id);
     const char *p[] = {flow_step_id, item_id ? item.s : NULL, tool};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_OPEN, 3, p, &res);
@@ -51,7 +40,8 @@ vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t it
                                 const char *tool, const char *signature, int window_minutes,
                                 int min_items, bool pause, const char *sample_error, bool *opened)
 {
-    num_text item = num(item_id), window = num(window_minutes), min = num(min_items);
+    vd_i64_text item = vd_i64_text_of(item_id), window = vd_i64_text_of(window_minutes),
+                min = vd_i64_text_of(min_items);
     const char *p[] = {
         flow_step_id, tool, signature, item.s, window.s, min.s, pause ? "true" : "false",
         sample_error};
@@ -68,35 +58,21 @@ vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t it
 vd_error vd_store_incidents_list(vd_conn *c, const char *state, const char *flow_step_id,
                                  int64_t after, int64_t limit, char **out)
 {
-    num_text a = num(after), l = num(limit);
+    vd_i64_text a = vd_i64_text_of(after), l = vd_i64_text_of(limit);
     const char *p[] = {state, flow_step_id, a.s, l.s};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENTS_LIST, 4, p, &res);
-    *out = NULL;
-    if (rc)
-        return rc;
-    rc = vd_sql_dup(res, 0, 0, out);
-    PQclear(res);
-    return rc;
+    return vd_sql_first_text(c, VD_SQL_INCIDENTS_LIST, 4, p, out);
 }
 
 vd_error vd_store_incident_get(vd_conn *c, int64_t id, char **out)
 {
-    num_text ids = num(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_GET, 1, p, &res);
-    *out = NULL;
-    if (rc)
-        return rc;
-    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_NOT_FOUND;
-    PQclear(res);
-    return rc;
+    return vd_sql_first_text(c, VD_SQL_INCIDENT_GET, 1, p, out);
 }
 
 vd_error vd_store_incident_close(vd_conn *c, int64_t id, const char *reason, const char *actor)
 {
-    num_text ids = num(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, reason, actor};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_CLOSE, 3, p, &res);
@@ -113,14 +89,7 @@ vd_error vd_store_incident_close(vd_conn *c, int64_t id, const char *reason, con
 vd_error vd_store_incident_requeue(vd_conn *c, int64_t id, bool requeue, const char *reason,
                                    const char *actor, char **out)
 {
-    num_text ids = num(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, reason, actor, requeue ? "true" : "false"};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_REQUEUE, 4, p, &res);
-    *out = NULL;
-    if (rc)
-        return rc;
-    rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_NOT_FOUND;
-    PQclear(res);
-    return rc;
+    return vd_sql_first_text(c, VD_SQL_INCIDENT_REQUEUE, 4, p, out);
 }

@@ -10,39 +10,6 @@
 
 #include "verdict/store_ops.h"
 
-typedef struct i64s {
-    char s[24];
-} i64s;
-
-static i64s i64_str(int64_t v)
-{
-    i64s out;
-    snprintf(out.s, sizeof(out.s), "%" PRId64, v);
-    return out;
-}
-
-/* The single text value of res (malloc'd into *out) when rc is VD_OK; frees res. */
-static vd_error text_of(vd_error rc, PGresult *res, char **out)
-{
-    *out = NULL;
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
-        rc = VD_ERR_NOT_FOUND;
-    else
-        rc = vd_sql_dup(res, 0, 0, out);
-    PQclear(res);
-    return rc;
-}
-
-/* The single text value of a one-row, one-column statement (malloc'd into *out). */
-static vd_error first_text(vd_conn *c, vd_sql sql, int n, const char *const *p, char **out)
-{
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, sql, n, p, &res);
-    return text_of(rc, res, out);
-}
-
 /* An operation run under an Idempotency-Key (or plainly when there is none). */
 typedef vd_error (*idem_op)(vd_conn *c, void *arg, char **body);
 
@@ -140,11 +107,11 @@ static vd_error register_op(vd_conn *c, void *arg, char **body)
     vd_error rc = vd_sql_exec_deferred(c, VD_SQL_FLOW_STEPS_ENSURE, 1, p1); /* with INSERT */
     if (rc)
         return rc;
-    rc = first_text(c, VD_SQL_ITEMS_INSERT, 2, p2, &created);
+    rc = vd_sql_first_text(c, VD_SQL_ITEMS_INSERT, 2, p2, &created);
     if (rc)
         return rc;
     const char *p3[] = {a->batch, created};
-    rc = first_text(c, VD_SQL_ITEMS_REGISTERED, 2, p3, body);
+    rc = vd_sql_first_text(c, VD_SQL_ITEMS_REGISTERED, 2, p3, body);
     free(created);
     return rc;
 }
@@ -160,14 +127,14 @@ vd_error vd_store_items_lookup(vd_conn *c, const char *flow_step_id, const char 
                                const char *identifiers_json, char **out)
 {
     const char *p[] = {flow_step_id, source_type, identifiers_json};
-    return first_text(c, VD_SQL_ITEMS_LOOKUP, 3, p, out);
+    return vd_sql_first_text(c, VD_SQL_ITEMS_LOOKUP, 3, p, out);
 }
 
 vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out)
 {
-    i64s ids = i64_str(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s};
-    return first_text(c, VD_SQL_ITEM_GET, 1, p, out);
+    return vd_sql_first_text(c, VD_SQL_ITEM_GET, 1, p, out);
 }
 
 /* A filter string, or NULL when absent or empty. */
@@ -178,24 +145,24 @@ static const char *opt(const char *s)
 
 vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
-    i64s a = i64_str(f->after), l = i64_str(f->limit);
+    vd_i64_text a = vd_i64_text_of(f->after), l = vd_i64_text_of(f->limit);
     const char *p[] = {opt(f->flow_step_id), opt(f->state),    a.s, l.s,
                        opt(f->reason_code),  opt(f->worker_id)};
-    return first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 6, p, out);
+    return vd_sql_first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 6, p, out);
 }
 
 vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
                                    int64_t limit, char **out)
 {
-    i64s a = i64_str(after), l = i64_str(limit);
+    vd_i64_text a = vd_i64_text_of(after), l = vd_i64_text_of(limit);
     const char *p[] = {a.s, opt(flow_step_id), l.s};
-    return first_text(c, VD_SQL_TRANSITIONS_FEED, 3, p, out);
+    return vd_sql_first_text(c, VD_SQL_TRANSITIONS_FEED, 3, p, out);
 }
 
 vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome, const char *reason_code,
                               const char *reason, const char *actor, char **out)
 {
-    i64s ids = i64_str(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, outcome, reason_code, reason, actor};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_RESOLVE_ONE, 5, p, &res);
@@ -216,7 +183,7 @@ vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char
                                const char *reason_code, const char *reason, const char *actor,
                                char **ids_json)
 {
-    i64s l = i64_str(sel->limit);
+    vd_i64_text l = vd_i64_text_of(sel->limit);
     const char *p[] = {sel->flow_step_id,
                        sel->state,
                        opt(sel->reason_code),
@@ -225,11 +192,11 @@ vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel, const char
                        reason_code,
                        reason,
                        actor};
-    return first_text(c, VD_SQL_RESOLVE_BULK, 8, p, ids_json);
+    return vd_sql_first_text(c, VD_SQL_RESOLVE_BULK, 8, p, ids_json);
 }
 
 /* The first eight parameters of items_select and requeue_bulk (BULK_FILTER, LIMIT $4). */
-static void bulk_params(const vd_bulk_select *sel, const i64s *limit, const char **p)
+static void bulk_params(const vd_bulk_select *sel, const vd_i64_text *limit, const char **p)
 {
     p[0] = sel->flow_step_id;
     p[1] = sel->states_json;
@@ -243,10 +210,10 @@ static void bulk_params(const vd_bulk_select *sel, const i64s *limit, const char
 
 vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids_json)
 {
-    i64s l = i64_str(sel->limit);
+    vd_i64_text l = vd_i64_text_of(sel->limit);
     const char *p[8];
     bulk_params(sel, &l, p);
-    return first_text(c, VD_SQL_ITEMS_SELECT, 8, p, ids_json);
+    return vd_sql_first_text(c, VD_SQL_ITEMS_SELECT, 8, p, ids_json);
 }
 
 typedef struct claim_args {
@@ -260,21 +227,21 @@ static vd_error claim_op(vd_conn *c, void *arg, char **body)
     PGresult *res = NULL;
     if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
-        return rc ? rc : first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 6, a->p, body);
     }
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
-        return first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+        return vd_sql_first_text(c, VD_SQL_CLAIM, 6, a->p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
     vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 6, a->p, &res);
-    return text_of(rc, res, body);
+    return vd_sql_result_text(rc, res, body);
 }
 
 vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
                         const char *worker_version, int64_t limit, int64_t lease_seconds,
                         const char *actor, const vd_idem *idem, vd_reply *out)
 {
-    i64s l = i64_str(limit), s = i64_str(lease_seconds);
+    vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
     claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version},
                     c->in_tx && !(idem && idem->key)};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */
@@ -285,7 +252,7 @@ vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64
                             const char *checkpoint, vd_job_snapshot *seen, bool *too_big,
                             char **out)
 {
-    i64s j = i64_str(job_id), s = i64_str(lease_seconds);
+    vd_i64_text j = vd_i64_text_of(job_id), s = vd_i64_text_of(lease_seconds);
     const char *p[] = {j.s, token, s.s, checkpoint};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 4, p, &res);
@@ -312,31 +279,32 @@ vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, boo
                                        char **out)
 {
     const char *p[] = {flow_step_id, paused ? "true" : "false"};
-    return first_text(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, out);
+    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, out);
 }
 
 vd_error vd_store_flow_steps_list(vd_conn *c, char **out)
 {
-    return first_text(c, VD_SQL_FLOW_STEPS_LIST, 0, NULL, out);
+    return vd_sql_first_text(c, VD_SQL_FLOW_STEPS_LIST, 0, NULL, out);
 }
 
 vd_error vd_store_job_get(vd_conn *c, int64_t id, char **out)
 {
-    i64s ids = i64_str(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s};
-    return first_text(c, VD_SQL_JOB_GET, 1, p, out);
+    return vd_sql_first_text(c, VD_SQL_JOB_GET, 1, p, out);
 }
 
 vd_error vd_store_job_claimed(vd_conn *c, int64_t id, const char *token, char **out)
 {
-    i64s ids = i64_str(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, token};
-    return first_text(c, VD_SQL_JOB_CLAIMED, 2, p, out);
+    return vd_sql_first_text(c, VD_SQL_JOB_CLAIMED, 2, p, out);
 }
 
 vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
-    i64s a = i64_str(f->after), l = i64_str(f->limit), item = i64_str(f->item_id);
+    vd_i64_text a = vd_i64_text_of(f->after), l = vd_i64_text_of(f->limit),
+                item = vd_i64_text_of(f->item_id);
     const char *p[] = {opt(f->flow_step_id),
                        opt(f->state),
                        opt(f->since),
@@ -345,13 +313,13 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
                        opt(f->reason_code),
                        opt(f->worker_id),
                        f->item_id > 0 ? item.s : NULL};
-    return first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
+    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
 }
 
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
                               const char *actor, char **out)
 {
-    i64s ids = i64_str(id);
+    vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, reset_budgets ? "true" : "false", reason, actor};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec(c, VD_SQL_REQUEUE_ONE, 4, p, &res);
@@ -371,11 +339,11 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
 vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset_budgets,
                                const char *reason, const char *actor, char **ids_json)
 {
-    i64s l = i64_str(sel->limit);
+    vd_i64_text l = vd_i64_text_of(sel->limit);
     const char *p[11];
     bulk_params(sel, &l, p);
     p[8] = reset_budgets ? "true" : "false";
     p[9] = reason;
     p[10] = actor;
-    return first_text(c, VD_SQL_REQUEUE_BULK, 11, p, ids_json);
+    return vd_sql_first_text(c, VD_SQL_REQUEUE_BULK, 11, p, ids_json);
 }

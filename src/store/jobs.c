@@ -27,11 +27,6 @@ void vd_job_snapshot_cleanup(vd_job_snapshot *s)
     memset(s, 0, sizeof(*s));
 }
 
-static bool flag(const PGresult *res, int row, int col)
-{
-    return strcmp(PQgetvalue(res, row, col), "t") == 0;
-}
-
 static cJSON *raw_i64(int64_t v)
 {
     char buf[24];
@@ -102,18 +97,18 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
              !vd_disposition_parse(PQgetvalue(res, r, 3), &s->disposition)) ||
             !vd_item_state_parse(PQgetvalue(res, r, 8), &s->item_state))
             return VD_ERR_INTERNAL; /* a word the CHECK constraints do not allow */
-        s->token_ok = flag(res, r, 2);
-        s->required_tool_failed = flag(res, r, 4);
-        s->same_request = flag(res, r, 5);
+        s->token_ok = vd_sql_flag(res, r, 2);
+        s->required_tool_failed = vd_sql_flag(res, r, 4);
+        s->same_request = vd_sql_flag(res, r, 5);
         if (!PQgetisnull(res, r, 6) && vd_sql_dup(res, r, 6, &s->final_response))
             return VD_ERR_INTERNAL;
         s->item_id = strtoll(PQgetvalue(res, r, 7), NULL, 10);
-        s->holds = flag(res, r, 9);
+        s->holds = vd_sql_flag(res, r, 9);
         s->failures = (int)strtol(PQgetvalue(res, r, 10), NULL, 10);
         s->defers = (int)strtol(PQgetvalue(res, r, 11), NULL, 10);
         s->max_attempts = (int)strtol(PQgetvalue(res, r, 12), NULL, 10);
         s->max_defers = (int)strtol(PQgetvalue(res, r, 13), NULL, 10);
-        s->required_tool_blocked = flag(res, r, 14);
+        s->required_tool_blocked = vd_sql_flag(res, r, 14);
         if (vd_sql_dup(res, r, 15, &s->flow_step_id) || vd_sql_dup(res, r, 16, &s->worker_id) ||
             (!PQgetisnull(res, r, 17) && vd_sql_dup(res, r, 17, &s->worker_version)))
             return VD_ERR_INTERNAL;
@@ -149,7 +144,7 @@ static vd_error reread_answer(vd_conn *c, const vd_job_key *key, vd_job_snapshot
     if (rc)
         return rc;
     if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 1)) {
-        s->same_request = flag(res, 0, 0);
+        s->same_request = vd_sql_flag(res, 0, 0);
         rc = vd_sql_dup(res, 0, 1, &s->final_response);
     }
     PQclear(res);

@@ -77,6 +77,18 @@ static inline vd_error vd_sql_dup(const PGresult *res, int row, int col, char **
     return *out ? VD_OK : VD_ERR_INTERNAL;
 }
 
+/* The decimal text of an id or count, for a statement parameter (.s). */
+typedef struct vd_i64_text {
+    char s[24];
+} vd_i64_text;
+vd_i64_text vd_i64_text_of(int64_t v);
+
+/* Whether the boolean value at row, col reads true. */
+static inline bool vd_sql_flag(const PGresult *res, int row, int col)
+{
+    return strcmp(PQgetvalue(res, row, col), "t") == 0;
+}
+
 /* Every SQL statement of the service, prepared once per connection (statements.c; in
  * transaction pool mode sent as unnamed statements instead). */
 typedef enum vd_sql {
@@ -104,6 +116,12 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
  * transaction only. Same result contract and reconnect-once rule as vd_sql_exec. */
 vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
                              PGresult **res);
+/* Run `sql` and copy the text of its first row's first column into *out (malloc'd):
+ * VD_ERR_NOT_FOUND when there is no row or the value is NULL. For the statements that answer
+ * one JSON document. */
+vd_error vd_sql_first_text(vd_conn *c, vd_sql sql, int n, const char *const *params, char **out);
+/* The same for a result already run (rc, res of vd_sql_exec or a sibling); frees res. */
+vd_error vd_sql_result_text(vd_error rc, PGresult *res, char **out);
 /* Run `sql` later, in the same pipeline as the next statement or the COMMIT (inside a
  * transaction only): for a write whose result nobody reads, it saves a round trip. Its error,
  * if any, is the error of that next call. Parameters are copied. One at a time: a second
