@@ -425,21 +425,7 @@ static void test_incidents_4xx_and_pages(void **state)
     assert_int_equal(seen, total);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv)
 
 int main(void)
 {

@@ -437,21 +437,7 @@ static void test_lint_mcp_tool_failure_text(void **state)
     assert_last_transition(c.item_id, true, "buy now");
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv)
 
 int main(void)
 {

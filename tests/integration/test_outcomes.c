@@ -375,21 +375,7 @@ static void test_outcomes_session_record_only_and_errors(void **state)
     vt_resp_free(&r);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv)
 
 int main(void)
 {

@@ -465,21 +465,7 @@ static void test_secrets_plain_http_warning(void **state)
     vt_server_stop(&pub);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv)
 
 int main(void)
 {

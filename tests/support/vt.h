@@ -52,6 +52,25 @@ void vt_server_start_listen(vt_server *s, const char *host, const char *const *e
 /* SIGTERM, wait, assert exit status 0 (also proves no leak under ASan). */
 void vt_server_stop(vt_server *s);
 
+/* The cmocka group fixture of a program whose tests share one verdictd `srv` (a static
+ * vt_server) on a fresh database: defines `setup` (vt_db_setup, then vt_server_start with no
+ * extra environment) and `teardown` (the reverse) for cmocka_run_group_tests. */
+#define VT_SERVER_FIXTURE(srv)                                                                     \
+    static int setup(void **state)                                                                 \
+    {                                                                                              \
+        (void)state;                                                                               \
+        vt_db_setup();                                                                             \
+        vt_server_start(&(srv), NULL);                                                             \
+        return 0;                                                                                  \
+    }                                                                                              \
+    static int teardown(void **state)                                                              \
+    {                                                                                              \
+        (void)state;                                                                               \
+        vt_server_stop(&(srv));                                                                    \
+        vt_db_teardown();                                                                          \
+        return 0;                                                                                  \
+    }
+
 /* One HTTP request. token may be NULL; body may be NULL; extra_headers NULL-terminated. */
 vt_resp vt_http(const vt_server *s, const char *method, const char *path, const char *token,
                 const char *body, const char *const *extra_headers);
