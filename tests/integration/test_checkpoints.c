@@ -424,22 +424,7 @@ static void test_checkpoints_worker_version(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", NULL};
-    vt_db_setup();
-    vt_server_start(&srv, env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, "VERDICT_SWEEP_INTERVAL_SECONDS=1", NULL)
 
 int main(void)
 {

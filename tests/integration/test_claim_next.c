@@ -323,7 +323,7 @@ static void test_claim_next_concurrency(void **state)
                      2 * ITEMS);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -506,22 +506,7 @@ static void test_claims_generic_plans_use_indexes(void **state)
     free(plan);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", NULL};
-    vt_db_setup();
-    vt_server_start(&srv, env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, "VERDICT_SWEEP_INTERVAL_SECONDS=1", NULL)
 
 int main(void)
 {

@@ -634,7 +634,7 @@ static void test_dispositions_batch_bad_calls(void **state)
     vt_resp_free(&r);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

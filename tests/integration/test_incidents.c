@@ -425,7 +425,7 @@ static void test_incidents_4xx_and_pages(void **state)
     assert_int_equal(seen, total);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -437,7 +437,7 @@ static void test_lint_mcp_tool_failure_text(void **state)
     assert_last_transition(c.item_id, true, "buy now");
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -241,23 +241,8 @@ static void test_model_random_sequences(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1",
-                                "VERDICT_BACKOFF_BASE_SECONDS=0", "VERDICT_LOG_LEVEL=warn", NULL};
-    vt_db_setup();
-    vt_server_start(&srv, env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_BACKOFF_BASE_SECONDS=0",
+                  "VERDICT_LOG_LEVEL=warn", NULL)
 
 int main(void)
 {

@@ -375,7 +375,7 @@ static void test_outcomes_session_record_only_and_errors(void **state)
     vt_resp_free(&r);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -316,7 +316,7 @@ static void test_redrive_bad_requests(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), before);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -200,7 +200,7 @@ static void test_release_admin(void **state)
     vt_resp_free(&r);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -465,7 +465,7 @@ static void test_secrets_plain_http_warning(void **state)
     vt_server_stop(&pub);
 }
 
-VT_SERVER_FIXTURE(srv)
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -282,23 +282,7 @@ static void test_stats_retention(void **state)
         vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)live_id), 1);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_RETENTION_DAYS=30",
-                                NULL};
-    vt_db_setup();
-    vt_server_start(&srv, env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_RETENTION_DAYS=30", NULL)
 
 int main(void)
 {

@@ -53,14 +53,16 @@ void vt_server_start_listen(vt_server *s, const char *host, const char *const *e
 void vt_server_stop(vt_server *s);
 
 /* The cmocka group fixture of a program whose tests share one verdictd `srv` (a static
- * vt_server) on a fresh database: defines `setup` (vt_db_setup, then vt_server_start with no
- * extra environment) and `teardown` (the reverse) for cmocka_run_group_tests. */
-#define VT_SERVER_FIXTURE(srv)                                                                     \
+ * vt_server) on a fresh database: defines `setup` (vt_db_setup, then vt_server_start with
+ * the environment entries `...`, NULL-terminated: `VT_SERVER_FIXTURE(srv, NULL)` for none) and
+ * `teardown` (the reverse) for cmocka_run_group_tests. */
+#define VT_SERVER_FIXTURE(srv, ...)                                                                \
     static int setup(void **state)                                                                 \
     {                                                                                              \
+        static const char *vt_env_[] = {__VA_ARGS__};                                              \
         (void)state;                                                                               \
         vt_db_setup();                                                                             \
-        vt_server_start(&(srv), NULL);                                                             \
+        vt_server_start(&(srv), vt_env_);                                                          \
         return 0;                                                                                  \
     }                                                                                              \
     static int teardown(void **state)                                                              \
