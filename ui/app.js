@@ -87,14 +87,24 @@ async function lastTransitionId() {
 }
 // The transitions after `after` (of one flow step), optionally only of some items.
 async function transitionsSince(after, flowStepId, itemIds) {
-  const out = [];
-  for (let page = 0; page < 20; page++) {
-    const r = await api('GET', `/v1/transitions?${qs({ after, flow_step_id: flowStepId, limit: 500 })}`);
-    out.push(...r.transitions);
-    if (r.transitions.length < 500) break;
-    after = r.next_after;
+  const start = after;
+  // The feed holds back rows made after a transaction that is still open began (README,
+  // "change feed"): when the action names its items, wait up to 3 s for a row of each.
+  for (let attempt = 0; ; attempt++) {
+    const out = [];
+    after = start;
+    for (let page = 0; page < 20; page++) {
+      const r = await api('GET', `/v1/transitions?${qs({ after, flow_step_id: flowStepId, limit: 500 })}`);
+      out.push(...r.transitions);
+      if (r.transitions.length < 500) break;
+      after = r.next_after;
+    }
+    if (!itemIds) return out;
+    const list = out.filter((t) => itemIds.includes(t.item_id));
+    const seen = new Set(list.map((t) => t.item_id));
+    if (seen.size >= itemIds.length || attempt >= 15) return list;
+    await new Promise((done) => setTimeout(done, 200));
   }
-  return itemIds ? out.filter((t) => itemIds.includes(t.item_id)) : out;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -246,8 +246,15 @@ async function adminRun(releaseLanded) {
   await page.waitForFunction(() => !document.querySelector('dialog#confirm').open);
   check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual_review', 'Escape cancelled the dialog');
   await page.locator('button[data-action="resolve"]').click();
+  // another writer holds a transaction open across the action: the feed holds the resolve's
+  // row back until it ends (sql/0008), and the console waits for it (app.js transitionsSince)
+  const holder = spawn('psql', ['-X', '-q', '-d', `${DB_BASE} dbname=${DB_NAME}`, '-c',
+    'BEGIN; SELECT txid_current(); SELECT pg_sleep(2); COMMIT;'], { stdio: 'ignore' });
+  const held = new Promise((done) => holder.on('exit', done));
+  await sleep(300);
   await confirm(page, { outcome: 'rejected', reason: 'junk source', reason_code: 'spam' });
   let res = await resultRows(page);
+  await held;
   check(res.length === 1 && /manual_review\s*→\s*rejected/.test(res[0]) && res[0].includes('resolve') && res[0].includes('ops'),
     `resolve shows its transition (${JSON.stringify(res)})`);
   await page.locator('.view-head .badge', { hasText: 'rejected' }).waitFor();
