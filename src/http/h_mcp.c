@@ -303,29 +303,33 @@ static cJSON *resources_list(void)
     return r;
 }
 
+/* The result of a resources/read: one content of uri with its text. */
+static void resource_contents(rpc_out *o, const char *uri, const char *mime, const char *text)
+{
+    cJSON *c = cJSON_CreateObject();
+    o->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "uri", uri);
+    cJSON_AddStringToObject(c, "mimeType", mime);
+    cJSON_AddStringToObject(c, "text", text);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o->result, "contents"), c);
+}
+
 /* resources/read of the briefing: the text of GET /v1/jobs/{id}/briefing. */
 static void read_briefing(vd_ctx *ctx, const mcp_session *s, rpc_out *o)
 {
-    cJSON *doc = NULL, *list = NULL, *c = NULL;
+    cJSON *doc = NULL;
     if (vd_briefing_run(ctx, s->job_id, &doc)) {
         o->data = take_envelope(ctx);
         rpc_fail(o, VD_RPC_SERVER_ERROR, "%s", str_of(o->data, "message"));
         return;
     }
-    o->result = cJSON_CreateObject();
-    list = cJSON_AddArrayToObject(o->result, "contents");
-    c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "uri", MCP_BRIEFING_URI);
-    cJSON_AddStringToObject(c, "mimeType", "text/plain");
-    cJSON_AddStringToObject(c, "text", str_of(doc, "briefing"));
-    cJSON_AddItemToArray(list, c);
+    resource_contents(o, MCP_BRIEFING_URI, "text/plain", str_of(doc, "briefing"));
     cJSON_Delete(doc);
 }
 
 static void resources_read(vd_ctx *ctx, const mcp_session *s, const cJSON *params, rpc_out *o)
 {
     const cJSON *uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
-    cJSON *list = NULL, *c = NULL;
     char *text = NULL;
     if (!cJSON_IsString(uri)) {
         rpc_fail(o, VD_RPC_INVALID_PARAMS, "%s", "'params.uri' must be a string");
@@ -346,13 +350,7 @@ static void resources_read(vd_ctx *ctx, const mcp_session *s, const cJSON *param
         rpc_fail(o, VD_RPC_SERVER_ERROR, "%s", str_of(o->data, "message"));
         return;
     }
-    o->result = cJSON_CreateObject();
-    list = cJSON_AddArrayToObject(o->result, "contents");
-    c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "uri", MCP_JOB_URI);
-    cJSON_AddStringToObject(c, "mimeType", "application/json");
-    cJSON_AddStringToObject(c, "text", text);
-    cJSON_AddItemToArray(list, c);
+    resource_contents(o, MCP_JOB_URI, "application/json", text);
     free(text);
 }
 
