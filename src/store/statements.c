@@ -616,7 +616,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* the failure's flow step and item: its incident (service/incidents.c) */
          " SELECT flow_step_id, item_id FROM j"},
 
-    /* SPEC §8 /v1/stats from the counters of sql/0002_stats.sql: cost independent of the
+    /* SPEC §8 /v1/stats from the counters of sql/0002_stats.sql, folded from the transitions
+     * (the *_deltas views: the ones not folded yet, sql/0019): cost independent of the
      * number of items. Every state and status key is present, zero included. */
     [VD_SQL_STATS] =
         {"stats",
@@ -697,6 +698,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
          /* logged_at (BRIN) finds the old rows; rows older than 0008 have none */
          "  WHERE (t.logged_at < now() - $1 * interval '1 day' OR t.logged_at IS NULL)"
+         /* never a row the counters have not taken yet (sql/0019_counts_from_transitions.sql) */
+         "    AND t.id <= (SELECT transition_id FROM counts_folded)"
          "    AND t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
          "    AND i.updated_at < now() - $1 * interval '1 day'"
          "  LIMIT $2)"},

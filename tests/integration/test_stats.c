@@ -1,12 +1,15 @@
 /* test_stats.c - SPEC §8 for dashboards: /v1/stats equals the truth after a scripted mix of
  * claims and dispositions; keyset pagination returns every row exactly once under
  * concurrent inserts; a real /metrics scrape passes `promtool check metrics`; retention
- * deletes only the history of done items. */
+ * deletes only the history of done items; the counters, folded from the transitions
+ * (sql/0019), stay exact under concurrent writers and never fold past a transition that is
+ * still uncommitted. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 
 #include "vt.h"
 #include "vt_api.h"
@@ -243,6 +247,117 @@ static void test_stats_hour_rollup(void **state)
     vt_resp_free(&r);
 }
 
+static long folded(void)
+{
+    return vt_sql_long("SELECT transition_id FROM counts_folded");
+}
+
+/* Wait (at most 15 s) until the sweeper's fold took every transition up to id. */
+static void wait_folded(long id)
+{
+    for (int i = 0; i < 150 && folded() < id; i++)
+        sleep_ms(100);
+    assert_true(folded() >= id);
+}
+
+static PGresult *pq_ok(PGconn *c, const char *sql)
+{
+    PGresult *res = PQexec(c, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    return res;
+}
+
+/* A transaction takes a transition id and stays open while later ids commit and the sweeper
+ * folds (every second): the fold must stop below the open one, or that transition would never
+ * be counted once it commits. */
+static void test_stats_fold_waits_for_open_writer(void **state)
+{
+    (void)state;
+    int64_t item = vt_register(&srv, "fold_open", "held", NULL);
+    vt_register(&srv, "fold_open", "other", NULL);
+    PGconn *c = PQconnectdb(vt_db_setup_url());
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PQclear(pq_ok(c, "BEGIN"));
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "WITH u AS (UPDATE items SET state = 'processed', updated_at = now()"
+             "           WHERE id = %lld RETURNING id)"
+             " INSERT INTO transitions (item_id, from_state, to_state, cause, actor)"
+             " SELECT id, 'available', 'processed', 'resolve', 'test' FROM u RETURNING id",
+             (long long)item);
+    PGresult *res = pq_ok(c, sql);
+    long held = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    vt_claim k = vt_claim1(&srv, "fold_open"); /* commits transitions above the held one */
+    vt_resp r = vt_dispose(&srv, &k, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    long later = vt_sql_long("SELECT max(id) FROM transitions");
+    assert_true(later > held);
+    sleep_ms(4000); /* four sweeper passes past the 2 s margin */
+    assert_true(folded() < held);
+    check_against_truth("fold_open"); /* the open change is not visible yet */
+    PQclear(pq_ok(c, "COMMIT"));
+    PQfinish(c);
+    wait_folded(later);
+    check_against_truth("fold_open");
+    assert_int_equal(vt_sql_long("SELECT n FROM item_counts WHERE flow_step_id = 'fold_open'"
+                                 " AND state = 'processed'"),
+                     2);
+}
+
+static _Atomic int cycles_done, empty_claims, refused;
+
+/* register, claim and finish items with every kind of disposition, until time is up */
+static void *cycler(void *arg)
+{
+    static const char *d[] = {
+        "\"disposition\": \"complete\"",
+        "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"",
+        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": 1",
+        "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": true",
+    };
+    long n = (long)(intptr_t)arg;
+    char ident[48];
+    time_t until = time(NULL) + 3;
+    for (int i = 0; time(NULL) < until; i++) {
+        snprintf(ident, sizeof(ident), "c%ld-%d", n, i);
+        vt_register(&srv, "fold_busy", ident, NULL);
+        vt_claim k;
+        if (vt_claim_n(&srv, "fold_busy", 1, 300, &k) != 1) {
+            atomic_fetch_add(&empty_claims, 1);
+            continue;
+        }
+        vt_resp r = vt_dispose(&srv, &k, d[(n + i) % 4]);
+        if (r.status != 200)
+            atomic_fetch_add(&refused, 1);
+        vt_resp_free(&r);
+        atomic_fetch_add(&cycles_done, 1);
+    }
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* 12 concurrent clients change states while the sweeper folds every second: the counters
+ * equal the truth while rows are unfolded, and again once everything is folded. */
+static void test_stats_exact_under_concurrent_writers(void **state)
+{
+    (void)state;
+    pthread_t t[12];
+    for (long i = 0; i < 12; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, cycler, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < 12; i++)
+        pthread_join(t[i], NULL);
+    assert_true(atomic_load(&cycles_done) > 12);
+    assert_int_equal(atomic_load(&refused), 0);
+    check_against_truth("fold_busy");
+    wait_folded(vt_sql_long("SELECT max(id) FROM transitions"));
+    check_against_truth("fold_busy");
+    assert_int_equal(vt_sql_long("SELECT sum(n) FROM transition_counts"),
+                     vt_sql_long("SELECT count(*) FROM transitions"));
+}
+
 static void test_stats_retention(void **state)
 {
     (void)state;
@@ -291,6 +406,8 @@ int main(void)
         cmocka_unit_test(test_stats_pagination_under_inserts),
         cmocka_unit_test(test_stats_promtool),
         cmocka_unit_test(test_stats_hour_rollup),
+        cmocka_unit_test(test_stats_fold_waits_for_open_writer),
+        cmocka_unit_test(test_stats_exact_under_concurrent_writers),
         cmocka_unit_test(test_stats_retention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
