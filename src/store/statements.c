@@ -299,7 +299,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
          "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
-         "  verdict_kept_answer(a.response), i.id, i.state,"
+         "  verdict_kept_answer(a), i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
          "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
          /* claim_next claims for this flow step, worker and worker version */
@@ -322,7 +322,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                        ELSE i.available_at END,"
          "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = $7,"
          "    last_reason = $8, updated_at = now()"
-         "  WHERE i.id = $2 RETURNING verdict_item_json(i) AS item),"
+         "  WHERE i.id = $2 RETURNING verdict_item_json(i) AS item, i.state, i.failures, i.defers,"
+         "    i.available_at),"
          " uj AS ("
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
          "    reason_code = $7, reason = $8,"
@@ -338,14 +339,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
          "    AS answer"
          "  FROM ui, uj),"
-         /* with claim_next, $24 is the claim's answer {"claims" : [...]}: it closes the answer,
-          * and the kept answer ends with the claimed job ids, from which a replay renders the
-          * same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
-         " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
+         /* the answer is kept compactly (sql/0021_compact_answers.sql): its head and tail
+          * members and the item's fields the job row does not say; with claim_next, $24 is the
+          * claim's answer {"claims" : [...]}: it closes the answer, and the kept tail ends with
+          * the claimed job ids, from which a replay renders the same claims
+          * (verdict_kept_answer, sql/0017_claim_next.sql) */
+         " s AS (INSERT INTO job_answers (job_id, request_digest, head, tail, item_state,"
+         "                                item_failures, item_defers, item_available_at)"
          "       SELECT $1, verdict_request_digest($16::jsonb),"
-         "         CASE WHEN $24::text IS NULL THEN a.answer"
-         "         ELSE left(a.answer, -1) || ',\"claimed\":' || verdict_claimed_ids($24) || '}'"
-         "         END FROM a)"
+         "         verdict_answer_head($17, $18, $15::text, $22, $23),"
+         "         verdict_answer_tail($17, $19) || CASE WHEN $24::text IS NULL THEN ''"
+         "           ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
+         "         ui.state, ui.failures, ui.defers, ui.available_at FROM ui)"
          " SELECT $1, CASE WHEN $24::text IS NULL THEN answer"
          "        ELSE left(answer, -1) || ',' || substr($24::text, 2) END FROM a"},
 
@@ -354,9 +359,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * locked rows), so its join to job_answers cannot see that finisher's answer. */
     [VD_SQL_JOB_ANSWER] =
         {"job_answer", "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false),"
-                       "  verdict_kept_answer(response)"
-                       " FROM job_answers"
-                       " WHERE job_id = $1"},
+                       "  verdict_kept_answer(a)"
+                       " FROM job_answers a"
+                       " WHERE a.job_id = $1"},
 
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
@@ -365,7 +370,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
          "  coalesce(a.request_digest = verdict_request_digest(x.request), false),"
-         "  verdict_kept_answer(a.response),"
+         "  verdict_kept_answer(a),"
          "  i.id, i.state,"
          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
          "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
@@ -402,7 +407,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                 "    last_reason = r.reason, updated_at = now()"
                                 "  FROM r WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT "
                                 "item_id FROM r))"
-                                "  RETURNING i.id, verdict_item_json(i) AS item),"
+                                "  RETURNING i.id, verdict_item_json(i) AS item, i.state,"
+                                "    i.failures, i.defers, i.available_at),"
                                 " uj AS ("
                                 "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
                                 "    disposition = r.disposition, reason_code = r.reason_code, "
@@ -431,9 +437,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                 "         AS answer"
                                 "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = "
                                 "r.item_id),"
-                                " s AS (INSERT INTO job_answers (job_id, request_digest, response)"
-                                "       SELECT job_id, verdict_request_digest(request), answer "
-                                "FROM a)"
+                                /* kept compactly, as job_finish keeps it */
+                                " s AS (INSERT INTO job_answers (job_id, request_digest, head,"
+                                "         tail, item_state, item_failures, item_defers,"
+                                "         item_available_at)"
+                                "       SELECT r.job_id, verdict_request_digest(r.request),"
+                                "         verdict_answer_head(r.answer_disposition,"
+                                "           r.answer_adjudication, r.adjudication,"
+                                "           r.tool_result_text, r.tool_result_terminal),"
+                                "         verdict_answer_tail(r.answer_disposition,"
+                                "           r.deprecation_hint),"
+                                "         ui.state, ui.failures, ui.defers, ui.available_at"
+                                "       FROM r JOIN ui ON ui.id = r.item_id)"
                                 " SELECT job_id, answer FROM a"},
 
     [VD_SQL_JOB_GET] =

@@ -89,6 +89,47 @@ static void test_dispositions_defer_keeps_item_eligible(void **state)
     dispose_ok(&third, "\"disposition\": \"complete\"", "processed");
 }
 
+/* The kept answer is compact (sql/0021): no job, no item, no payload in its row; a replay
+ * renders the same answer from the rows even after the item moved on (requeued, claimed by
+ * another job, finished again). */
+static void test_dispositions_replay_after_item_moved(void **state)
+{
+    (void)state;
+    int64_t id = vt_register(&srv, "moved", "a", "\"payload\": {\"body\": \"a long payload\"}");
+    vt_claim first = vt_claim1(&srv, "moved");
+    const char *m = "\"disposition\": \"defer_item\", \"reason_code\": \"other\","
+                    " \"reason\": \"later\", \"retry_after_seconds\": 3600";
+    vt_resp r1 = vt_dispose(&srv, &first, m);
+    assert_int_equal(r1.status, 200);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM job_answers WHERE job_id = %lld"
+                                 " AND response IS NULL AND item_state = 'deferred'"
+                                 " AND strpos(head || tail, 'payload') = 0",
+                                 (long long)first.job_id),
+                     1);
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/items/%lld/requeue", (long long)id);
+    vt_resp q = vt_http(&srv, "POST", path, VT_ADMIN, "{}", NULL);
+    assert_int_equal(q.status, 200);
+    vt_resp_free(&q);
+    vt_claim second = vt_claim1(&srv, "moved");
+    vt_resp d = vt_dispose(&srv, &second, "\"disposition\": \"complete\"");
+    assert_int_equal(d.status, 200);
+    vt_resp_free(&d);
+    vt_resp r2 = vt_dispose(&srv, &first, m);
+    assert_int_equal(r2.status, 200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r2.json, "replayed")));
+    cJSON_DeleteItemFromObject(r1.json, "replayed");
+    cJSON_DeleteItemFromObject(r2.json, "replayed");
+    char *a = cJSON_PrintUnformatted(r1.json), *b = cJSON_PrintUnformatted(r2.json);
+    assert_string_equal(a, b); /* member order and every value, the item's as it was */
+    assert_string_equal(vt_str(r2.json, "item.state"), "deferred");
+    assert_string_equal(vt_str(r2.json, "item.last_reason"), "later");
+    cJSON_free(a);
+    cJSON_free(b);
+    vt_resp_free(&r1);
+    vt_resp_free(&r2);
+}
+
 /* Seed 4: complete marks processed exactly once; replays change nothing. */
 static void test_dispositions_complete_once_and_replay(void **state)
 {
@@ -642,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_dispositions_reject_is_final),
         cmocka_unit_test(test_dispositions_defer_keeps_item_eligible),
         cmocka_unit_test(test_dispositions_complete_once_and_replay),
+        cmocka_unit_test(test_dispositions_replay_after_item_moved),
         cmocka_unit_test(test_dispositions_defer_budget_and_manual_review),
         cmocka_unit_test(test_dispositions_fail_budget_and_backoff),
         cmocka_unit_test(test_dispositions_requeue),
