@@ -4,10 +4,12 @@
  * Lock order: a statement or transaction that locks both a job and its item locks the JOB
  * FIRST, then the item; several jobs go in job id order (each job, then its item). That holds
  * for dispositions, batches, session outcomes, tool failures, the holder's and the admin's
- * release (job_lock / jobs_lock, FOR NO KEY UPDATE OF j, i), the heartbeat (its job row is
- * locked before its item is updated) and the sweeper (job, then item, both SKIP LOCKED: it
- * never waits). Statements that lock items only (claim, resolve, requeue) never lock a job
- * that already exists. tests/integration/test_lockorder.c fires them all together. */
+ * release (job_lock / jobs_lock lock the job FOR NO KEY UPDATE; the finishing statement then
+ * updates the item: a claimed item is changed only by whoever holds its processing job's lock,
+ * so it cannot move in between, and it costs no separate lock record), the heartbeat (its job row
+ * is locked before its item is updated) and the sweeper (job, then item, both SKIP LOCKED: it never
+ * waits). Statements that lock items only (claim, resolve, requeue) never lock a job that already
+ * exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
 #include "verdict/store_ops.h" /* VD_CHECKPOINT_MAX_MERGED_SQL */
@@ -306,7 +308,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  j.flow_step_id, j.worker_id, j.worker_version"
          " FROM jobs j JOIN items i ON i.id = j.item_id"
          " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
-         " FOR NO KEY UPDATE OF j, i"},
+         " FOR NO KEY UPDATE OF j"},
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
@@ -384,7 +386,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
           * 100 rows, for which a hash join over a scan of jobs looks cheaper */
          " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
          "                         FROM jsonb_array_elements($1::jsonb) e))"
-         " ORDER BY j.id FOR NO KEY UPDATE OF j, i"},
+         " ORDER BY j.id FOR NO KEY UPDATE OF j"},
 
     /* Items, jobs, one transition each and the answers kept for replays, in one statement
      * (the transaction's last, sent with its COMMIT); $1 is one object per job with the
@@ -718,15 +720,23 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    AND t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
          "    AND i.updated_at < now() - $1 * interval '1 day'"
          "  LIMIT $2)"},
+    /* an item whose current job goes forgets it; jobs go after their item's transitions
+     * (sql/0022: no foreign key does either) */
     [VD_SQL_RETENTION_JOBS] = {"retention_jobs",
-                               "DELETE FROM jobs WHERE id IN ("
+                               "WITH d AS (DELETE FROM jobs WHERE id IN ("
                                "  SELECT j.id FROM jobs j JOIN items i ON i.id = j.item_id"
                                /* claimed_at (BRIN) finds the old rows */
                                "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
                                "    AND j.finished_at < now() - $1 * interval '1 day'"
                                "    AND i.state IN ('processed', 'rejected')"
                                "    AND i.updated_at < now() - $1 * interval '1 day'"
-                               "  LIMIT $2)"},
+                               /* never a job a transition still names (sql/0022) */
+                               "    AND NOT EXISTS (SELECT 1 FROM transitions t"
+                               "                    WHERE t.item_id = i.id)"
+                               "  LIMIT $2) RETURNING id, item_id),"
+                               " u AS (UPDATE items SET current_job_id = NULL FROM d"
+                               "       WHERE items.id = d.item_id AND items.current_job_id = d.id)"
+                               " SELECT id FROM d"},
     /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
      * transaction after the job is locked: a deterministic tool failure, a retriable last
      * adjudication, the flow step's strict mode, and whether $2 (evidence, may be NULL) is

@@ -390,6 +390,11 @@ static void test_stats_retention(void **state)
     assert_int_equal(
         vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)done_id), 0);
     assert_string_equal(vt_item_state(&srv, done_id), "processed"); /* the item itself stays */
+    /* and forgets its deleted job (no foreign key does it since sql/0022) */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE id = %lld"
+                                 " AND current_job_id IS NULL",
+                                 (long long)done_id),
+                     1);
     assert_int_equal(
         vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)live_id),
         3);
