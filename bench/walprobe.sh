@@ -1,0 +1,82 @@
+#!/bin/bash
+# bench/walprobe.sh [VERDICTD] [CYCLES] [single|next]: where one claim + complete cycle's WAL
+# goes, per relation and WAL record type. Starts a durable PostgreSQL (scripts/lib.sh: fsync,
+# synchronous_commit, full_page_writes on), a verdictd on it, registers CYCLES + 50 items, runs
+# CYCLES cycles with curl from one client (`single`: POST /v1/claims + complete; `next`:
+# complete with claim_next 1), after a CHECKPOINT, and reads that LSN range with pg_waldump.
+# Prints WAL bytes per cycle (insert LSN delta) and the records per cycle by relation; counts
+# include the full-page images the first touch of each page after the checkpoint pays, and
+# whatever autovacuum wrote meanwhile (catalog relations such as pg_statistic). Stops and
+# removes everything at the end. Needs curl and python3.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VD=${1:-$ROOT/build/verdictd}; N=${2:-300}; MODE=${3:-single}
+source "$ROOT/scripts/lib.sh"
+D=$(mktemp -d /tmp/walprobe.XXXXXX)
+VP=
+cleanup() { [ -n "$VP" ] && kill "$VP" 2>/dev/null; vd_pg_stop "$D"; rm -rf "$D"; }
+trap cleanup EXIT
+vd_pg_start "$D" -c shared_buffers=256MB -c max_wal_size=2GB
+PORT=$(vd_free_port)
+TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+VERDICT_DATABASE_URL="$VD_PG_URL" VERDICT_API_KEYS="bench:admin:$TOKEN" \
+  VERDICT_LISTEN="127.0.0.1:$PORT" VERDICT_LOG_LEVEL=error "$VD" serve >"$D/verdictd.log" 2>&1 &
+VP=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
+H=(-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json')
+URL=http://127.0.0.1:$PORT
+body='{"items":['
+for i in $(seq 1 $((N + 50))); do
+  body+="{\"flow_step_id\":\"bench_0\",\"source_type\":\"bench\",\"item_identifier\":\"https://bench.example/bench_0/$i\",\"payload\":{\"title\":\"bench item $i\"}},"
+done
+curl -sf "${H[@]}" -d "${body%,}]}" "$URL/v1/items" >/dev/null
+P=(psql -X -qAt -h 127.0.0.1 -p "$VD_PG_PORT" -U postgres postgres)
+num() { grep -o "\"$1\" *: *[0-9]*" | head -1 | grep -o '[0-9]*$'; }
+str() { grep -o "\"$1\" *: *\"[^\"]*\"" | head -1 | cut -d'"' -f4; }
+claim() {
+  local c; c=$(curl -sf "${H[@]}" -d '{"flow_step_id":"bench_0","worker_id":"w1","limit":1}' "$URL/v1/claims")
+  JOB=$(num job_id <<<"$c"); TOK=$(str claim_token <<<"$c")
+}
+cycle() {
+  if [ "$MODE" = next ]; then
+    local a; a=$(curl -sf "${H[@]}" -d "{\"claim_token\":\"$TOK\",\"disposition\":\"complete\",\"claim_next\":1}" \
+      "$URL/v1/jobs/$JOB/disposition" | grep -o '"claims" *: *\[.*')
+    JOB=$(num job_id <<<"$a"); TOK=$(str claim_token <<<"$a")
+  else
+    claim
+    curl -sf "${H[@]}" -d "{\"claim_token\":\"$TOK\",\"disposition\":\"complete\"}" \
+      "$URL/v1/jobs/$JOB/disposition" >/dev/null
+  fi
+}
+"${P[@]}" -c "VACUUM ANALYZE" >/dev/null
+MODE_SAVED=$MODE; MODE=single; for _ in 1 2 3; do cycle; done; MODE=$MODE_SAVED  # warm
+[ "$MODE" = next ] && claim
+"${P[@]}" -c "CHECKPOINT" >/dev/null
+L0=$("${P[@]}" -c "SELECT pg_current_wal_insert_lsn()")
+for _ in $(seq "$N"); do cycle; done
+L1=$("${P[@]}" -c "SELECT pg_current_wal_insert_lsn()")
+"${P[@]}" -c "SELECT pg_switch_wal()" >/dev/null
+"${P[@]}" -c "SELECT relfilenode || ' ' || relname FROM pg_class WHERE relfilenode <> 0" >"$D/rel.txt"
+vd_pg_as "$VD_PG_BIN/pg_waldump" -p "$D/data/pg_wal" -s "$L0" -e "$L1" >"$D/dump.txt" 2>/dev/null || true
+echo "WAL bytes per cycle (insert LSN delta): $("${P[@]}" -c "SELECT round(pg_wal_lsn_diff('$L1', '$L0') / $N)")"
+python3 - "$D/dump.txt" "$D/rel.txt" "$N" <<'PY'
+import collections, re, sys
+dump, relf, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rel = dict(l.split() for l in open(relf) if len(l.split()) == 2)
+agg = collections.defaultdict(lambda: [0, 0, 0])
+total = 0
+for line in open(dump):
+    m = re.search(r'rmgr: (\w+)\s+len \(rec/tot\):\s+\d+/\s*(\d+).*?desc: (\w+)', line)
+    if not m:
+        continue
+    r = re.search(r'rel \d+/\d+/(\d+)', line)
+    key = (rel.get(r.group(1), r.group(1)) if r else '-', m.group(1) + '/' + m.group(3))
+    a = agg[key]
+    a[0] += 1; a[1] += int(m.group(2)); a[2] += 'FPW' in line
+    total += int(m.group(2))
+print(f"records per cycle by relation (pg_waldump; {total / n:.0f} B per cycle in records)")
+print(f"{'B/cycle':>8} {'rec':>6} {'FPI':>5}  relation / record")
+for (name, kind), (c, b, f) in sorted(agg.items(), key=lambda x: -x[1][1]):
+    if b / n >= 5:
+        print(f"{b / n:8.0f} {c / n:6.2f} {f / n:5.2f}  {name} {kind}")
+PY
