@@ -711,15 +711,17 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. */
     [VD_SQL_RETENTION_TRANSITIONS] =
         {"retention_transitions",
-         "DELETE FROM transitions WHERE id IN ("
+         "DELETE FROM transitions WHERE id = ANY (ARRAY("
          "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
          /* logged_at (BRIN) finds the old rows; rows older than 0008 have none */
          "  WHERE (t.logged_at < now() - $1 * interval '1 day' OR t.logged_at IS NULL)"
-         /* never a row the counters have not taken yet (sql/0019_counts_from_transitions.sql) */
-         "    AND t.id <= (SELECT transition_id FROM counts_folded)"
          "    AND t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
          "    AND i.updated_at < now() - $1 * interval '1 day'"
-         "  LIMIT $2)"},
+         "  LIMIT $2))"
+         /* never a row the counters have not taken yet (sql/0019_counts_from_transitions.sql);
+          * checked on the rows found (inside, the generic plan walked the primary key up to
+          * it: 0.3 s over 400,000 transitions) */
+         "  AND id <= (SELECT transition_id FROM counts_folded)"},
     /* an item whose current job goes forgets it; jobs go after their item's transitions
      * (sql/0022: no foreign key does either) */
     [VD_SQL_RETENTION_JOBS] = {"retention_jobs",
