@@ -255,14 +255,6 @@ static void test_feed_keyset(void **state)
     vt_resp_free(&r);
 }
 
-static PGresult *exec_ok(PGconn *c, const char *sql)
-{
-    PGresult *res = PQexec(c, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(c));
-    return res;
-}
-
 /* A transaction that took id N and commits after another one committed N+1: the feed must
  * stop before N+1 until N is visible, or a poller would pass N for ever. */
 static void test_feed_waits_for_open_writer(void **state)
@@ -273,13 +265,13 @@ static void test_feed_waits_for_open_writer(void **state)
     int64_t start = vt_sql_long("SELECT max(id) FROM transitions");
     PGconn *c = PQconnectdb(db_url);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
-    PQclear(exec_ok(c, "BEGIN"));
+    PQclear(vt_pq_ok(c, "BEGIN"));
     char sql[256];
     snprintf(sql, sizeof(sql),
              "INSERT INTO transitions (item_id, to_state, cause, actor)"
              " VALUES (%lld, 'available', 'requeue', 'test') RETURNING id",
              (long long)item);
-    PGresult *res = exec_ok(c, sql);
+    PGresult *res = vt_pq_ok(c, sql);
     int64_t held = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     vt_register(&srv, "feed_open", "b", NULL); /* commits held + 1 */
@@ -288,7 +280,7 @@ static void test_feed_waits_for_open_writer(void **state)
     int n = read_feed(start, NULL, ids, 4096);
     for (int i = 0; i < n; i++)
         assert_true(ids[i] < held); /* nothing past the open one */
-    PQclear(exec_ok(c, "COMMIT"));
+    PQclear(vt_pq_ok(c, "COMMIT"));
     PQfinish(c);
     n = read_feed(start, NULL, ids, 4096);
     assert_int_equal(n, 2);

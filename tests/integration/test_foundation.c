@@ -141,15 +141,6 @@ static void test_foundation_migrate_fills_a_gap(void **state)
                      (long)vd_migration_count);
 }
 
-static void pq_ok(PGconn *pg, const char *sql)
-{
-    PGresult *res = PQexec(pg, sql);
-    ExecStatusType st = PQresultStatus(res);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%.80s: %s", sql, PQerrorMessage(pg));
-    PQclear(res);
-}
-
 static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -186,23 +177,25 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     snprintf(up_url, sizeof(up_url), "%s dbname=%s", getenv("VERDICT_TEST_DATABASE_URL"), name);
     pg = PQconnectdb(up_url);
     assert_int_equal(PQstatus(pg), CONNECTION_OK);
-    pq_ok(pg, "SET client_min_messages = warning");
-    pq_ok(pg, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-              " applied_at timestamptz NOT NULL DEFAULT now())");
+    PQclear(vt_pq_ok(pg, "SET client_min_messages = warning"));
+    PQclear(vt_pq_ok(
+        pg, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"));
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof(path), "%s/../sql/%s", VERDICT_TEST_DATA_DIR, before[i]);
         char *text = read_file(path);
-        pq_ok(pg, "BEGIN");
-        pq_ok(pg, text);
+        PQclear(vt_pq_ok(pg, "BEGIN"));
+        PQclear(vt_pq_ok(pg, text));
         snprintf(sql, sizeof(sql), "INSERT INTO schema_migrations VALUES (%d, '%s')", i + 1,
                  before[i]);
-        pq_ok(pg, sql);
-        pq_ok(pg, "COMMIT");
+        PQclear(vt_pq_ok(pg, sql));
+        PQclear(vt_pq_ok(pg, "COMMIT"));
         free(text);
     }
-    pq_ok(pg, "INSERT INTO flow_steps (flow_step_id) VALUES ('up')");
-    pq_ok(pg, "INSERT INTO items (flow_step_id, source_type, item_identifier, state,"
-              " max_attempts, max_defers) VALUES ('up', 'rss', 'a', 'processed', 3, 3)");
+    PQclear(vt_pq_ok(pg, "INSERT INTO flow_steps (flow_step_id) VALUES ('up')"));
+    PQclear(vt_pq_ok(pg,
+                     "INSERT INTO items (flow_step_id, source_type, item_identifier, state,"
+                     " max_attempts, max_defers) VALUES ('up', 'rss', 'a', 'processed', 3, 3)"));
     snprintf(sql, sizeof(sql),
              "INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status, claim_token,"
              " lease_expires_at, finished_at, disposition, final_request, final_response)"
@@ -211,7 +204,7 @@ static void test_foundation_upgrade_keeps_replays(void **state)
              " '{\"disposition\":\"complete\",\"job\":{\"kept\":\"by 0004\"},"
              "\"item\":{}' FROM items",
              token, token);
-    pq_ok(pg, sql);
+    PQclear(vt_pq_ok(pg, sql));
     PQfinish(pg);
 
     snprintf(env_url, sizeof(env_url), "VERDICT_DATABASE_URL=%s", up_url);

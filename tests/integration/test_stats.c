@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <libpq-fe.h>
 
 #include "vt.h"
 #include "vt_api.h"
@@ -260,14 +259,6 @@ static void wait_folded(long id)
     assert_true(folded() >= id);
 }
 
-static PGresult *pq_ok(PGconn *c, const char *sql)
-{
-    PGresult *res = PQexec(c, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(c));
-    return res;
-}
-
 /* A transaction takes a transition id and stays open while later ids commit and the sweeper
  * folds (every second): the fold must stop below the open one, or that transition would never
  * be counted once it commits. */
@@ -278,7 +269,7 @@ static void test_stats_fold_waits_for_open_writer(void **state)
     vt_register(&srv, "fold_open", "other", NULL);
     PGconn *c = PQconnectdb(vt_db_setup_url());
     assert_int_equal(PQstatus(c), CONNECTION_OK);
-    PQclear(pq_ok(c, "BEGIN"));
+    PQclear(vt_pq_ok(c, "BEGIN"));
     char sql[512];
     snprintf(sql, sizeof(sql),
              "WITH u AS (UPDATE items SET state = 'processed', updated_at = now()"
@@ -286,7 +277,7 @@ static void test_stats_fold_waits_for_open_writer(void **state)
              " INSERT INTO transitions (item_id, from_state, to_state, cause, actor)"
              " SELECT id, 'available', 'processed', 'resolve', 'test' FROM u RETURNING id",
              (long long)item);
-    PGresult *res = pq_ok(c, sql);
+    PGresult *res = vt_pq_ok(c, sql);
     long held = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     vt_claim k = vt_claim1(&srv, "fold_open"); /* commits transitions above the held one */
@@ -298,7 +289,7 @@ static void test_stats_fold_waits_for_open_writer(void **state)
     sleep_ms(4000); /* four sweeper passes past the 2 s margin */
     assert_true(folded() < held);
     check_against_truth("fold_open"); /* the open change is not visible yet */
-    PQclear(pq_ok(c, "COMMIT"));
+    PQclear(vt_pq_ok(c, "COMMIT"));
     PQfinish(c);
     wait_folded(later);
     check_against_truth("fold_open");

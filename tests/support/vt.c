@@ -110,6 +110,15 @@ char *vt_sql(const char *fmt, ...)
     return out;
 }
 
+PGresult *vt_pq_ok(PGconn *c, const char *sql)
+{
+    PGresult *res = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%.80s: %s", sql, PQerrorMessage(c));
+    return res;
+}
+
 long vt_sql_long(const char *fmt, ...)
 {
     va_list ap;

@@ -5,6 +5,7 @@
 #define VERDICT_TEST_VT_H
 
 #include <cjson/cJSON.h>
+#include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -43,6 +44,9 @@ void vt_db_teardown(void);
  * NULL for no row / SQL NULL). Fails the test on error. */
 char *vt_sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long vt_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Run sql on a connection of the test's own (a transaction held open, say); fails the test
+ * unless PostgreSQL answered it without error. Returns the result: PQclear it. */
+PGresult *vt_pq_ok(PGconn *c, const char *sql);
 
 /* Start verdictd against the test database with extra environment entries ("K=V", NULL
  * terminated; may be NULL). Waits until /healthz answers. */
