@@ -269,6 +269,8 @@ int vb_min_claim(vb_min *m, const char *queue, const char *worker, int limit, in
 /* Complete ids (one statement); 200 when every one was running, 409 when not, 500. */
 int vb_min_complete(vb_min *m, const int64_t *ids, int n);
 const char *vb_min_error(vb_min *m);
+/* After the run: log the jobs done and left running; false when one is left running (lost). */
+bool vb_min_audit(const vb_env *e);
 
 /* ---- the npm peers (peers.c) --------------------------------------------------------------- */
 

@@ -420,6 +420,8 @@ int main(int argc, char **argv)
     }
     if (ok && o.matrix)
         ok = run_matrix(&e, &o, &r);
+    if (ok && o.matrix && o.minimal && !vb_interrupted)
+        ok = vb_min_audit(&e);
     if (ok && o.adjudicator && !vb_interrupted)
         ok = r.have_adj = vb_adjudicator_run(&o, r.adj);
     if (ok && o.stats_items > 0 && !vb_interrupted)
