@@ -75,7 +75,21 @@ static vd_error bulk_select(vd_ctx *ctx, vd_field f, const vd_item_state *states
     return *states_json ? VD_OK : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
 }
 
-/* Answer a dry run: {"dry_run": true, "<count_key>": n, "item_ids": [...]}. */
+/* The answer of a bulk action or its dry run, from the JSON array of ids the store gave
+ * (freed here): {["dry_run": true,] "<count_key>": n, "item_ids": [...]}. */
+static vd_error bulk_answer(vd_ctx *ctx, bool dry, const char *count_key, char *ids)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *list = ids ? cJSON_Parse(ids) : NULL;
+    if (dry)
+        cJSON_AddTrueToObject(o, "dry_run");
+    cJSON_AddNumberToObject(o, count_key, list ? (double)cJSON_GetArraySize(list) : 0);
+    cJSON_AddItemToObject(o, "item_ids", list ? list : cJSON_CreateArray());
+    free(ids);
+    return vd_respond_json(ctx, 200, o);
+}
+
+/* Answer a dry run: what the action would select now. */
 static vd_error dry_run(vd_ctx *ctx, const vd_bulk_select *sel, const char *count_key)
 {
     char *ids = NULL;
@@ -85,13 +99,7 @@ static vd_error dry_run(vd_ctx *ctx, const vd_bulk_select *sel, const char *coun
         return rc;
     if ((rc = vd_store_items_select(c, sel, &ids)))
         return vd_store_fail(ctx, rc, NULL);
-    cJSON *o = cJSON_CreateObject();
-    cJSON *list = ids ? cJSON_Parse(ids) : NULL;
-    cJSON_AddTrueToObject(o, "dry_run");
-    cJSON_AddNumberToObject(o, count_key, list ? (double)cJSON_GetArraySize(list) : 0);
-    cJSON_AddItemToObject(o, "item_ids", list ? list : cJSON_CreateArray());
-    free(ids);
-    return vd_respond_json(ctx, 200, o);
+    return bulk_answer(ctx, true, count_key, ids);
 }
 
 /* One state name a requeue may select: any state but claimed. */
@@ -182,12 +190,7 @@ static vd_error requeue_run(vd_ctx *ctx, vd_field f, const vd_bulk_select *sel, 
     free(clean);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
-    cJSON *o = cJSON_CreateObject();
-    cJSON *list = ids ? cJSON_Parse(ids) : NULL;
-    cJSON_AddNumberToObject(o, "requeued", list ? (double)cJSON_GetArraySize(list) : 0);
-    cJSON_AddItemToObject(o, "item_ids", list ? list : cJSON_CreateArray());
-    free(ids);
-    return vd_respond_json(ctx, 200, o);
+    return bulk_answer(ctx, false, "requeued", ids);
 }
 
 vd_error vd_h_requeue_bulk(vd_ctx *ctx)
@@ -291,12 +294,7 @@ static vd_error resolve_run(vd_ctx *ctx, const vd_bulk_select *sel, const char *
     rc = vd_store_resolve_bulk(c, sel, outcome, code ? code : "resolve", reason, ctx->actor, &ids);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
-    cJSON *o = cJSON_CreateObject();
-    cJSON *list = ids ? cJSON_Parse(ids) : NULL;
-    cJSON_AddNumberToObject(o, "resolved", list ? (double)cJSON_GetArraySize(list) : 0);
-    cJSON_AddItemToObject(o, "item_ids", list ? list : cJSON_CreateArray());
-    free(ids);
-    return vd_respond_json(ctx, 200, o);
+    return bulk_answer(ctx, false, "resolved", ids);
 }
 
 vd_error vd_h_resolve_bulk(vd_ctx *ctx)
