@@ -7,7 +7,8 @@
 # Prints WAL bytes per cycle (insert LSN delta) and the records per cycle by relation; counts
 # include the full-page images the first touch of each page after the checkpoint pays, and
 # whatever autovacuum wrote meanwhile (catalog relations such as pg_statistic). Stops and
-# removes everything at the end. Needs curl and python3.
+# removes everything at the end. Needs curl and python3. PAYLOAD_BYTES=N pads each item's
+# payload with a text member of N bytes (default 0: {"title": "bench item <n>"}, as the bench).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VD=${1:-$ROOT/build/verdictd}; N=${2:-300}; MODE=${3:-single}
@@ -25,11 +26,13 @@ VP=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 H=(-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json')
 URL=http://127.0.0.1:$PORT
+PAD=$(head -c "${PAYLOAD_BYTES:-0}" /dev/urandom | base64 -w0 | head -c "${PAYLOAD_BYTES:-0}")
 body='{"items":['
 for i in $(seq 1 $((N + 50))); do
-  body+="{\"flow_step_id\":\"bench_0\",\"source_type\":\"bench\",\"item_identifier\":\"https://bench.example/bench_0/$i\",\"payload\":{\"title\":\"bench item $i\"}},"
+  body+="{\"flow_step_id\":\"bench_0\",\"source_type\":\"bench\",\"item_identifier\":\"https://bench.example/bench_0/$i\",\"payload\":{\"title\":\"bench item $i\",\"text\":\"$PAD\"}},"
 done
-curl -sf "${H[@]}" -d "${body%,}]}" "$URL/v1/items" >/dev/null
+printf '%s]}' "${body%,}" >"$D/items.json"
+curl -sf "${H[@]}" -d @"$D/items.json" "$URL/v1/items" >/dev/null
 P=(psql -X -qAt -h 127.0.0.1 -p "$VD_PG_PORT" -U postgres postgres)
 num() { grep -o "\"$1\" *: *[0-9]*" | head -1 | grep -o '[0-9]*$'; }
 str() { grep -o "\"$1\" *: *\"[^\"]*\"" | head -1 | cut -d'"' -f4; }

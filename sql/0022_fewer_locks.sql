@@ -19,6 +19,6 @@ ALTER TABLE transitions DROP CONSTRAINT transitions_job_id_fkey;
 -- An item is rewritten twice per job (claim, finish: non-HOT, its state is in the predicates of
 -- the queue's partial indexes). On a full page the new version goes to another page: PostgreSQL
 -- then first locks the old version with a WAL record of its own, and logs the whole new
--- version (an update on the same page logs only what changed between the two). Room on every
+-- version (an update on the same page may leave out what the two versions share). Room on every
 -- page (pruning frees the old versions) keeps most rewrites on their page.
 ALTER TABLE items SET (fillfactor = 70);
