@@ -282,12 +282,47 @@ static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
     return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH, p, res);
 }
 
+/* Whether finishing w makes its item claimable at once (a release, a defer without delay). */
+static bool claimable_now(const vd_job_finish *w)
+{
+    return w->to_state == VD_ITEM_AVAILABLE ||
+           (w->to_state == VD_ITEM_DEFERRED && w->delay_seconds <= 0);
+}
+
+/* Long-poll claims: announce the items a finish makes claimable now (notify_items), in the
+ * finish's transaction: deferred into its pipeline when that slot is free (no round trip),
+ * else run now. The hot complete and reject paths announce nothing and cost nothing here. */
+static vd_error notify_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
+{
+    char ids[2400]; /* up to 100 ids (a batch) */
+    size_t len = 0;
+    ids[len++] = '{';
+    for (size_t k = 0; k < n && len < sizeof(ids) - 24; k++) {
+        if (claimable_now(&w[k]))
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%" PRId64,
+                                    len > 1 ? "," : "", w[k].item_id);
+    }
+    if (len == 1)
+        return VD_OK; /* nothing claimable: no statement */
+    snprintf(ids + len, sizeof(ids) - len, "}");
+    const char *p[] = {ids};
+    if (c->deferred < 0)
+        return vd_sql_exec_deferred(c, VD_SQL_NOTIFY_ITEMS, 1, p);
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_NOTIFY_ITEMS, 1, p, &res);
+    PQclear(res);
+    return rc;
+}
+
 vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
 {
     PGresult *res = NULL;
     vd_error rc;
     for (size_t k = 0; k < n; k++)
         answers[k] = NULL;
+    rc = notify_claimable(c, w, n);
+    if (rc)
+        return rc;
     if (n == 1) { /* the positional statement: measured faster than the JSON one */
         rc = finish_one(c, w, &res);
     } else {
