@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "metrics.h"
 #include "verdict/util.h"
 
 #define TICK_MS 100
@@ -51,6 +52,7 @@ static void unlink_waiter(vd_waiters *ws, vd_waiter *w)
         ws->tail = w->prev;
     w->prev = w->next = NULL;
     ws->count--;
+    vd_metrics_waiters_add(-1);
 }
 
 /* Wake w; unlinked when the server took it. Under the lock. */
@@ -168,6 +170,7 @@ vd_park vd_waiters_park(vd_waiters *ws, vd_waiter *w, uint64_t seq, bool may_ret
             ws->head = w;
         ws->tail = w;
         ws->count++;
+        vd_metrics_waiters_add(1);
     }
     pthread_mutex_unlock(&ws->mu);
     return rc;
