@@ -107,7 +107,7 @@ static vd_error register_op(vd_conn *c, void *arg, char **body)
     vd_error rc = vd_sql_exec_deferred(c, VD_SQL_FLOW_STEPS_ENSURE, 1, p1); /* with INSERT */
     if (rc)
         return rc;
-    rc = vd_sql_first_text(c, VD_SQL_ITEMS_INSERT, 2, p2, &created);
+    rc = vd_sql_first_text_announce(c, VD_SQL_ITEMS_INSERT, 2, p2, 1, &created);
     if (rc)
         return rc;
     const char *p3[] = {a->batch, created};
@@ -312,7 +312,7 @@ vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, boo
                                        char **out)
 {
     const char *p[] = {flow_step_id, paused ? "true" : "false"};
-    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, out);
+    return vd_sql_first_text_announce(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, 1, out);
 }
 
 vd_error vd_store_flow_steps_list(vd_conn *c, char **out)
@@ -365,6 +365,8 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
         rc = VD_ERR_INVALID_TRANSITION;
     else
         rc = vd_sql_dup(res, 0, 1, out);
+    if (rc == VD_OK && !PQgetisnull(res, 0, 2))
+        vd_sql_announce(c, PQgetvalue(res, 0, 2));
     PQclear(res);
     return rc;
 }
@@ -378,5 +380,5 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset
     p[8] = reset_budgets ? "true" : "false";
     p[9] = reason;
     p[10] = actor;
-    return vd_sql_first_text(c, VD_SQL_REQUEUE_BULK, 11, p, ids_json);
+    return vd_sql_first_text_announce(c, VD_SQL_REQUEUE_BULK, 11, p, 1, ids_json);
 }

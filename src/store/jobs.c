@@ -289,13 +289,14 @@ static bool claimable_now(const vd_job_finish *w)
            (w->to_state == VD_ITEM_DEFERRED && w->delay_seconds <= 0);
 }
 
-/* Long-poll claims: announce the items a finish makes claimable now (notify_items), in the
- * finish's transaction: deferred into its pipeline when that slot is free (no round trip),
- * else run now. The hot complete and reject paths announce nothing and cost nothing here. */
-static vd_error notify_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
+/* Long-poll claims: what the items a finish makes claimable now announce (one read in the
+ * finish's transaction, sent after its commit: vd_sql_announce). The hot complete and reject
+ * paths make nothing claimable and cost nothing here. */
+static vd_error announce_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
 {
     char ids[2400]; /* up to 100 ids (a batch) */
     size_t len = 0;
+    char *lines = NULL;
     ids[len++] = '{';
     for (size_t k = 0; k < n && len < sizeof(ids) - 24; k++) {
         if (claimable_now(&w[k]))
@@ -306,12 +307,11 @@ static vd_error notify_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
         return VD_OK; /* nothing claimable: no statement */
     snprintf(ids + len, sizeof(ids) - len, "}");
     const char *p[] = {ids};
-    if (c->deferred < 0)
-        return vd_sql_exec_deferred(c, VD_SQL_NOTIFY_ITEMS, 1, p);
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_NOTIFY_ITEMS, 1, p, &res);
-    PQclear(res);
-    return rc;
+    vd_error rc = vd_sql_first_text(c, VD_SQL_CLAIMABLE_ANNOUNCE, 1, p, &lines);
+    if (rc == VD_OK)
+        vd_sql_announce(c, lines);
+    free(lines);
+    return rc == VD_ERR_NOT_FOUND ? VD_OK : rc;
 }
 
 vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
@@ -320,7 +320,7 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
     vd_error rc;
     for (size_t k = 0; k < n; k++)
         answers[k] = NULL;
-    rc = notify_claimable(c, w, n);
+    rc = announce_claimable(c, w, n);
     if (rc)
         return rc;
     if (n == 1) { /* the positional statement: measured faster than the JSON one */
@@ -457,6 +457,8 @@ vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, cons
     if (rc)
         return rc;
     rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_INTERNAL;
+    if (rc == VD_OK)
+        vd_sql_announce(c, PQgetvalue(res, 0, 1)); /* committed: sent now */
     PQclear(res);
     return rc;
 }

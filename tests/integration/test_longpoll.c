@@ -51,6 +51,7 @@ typedef struct waiter {
     long status;
     int claims;
     int64_t item_id, job_id;
+    char token[64];
     bool replayed;
     double started, answered;
 } waiter;
@@ -74,6 +75,7 @@ static void *waiter_main(void *arg)
     if (w->claims > 0) {
         w->item_id = (int64_t)vt_num(r.json, "claims.0.item.id");
         w->job_id = (int64_t)vt_num(r.json, "claims.0.job_id");
+        snprintf(w->token, sizeof(w->token), "%s", vt_str(r.json, "claims.0.claim_token"));
     }
     vt_resp_free(&r);
     vt_http_thread_cleanup();
@@ -140,6 +142,98 @@ static void test_notify_wakes_waiter(void **state)
         fail_msg("woken %.3f s after the registration (%.3f s in all)", w.answered - reg,
                  w.answered - w.started);
     assert_int_equal(parked(&slow), 0);
+    vt_server_stop(&slow);
+}
+
+/* Start a waiter on s, wait until it is parked, run `what` (an HTTP call of the main server,
+ * or SQL), and assert the waiter got item `id` within `bound` seconds of it. */
+typedef void (*action_fn)(int64_t arg);
+
+static waiter *woken_by(vt_server *s, const char *flow, action_fn what, int64_t arg, int64_t id,
+                        double bound)
+{
+    static waiter w;
+    waiter_start(&w, s, flow, 15);
+    await_parked(s, 1);
+    double t0 = now_s();
+    what(arg);
+    waiter_join(&w);
+    assert_int_equal(w.claims, 1);
+    assert_int_equal(w.item_id, id);
+    if (w.answered - t0 > bound)
+        fail_msg("woken %.3f s after the change (bound %.1f s)", w.answered - t0, bound);
+    return &w;
+}
+
+static char held_token[64];
+
+static void post_ok(const char *path, const char *body)
+{
+    vt_resp r = vt_http(&srv, "POST", path, VT_ADMIN, body, NULL);
+    if (r.status != 200)
+        fail_msg("%s: %ld %s", path, r.status, r.body);
+    vt_resp_free(&r);
+}
+
+static void holder_release(int64_t job)
+{
+    char path[64], body[128];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/release", (long long)job);
+    snprintf(body, sizeof(body), "{\"claim_token\": \"%s\"}", held_token);
+    post_ok(path, body);
+}
+
+static void admin_release(int64_t item)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/items/%lld/release", (long long)item);
+    post_ok(path, "{\"reason\": \"test\"}");
+}
+
+static void requeue_one(int64_t item)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/items/%lld/requeue", (long long)item);
+    post_ok(path, "{\"reason\": \"test\"}");
+}
+
+static void resume_step(int64_t unused)
+{
+    (void)unused;
+    post_ok("/v1/flow-steps/lp_ann/resume", NULL);
+}
+
+static void expire_lease(int64_t item)
+{
+    vt_sql("UPDATE items SET lease_expires_at = now() - interval '1 second' WHERE id = %lld",
+           (long long)item);
+}
+
+/* Every change that makes an item claimable now announces it: a holder's release, an admin's
+ * release, a requeue, a resume of the flow step, the sweeper's expiry of a lease. On a server
+ * whose periodic retry is a minute away, each wakes a parked claim within a second or two. */
+static void test_every_change_announces(void **state)
+{
+    static const char *env[] = {"VERDICT_WAIT_RETRY_MS=60000", "VERDICT_SWEEP_INTERVAL_SECONDS=1",
+                                NULL};
+    vt_server slow;
+    (void)state;
+    vt_server_start(&slow, env);
+    int64_t id = vt_register(&srv, "lp_ann", "a1", NULL);
+    vt_claim c = vt_claim1(&srv, "lp_ann");
+    snprintf(held_token, sizeof(held_token), "%s", c.token);
+    waiter *w = woken_by(&slow, "lp_ann", holder_release, c.job_id, id, 1.5);
+    w = woken_by(&slow, "lp_ann", admin_release, id, id, 1.5);
+    vt_claim done = {w->job_id, id, 1, ""};
+    snprintf(done.token, sizeof(done.token), "%s", w->token);
+    vt_resp r = vt_dispose(&srv, &done, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    w = woken_by(&slow, "lp_ann", requeue_one, id, id, 1.5);
+    post_ok("/v1/flow-steps/lp_ann/pause", NULL);
+    int64_t id2 = vt_register(&srv, "lp_ann", "a2", NULL); /* paused: not claimable yet */
+    woken_by(&slow, "lp_ann", resume_step, 0, id2, 1.5);
+    woken_by(&slow, "lp_ann", expire_lease, id2, id2, 3.0); /* a sweep every second */
     vt_server_stop(&slow);
 }
 
@@ -394,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_wait_seconds_validation),
         cmocka_unit_test(test_empty_wait_answers_at_deadline),
         cmocka_unit_test(test_notify_wakes_waiter),
+        cmocka_unit_test(test_every_change_announces),
         cmocka_unit_test(test_retry_finds_unannounced_item),
         cmocka_unit_test(test_deferred_item_wakes_waiter),
         cmocka_unit_test(test_many_waiters_hold_no_thread),
