@@ -33,8 +33,8 @@ struct vd_server {
     struct MHD_Daemon *daemon;
     vd_workers *workers;
     vd_guard *guard;
-    int inflight; /* requests begun and not completed (atomic) */
-    vd_tls tls;   /* optional HTTPS (tls.c) */
+    int inflight;          /* requests begun and not completed (atomic) */
+    vd_tls tls;            /* optional HTTPS (tls.c) */
     vd_waiters *waiters;   /* parked long-poll claims */
     vd_listener *listener; /* their notifications (store/listen.c) */
 };

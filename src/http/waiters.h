@@ -21,10 +21,10 @@ typedef enum vd_wake {
 typedef struct vd_waiter {
     struct vd_waiter *prev, *next; /* the FIFO (the registry's) */
     char flow_step[VD_WAITER_FLOW_STEP_MAX + 1];
-    uint64_t hash;  /* of flow_step (set by vd_waiters_park) */
-    double until;   /* vd_monotonic() deadline */
-    int fd;         /* the client's socket, watched for a hang-up; -1: none */
-    bool by_tick;   /* last woken by the periodic retry (not by a notification) */
+    uint64_t hash; /* of flow_step (set by vd_waiters_park) */
+    double until;  /* vd_monotonic() deadline */
+    int fd;        /* the client's socket, watched for a hang-up; -1: none */
+    bool by_tick;  /* last woken by the periodic retry (not by a notification) */
 } vd_waiter;
 
 /* Hand w back to the server. RETRY and FINAL: true when queued to a worker (false: the queue

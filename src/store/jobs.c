@@ -300,8 +300,8 @@ static vd_error announce_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
     ids[len++] = '{';
     for (size_t k = 0; k < n && len < sizeof(ids) - 24; k++) {
         if (claimable_now(&w[k]))
-            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%" PRId64,
-                                    len > 1 ? "," : "", w[k].item_id);
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%" PRId64, len > 1 ? "," : "",
+                                    w[k].item_id);
     }
     if (len == 1)
         return VD_OK; /* nothing claimable: no statement */

@@ -62,9 +62,15 @@ static int wait_for(const vd_listener *l, int fd, short ev, int timeout_ms)
 /* Connect without blocking, under a 10 s bound; NULL on failure or stop. */
 static PGconn *open_conn(const vd_listener *l)
 {
-    const char *keys[] = {"connect_timeout",   "application_name",    "keepalives",
-                          "keepalives_idle",   "keepalives_interval", "keepalives_count",
-                          "tcp_user_timeout",  "dbname",              NULL};
+    const char *keys[] = {"connect_timeout",
+                          "application_name",
+                          "keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "tcp_user_timeout",
+                          "dbname",
+                          NULL};
     const char *vals[] = {"10", "verdictd-listen", "1", "5", "2", "3", "10000", l->url, NULL};
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     double until = vd_monotonic() + 10.0;
@@ -156,8 +162,9 @@ static void *listen_main(void *arg)
             serve(l, pg);
             __atomic_store_n(&l->connected, 0, __ATOMIC_SEQ_CST);
         } else if (!warned && !stopping(l)) {
-            vd_logf(VD_LOG_WARN, "listen: cannot LISTEN (%s); long-poll claims retry every "
-                                 "second until it is back",
+            vd_logf(VD_LOG_WARN,
+                    "listen: cannot LISTEN (%s); long-poll claims retry every "
+                    "second until it is back",
                     pg ? PQerrorMessage(pg) : "no connection");
             warned = true;
         }

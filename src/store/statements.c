@@ -64,7 +64,7 @@
  * sends the NOTIFYs once the change is committed, in a transaction of their own: a NOTIFY in
  * the writing transaction would serialise every such commit on PostgreSQL's notify lock. */
 #define VD_SQL_ANNOUNCE(rows, where)                                                               \
-    "(SELECT string_agg(an.n || ' ' || an.flow_step_id, E'\\n') FROM"                             \
+    "(SELECT string_agg(an.n || ' ' || an.flow_step_id, E'\\n') FROM"                              \
     " (SELECT count(*) AS n, flow_step_id FROM " rows " " where " GROUP BY flow_step_id) an)"
 
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
@@ -147,8 +147,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
          /* a delayed item is not announced: the waiters' periodic retry finds it */
-         " SELECT coalesce(json_agg(id), '[]'::json)::text,"
-         VD_SQL_ANNOUNCE("ins", "WHERE ins.available_at <= now()") " FROM ins"},
+         " SELECT coalesce(json_agg(id), '[]'::json)::text," VD_SQL_ANNOUNCE(
+             "ins", "WHERE ins.available_at <= now()") " FROM ins"},
 
     [VD_SQL_ITEMS_REGISTERED] =
         {"items_registered",
@@ -575,8 +575,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                           actor)"
          "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $3, $4"
          "  FROM u JOIN cur ON cur.id = u.id)"
-         " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM u),"
-         VD_SQL_ANNOUNCE("u", "") " FROM cur"},
+         " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM "
+         "u)," VD_SQL_ANNOUNCE("u", "") " FROM cur"},
 
     [VD_SQL_REQUEUE_BULK] =
         {"requeue_bulk",
@@ -594,8 +594,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                           actor)"
          "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $10, $11"
          "  FROM u JOIN cur ON cur.id = u.id)"
-         " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text, "
-         VD_SQL_ANNOUNCE("u", "") " FROM u"},
+         " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text, " VD_SQL_ANNOUNCE(
+             "u", "") " FROM u"},
 
     /* An admin's release of a live claim (POST /v1/items/{id}/release): the item's state and
      * current job, read before the job and item are locked (job_lock, the disposition path's
@@ -624,15 +624,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* What a finish that makes its items claimable now (a release, a defer without delay)
      * announces; read in its transaction (vd_store_jobs_finish). $1 the items' ids. */
-    [VD_SQL_CLAIMABLE_ANNOUNCE] =
-        {"claimable_announce",
-         "SELECT " VD_SQL_ANNOUNCE("items", "WHERE id = ANY ($1::bigint[])")},
+    [VD_SQL_CLAIMABLE_ANNOUNCE] = {"claimable_announce",
+                                   "SELECT " VD_SQL_ANNOUNCE("items",
+                                                             "WHERE id = ANY ($1::bigint[])")},
     /* The announcement itself (vd_sql_announce), after the commit, in a transaction of its
      * own that writes nothing; $1 the lines. */
-    [VD_SQL_ANNOUNCE] =
-        {"announce",
-         "SELECT pg_notify('verdict_claimable', x)"
-         " FROM unnest(string_to_array($1, E'\\n')) x WHERE x <> ''"},
+    [VD_SQL_ANNOUNCE] = {"announce", "SELECT pg_notify('verdict_claimable', x)"
+                                     " FROM unnest(string_to_array($1, E'\\n')) x WHERE x <> ''"},
 
     [VD_SQL_JOB_SET_ADJUDICATION] =
         {"job_set_adjudication",
@@ -916,6 +914,6 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                           actor)"
          "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $2, $3 FROM cur)"
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
-         "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM u))::text,"
-         VD_SQL_ANNOUNCE("u", "") " FROM inc"},
+         "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
+         "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
 };

@@ -359,8 +359,7 @@ static void test_fair_share(void **state)
     assert_int_equal(got, 10);
     assert_int_equal(empty, 10);
     assert_int_equal(
-        vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs WHERE flow_step_id = 'lp_fair'"),
-        10);
+        vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs WHERE flow_step_id = 'lp_fair'"), 10);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'lp_fair'"), 10);
 }
 
@@ -419,9 +418,9 @@ static void test_wait_seconds_validation(void **state)
     }
     /* 0 is today's claim: answered at once */
     double t0 = now_s();
-    vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
-                        "{\"flow_step_id\": \"lp_v\", \"worker_id\": \"w\", \"wait_seconds\": 0}",
-                        NULL);
+    vt_resp r =
+        vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
+                "{\"flow_step_id\": \"lp_v\", \"worker_id\": \"w\", \"wait_seconds\": 0}", NULL);
     assert_int_equal(r.status, 200);
     assert_true(now_s() - t0 < 0.5);
     vt_resp_free(&r);
@@ -432,7 +431,8 @@ static void test_wait_seconds_validation(void **state)
 static void test_client_hangup(void **state)
 {
     char req[512];
-    const char *body = "{\"flow_step_id\": \"lp_gone\", \"worker_id\": \"w\", \"wait_seconds\": 15}";
+    const char *body =
+        "{\"flow_step_id\": \"lp_gone\", \"worker_id\": \"w\", \"wait_seconds\": 15}";
     struct sockaddr_in a;
     (void)state;
     for (int k = 0; k < 3; k++) {
