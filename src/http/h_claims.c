@@ -39,39 +39,61 @@ static bool may_park(vd_ctx *ctx, int64_t wait)
     return !ctx->wait_final && now < ctx->wait_until - 0.05;
 }
 
-vd_error vd_h_claims(vd_ctx *ctx)
+/* What a claim asks for, read from its body. */
+typedef struct claim_req {
+    const char *fs, *worker, *key, *version;
+    int64_t limit, lease, wait;
+} claim_req;
+
+/* Park the request: no answer now (server.c puts it in the registry). */
+static vd_error park(vd_ctx *ctx, const claim_req *q)
 {
-    const cJSON *body = NULL;
-    const char *fs = NULL, *worker = NULL, *key = NULL, *version = NULL;
-    int64_t limit = 0, lease = 0, wait = 0;
+    ctx->park = true;
+    ctx->wait_flow_step = q->fs;
+    return VD_OK;
+}
+
+static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
+{
     vd_conn *c = NULL;
     vd_reply reply = {0};
-    vd_error rc = vd_body_object(ctx, &body);
-    vd_field f = {ctx, body, NULL};
-    if (rc || (rc = vd_idempotency_key(ctx, &key)) ||
-        (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
-        (rc = vd_get_string(f, "worker_id", true, 1, 200, &worker)) ||
-        (rc = get_worker_version(f, &version)) ||
-        (rc = vd_get_int(f, "limit", false, 1, 100, 1, &limit)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
-        (rc = vd_get_int(f, "wait_seconds", false, 0, VD_CLAIM_WAIT_MAX, 0, &wait)) ||
-        (rc = vd_ctx_db(ctx, &c)))
-        return rc;
-    vd_idem idem = {"claims", ctx->actor, key, ctx->body};
-    if (may_park(ctx, wait)) {
-        rc = vd_store_claim_some(c, fs, worker, version, limit, lease, ctx->actor, &idem, &reply);
-        if (rc == VD_OK && !reply.body) { /* nothing yet: the server parks it (server.c) */
-            ctx->park = true;
-            ctx->wait_flow_step = fs;
-            return VD_OK;
-        }
-    } else {
-        rc = vd_store_claim(c, fs, worker, version, limit, lease, ctx->actor, &idem, &reply);
+    bool parkable = may_park(ctx, q->wait);
+    bool again = parkable && ctx->wait_runs++ > 0; /* a parked claim woken to try again */
+    vd_idem idem = {"claims", ctx->actor, q->key, ctx->body};
+    vd_error rc = vd_ctx_db(ctx, &c);
+    if (rc == VD_OK && parkable) {
+        rc = vd_store_claim_some(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor,
+                                 &idem, &reply);
+        if (rc == VD_OK && !reply.body) /* nothing yet */
+            return park(ctx, q);
+    } else if (rc == VD_OK) {
+        rc = vd_store_claim(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor, &idem,
+                            &reply);
     }
+    /* a database outage while it waits does not end the wait: its deadline's run answers */
+    if (again && rc == VD_ERR_DATABASE_UNAVAILABLE)
+        return park(ctx, q);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
     ctx->idempotent_replayed = reply.replayed;
     return vd_respond_owned(ctx, reply.body);
+}
+
+vd_error vd_h_claims(vd_ctx *ctx)
+{
+    const cJSON *body = NULL;
+    claim_req q = {0};
+    vd_error rc = vd_body_object(ctx, &body);
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = vd_idempotency_key(ctx, &q.key)) ||
+        (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &q.fs)) ||
+        (rc = vd_get_string(f, "worker_id", true, 1, 200, &q.worker)) ||
+        (rc = get_worker_version(f, &q.version)) ||
+        (rc = vd_get_int(f, "limit", false, 1, 100, 1, &q.limit)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &q.lease)) ||
+        (rc = vd_get_int(f, "wait_seconds", false, 0, VD_CLAIM_WAIT_MAX, 0, &q.wait)))
+        return rc;
+    return run_claim(ctx, &q);
 }
 
 vd_error vd_h_heartbeat(vd_ctx *ctx)

@@ -84,6 +84,7 @@ struct vd_ctx {
     double wait_until;          /* vd_monotonic() end of its wait; 0: not waiting */
     bool wait_final;            /* claim once more and answer whatever it finds */
     bool park;                  /* the handler found nothing: park it, no answer yet */
+    int wait_runs;              /* how many times it claimed while it could still park */
     const char *wait_flow_step; /* the flow step it waits on (in json) */
 };
 

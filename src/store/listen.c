@@ -163,8 +163,8 @@ static void *listen_main(void *arg)
             __atomic_store_n(&l->connected, 0, __ATOMIC_SEQ_CST);
         } else if (!warned && !stopping(l)) {
             vd_logf(VD_LOG_WARN,
-                    "listen: cannot LISTEN (%s); long-poll claims retry every "
-                    "second until it is back",
+                    "listen: cannot LISTEN (%s); long-poll claims rely on their "
+                    "periodic retry until it is back",
                     pg ? PQerrorMessage(pg) : "no connection");
             warned = true;
         }

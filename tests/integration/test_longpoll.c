@@ -237,6 +237,43 @@ static void test_every_change_announces(void **state)
     vt_server_stop(&slow);
 }
 
+static long listeners(void)
+{
+    return vt_sql_long(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = 'verdictd-listen' AND datname = current_database()");
+}
+
+/* The LISTEN connection comes back after it is cut (the database restarted): on a server
+ * whose periodic retry is a minute away, a registration afterwards still wakes a waiter. */
+static void test_listen_reconnects(void **state)
+{
+    static const char *env[] = {"VERDICT_WAIT_RETRY_MS=60000", NULL};
+    vt_server slow;
+    waiter w;
+    (void)state;
+    vt_server_start(&slow, env);
+    for (int i = 0; i < 200 && listeners() < 2; i++)
+        sleep_ms(25);
+    assert_int_equal(listeners(), 2); /* srv's and slow's */
+    vt_sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+           " WHERE application_name = 'verdictd-listen' AND datname = current_database()");
+    for (int i = 0; i < 50 && listeners() > 0; i++)
+        sleep_ms(20);
+    for (int i = 0; i < 400 && listeners() < 2; i++)
+        sleep_ms(25);
+    assert_int_equal(listeners(), 2);
+    waiter_start(&w, &slow, "lp_relisten", 10);
+    await_parked(&slow, 1);
+    double reg = now_s();
+    int64_t id = vt_register(&srv, "lp_relisten", "r1", NULL);
+    waiter_join(&w);
+    assert_int_equal(w.item_id, id);
+    if (w.answered - reg > 1.5)
+        fail_msg("woken %.3f s after the registration", w.answered - reg);
+    vt_server_stop(&slow);
+}
+
 /* An item inserted by SQL (no notification) is found by the periodic retry (1 s), long
  * before the 8 s deadline. */
 static void test_retry_finds_unannounced_item(void **state)
@@ -489,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_empty_wait_answers_at_deadline),
         cmocka_unit_test(test_notify_wakes_waiter),
         cmocka_unit_test(test_every_change_announces),
+        cmocka_unit_test(test_listen_reconnects),
         cmocka_unit_test(test_retry_finds_unannounced_item),
         cmocka_unit_test(test_deferred_item_wakes_waiter),
         cmocka_unit_test(test_many_waiters_hold_no_thread),
