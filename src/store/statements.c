@@ -89,7 +89,6 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    last_reason = 'the lease passed without a disposition', updated_at = now()"
          "  FROM due WHERE i.id = due.id"
          "  RETURNING i.id, due.current_job_id AS job_id, i.state, i.flow_step_id),"
-         /* a deferred item is available now: announced for long-poll claims */
          " j AS ("
          "  UPDATE jobs SET status = 'expired', finished_at = now()"
          "  FROM u WHERE jobs.id = u.job_id AND jobs.status = 'processing')"
