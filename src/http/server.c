@@ -323,10 +323,11 @@ static void work(void *item)
     }
     /* woken by the periodic retry and answered (it claimed): the next waiter of its flow
      * step may find more (deferred items come due by time, without a notification) */
-    if (by_tick) {
+    if (by_tick) { /* r may be freed once resumed: nothing of it is read after */
+        vd_waiters *ws = r->srv->waiters;
         snprintf(step, sizeof(step), "%s", r->waiter.flow_step);
         MHD_resume_connection(r->ctx.conn);
-        vd_waiters_notify(r->srv->waiters, step, 1, true);
+        vd_waiters_notify(ws, step, 1, true);
         return;
     }
     MHD_resume_connection(r->ctx.conn); /* libmicrohttpd calls on_access again: finish() */

@@ -55,13 +55,34 @@ static void unlink_waiter(vd_waiters *ws, vd_waiter *w)
     vd_metrics_waiters_add(-1);
 }
 
-/* Wake w; unlinked when the server took it. Under the lock. */
+/* Put w back between prev and next (where it was). */
+static void relink(vd_waiters *ws, vd_waiter *w, vd_waiter *prev, vd_waiter *next)
+{
+    w->prev = prev;
+    w->next = next;
+    if (prev)
+        prev->next = w;
+    else
+        ws->head = w;
+    if (next)
+        next->prev = w;
+    else
+        ws->tail = w;
+    ws->count++;
+    vd_metrics_waiters_add(1);
+}
+
+/* Wake w, under the lock. It is unlinked first: once the server has it, a worker may answer
+ * it and libmicrohttpd free it at any moment, so nothing here may touch it after a successful
+ * wake. When the server cannot take it (its queue is full) it goes back where it was. */
 static bool wake_one(vd_waiters *ws, vd_waiter *w, vd_wake why)
 {
-    if (!ws->wake(ws->cls, w, why))
-        return false;
+    vd_waiter *prev = w->prev, *next = w->next;
     unlink_waiter(ws, w);
-    return true;
+    if (ws->wake(ws->cls, w, why))
+        return true;
+    relink(ws, w, prev, next);
+    return false;
 }
 
 static bool hung_up(int fd)

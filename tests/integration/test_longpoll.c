@@ -256,8 +256,8 @@ static void test_listen_reconnects(void **state)
     for (int i = 0; i < 200 && listeners() < 2; i++)
         sleep_ms(25);
     assert_int_equal(listeners(), 2); /* srv's and slow's */
-    vt_sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-           " WHERE application_name = 'verdictd-listen' AND datname = current_database()");
+    vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = 'verdictd-listen' AND datname = current_database()");
     for (int i = 0; i < 50 && listeners() > 0; i++)
         sleep_ms(20);
     for (int i = 0; i < 400 && listeners() < 2; i++)
