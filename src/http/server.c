@@ -288,8 +288,8 @@ static void rerun_reset(vd_req *r)
     ctx->deadline = vd_monotonic() + ctx->cfg->db_timeout_ms / 1000.0;
 }
 
-/* Park a request whose claim found nothing; false when it must answer now (run it once more
- * with wait_final). */
+/* Park a request whose claim found nothing (waiters.h: PARKED, or RETRY at once, or REFUSED:
+ * it runs once more with wait_final and answers). */
 static vd_park park(vd_req *r, uint64_t seq, bool may_retry)
 {
     vd_waiter *w = &r->waiter;
