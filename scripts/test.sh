@@ -56,20 +56,20 @@ vd_log "ctest (address,undefined sanitizers)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 -LE 'slow|fault' || status=1
 
-# ThreadSanitizer: the thread pool, the sweeper thread and the shared connection pool under the
-# concurrency tests. Only what they need is built. Every report of any process (verdictd and
+# ThreadSanitizer: the thread pool, the sweeper thread, the shared connection pool and the
+# long-poll registry (its tick and LISTEN threads) under the concurrency tests. Only what they need is built. Every report of any process (verdictd and
 # the test programs) goes to $TMP/tsan/; one report fails the run. tests/tsan.supp names
 # uninstrumented libraries only, never verdict's code (CONTRIBUTING.md, Tests).
 vd_log "building (thread sanitizer) in build-tsan/"
 cmake -S "$VD_ROOT" -B build-tsan -DVERDICT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DVERDICT_SANITIZE=thread -DVERDICT_TESTS=ON -DVERDICT_BENCH=OFF >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target verdictd test_concurrency test_outage \
-  test_limits >/dev/null
-vd_log "ctest (thread sanitizer: concurrency, outage, limits)"
+  test_limits test_longpoll >/dev/null
+vd_log "ctest (thread sanitizer: concurrency, outage, limits, long-poll claims)"
 mkdir -p "$TMP/tsan"
 TSAN_OPTIONS="suppressions=$VD_ROOT/tests/tsan.supp log_path=$TMP/tsan/report history_size=4" \
   ctest --test-dir build-tsan --output-on-failure --no-tests=error \
-  -R '^integration\.test_(concurrency|outage|limits)$' || status=1
+  -R '^integration\.test_(concurrency|outage|limits|longpoll)$' || status=1
 if compgen -G "$TMP/tsan/report*" >/dev/null; then
   vd_log "ThreadSanitizer reported:"
   cat "$TMP"/tsan/report* >&2

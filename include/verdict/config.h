@@ -61,6 +61,8 @@ typedef struct vd_config {
     int max_connections_per_ip;
     int read_timeout_ms; /* a request's headers and body must arrive within this */
     int queue_depth;     /* requests waiting for a worker before 503 */
+    int max_waiters;     /* long-poll claims parked at once; beyond, answered at once */
+    int wait_retry_ms;   /* every parked claim is tried again at least this often */
     char *tls_cert_file; /* PEM certificate chain; NULL: plain HTTP */
     char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
 } vd_config;

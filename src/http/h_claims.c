@@ -1,5 +1,6 @@
 /* h_claims.c - SPEC §4: claim a batch of items (idempotent with Idempotency-Key), optionally
- * naming the worker's semantic version, and extend a claim's lease with a heartbeat that may
+ * naming the worker's semantic version and waiting up to wait_seconds for items (a long-poll:
+ * the server parks the request, waiters.c), and extend a claim's lease with a heartbeat that may
  * carry a progress checkpoint (a JSON object, redacted at any depth, at most 64 KiB). */
 #include "http_internal.h"
 
@@ -10,6 +11,10 @@
 #include "verdict/jobs.h"
 #include "verdict/semver.h"
 #include "verdict/store_ops.h"
+#include "verdict/util.h"
+
+/* the longest wait_seconds of a long-poll claim */
+#define VD_CLAIM_WAIT_MAX 20
 
 /* worker_version: optional; a semantic version (semver.h) of at most 64 bytes. */
 static vd_error get_worker_version(vd_field f, const char **out)
@@ -22,29 +27,73 @@ static vd_error get_worker_version(vd_field f, const char **out)
                    "optional -pre-release and +build (e.g. 1.4.2, 2.0.0-rc.1+build.5)");
 }
 
-vd_error vd_h_claims(vd_ctx *ctx)
+/* A long-poll claim may still park when it has time left (README "Long-poll claims"): its
+ * wait starts when it first runs; the run after its deadline (wait_final) answers. */
+static bool may_park(vd_ctx *ctx, int64_t wait)
 {
-    const cJSON *body = NULL;
-    const char *fs = NULL, *worker = NULL, *key = NULL, *version = NULL;
-    int64_t limit = 0, lease = 0;
+    double now = vd_monotonic();
+    if (wait <= 0 || ctx->cfg->max_waiters == 0)
+        return false;
+    if (ctx->wait_until == 0)
+        ctx->wait_until = now + (double)wait;
+    return !ctx->wait_final && now < ctx->wait_until; /* never answers empty before it */
+}
+
+/* What a claim asks for, read from its body. */
+typedef struct claim_req {
+    const char *fs, *worker, *key, *version;
+    int64_t limit, lease, wait;
+} claim_req;
+
+/* Park the request: no answer now (server.c puts it in the registry). */
+static vd_error park(vd_ctx *ctx, const claim_req *q)
+{
+    ctx->park = true;
+    ctx->wait_flow_step = q->fs;
+    return VD_OK;
+}
+
+static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
+{
     vd_conn *c = NULL;
     vd_reply reply = {0};
-    vd_error rc = vd_body_object(ctx, &body);
-    vd_field f = {ctx, body, NULL};
-    if (rc || (rc = vd_idempotency_key(ctx, &key)) ||
-        (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
-        (rc = vd_get_string(f, "worker_id", true, 1, 200, &worker)) ||
-        (rc = get_worker_version(f, &version)) ||
-        (rc = vd_get_int(f, "limit", false, 1, 100, 1, &limit)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
-        (rc = vd_ctx_db(ctx, &c)))
-        return rc;
-    vd_idem idem = {"claims", ctx->actor, key, ctx->body};
-    rc = vd_store_claim(c, fs, worker, version, limit, lease, ctx->actor, &idem, &reply);
+    bool parkable = may_park(ctx, q->wait);
+    bool again = parkable && ctx->wait_runs++ > 0; /* a parked claim woken to try again */
+    vd_idem idem = {"claims", ctx->actor, q->key, ctx->body};
+    vd_error rc = vd_ctx_db(ctx, &c);
+    if (rc == VD_OK && parkable) {
+        rc = vd_store_claim_some(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor,
+                                 &idem, &reply);
+        if (rc == VD_OK && !reply.body) /* nothing yet */
+            return park(ctx, q);
+    } else if (rc == VD_OK) {
+        rc = vd_store_claim(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor, &idem,
+                            &reply);
+    }
+    /* a database outage while it waits does not end the wait: its deadline's run answers */
+    if (again && rc == VD_ERR_DATABASE_UNAVAILABLE)
+        return park(ctx, q);
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
     ctx->idempotent_replayed = reply.replayed;
     return vd_respond_owned(ctx, reply.body);
+}
+
+vd_error vd_h_claims(vd_ctx *ctx)
+{
+    const cJSON *body = NULL;
+    claim_req q = {0};
+    vd_error rc = vd_body_object(ctx, &body);
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = vd_idempotency_key(ctx, &q.key)) ||
+        (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &q.fs)) ||
+        (rc = vd_get_string(f, "worker_id", true, 1, 200, &q.worker)) ||
+        (rc = get_worker_version(f, &q.version)) ||
+        (rc = vd_get_int(f, "limit", false, 1, 100, 1, &q.limit)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &q.lease)) ||
+        (rc = vd_get_int(f, "wait_seconds", false, 0, VD_CLAIM_WAIT_MAX, 0, &q.wait)))
+        return rc;
+    return run_claim(ctx, &q);
 }
 
 vd_error vd_h_heartbeat(vd_ctx *ctx)

@@ -80,6 +80,12 @@ struct vd_ctx {
     const char *location; /* Location of a redirect, or NULL */
     vd_conn *dbc;         /* borrowed from the pool by vd_ctx_db, released after the handler */
     double deadline;      /* vd_monotonic() bound of every database wait of this request */
+    /* a long-poll claim (POST /v1/claims with wait_seconds; h_claims.c, server.c) */
+    double wait_until;          /* vd_monotonic() end of its wait; 0: not waiting */
+    bool wait_final;            /* claim once more and answer whatever it finds */
+    bool park;                  /* the handler found nothing: park it, no answer yet */
+    int wait_runs;              /* how many times it claimed while it could still park */
+    const char *wait_flow_step; /* the flow step it waits on (in json) */
 };
 
 /* The request's database connection, acquired on first use. VD_ERR_DATABASE_UNAVAILABLE

@@ -247,6 +247,13 @@ static void render_sweeper(vd_buf *out, const vd_sweeper_counts *sw)
                   sw->idempotency_purged, sw->retention_deleted, sw->last_run_unix);
 }
 
+static int claim_waiters; /* atomic */
+
+void vd_metrics_waiters_add(int delta)
+{
+    __atomic_fetch_add(&claim_waiters, delta, __ATOMIC_RELAXED);
+}
+
 void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
 {
     vd_buf_printf(out, "# HELP verdict_up Whether verdictd is serving.\n# TYPE verdict_up gauge\n"
@@ -257,6 +264,10 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   "# HELP verdict_db_pool_size Database connections this process may open.\n"
                   "# TYPE verdict_db_pool_size gauge\nverdict_db_pool_size %d\n",
                   in->pool_in_use, in->pool_size);
+    vd_buf_printf(out,
+                  "# HELP verdict_claim_waiters Long-poll claims (wait_seconds) parked right "
+                  "now.\n# TYPE verdict_claim_waiters gauge\nverdict_claim_waiters %d\n",
+                  __atomic_load_n(&claim_waiters, __ATOMIC_RELAXED));
     render_http(out);
     render_sweeper(out, in->sweeper);
     /* the database families are left out (not failed) while the database is down:

@@ -3,15 +3,19 @@
  * JSON line per request. Per-request state lives in *req_cls and is freed on completion.
  * libmicrohttpd's one thread only does socket I/O: a read request is handed to the bounded
  * worker pool (workers.c) with its connection suspended, and resumed when its answer is
- * ready, so /healthz (answered inline) never waits for a handler or the database. */
+ * ready, so /healthz (answered inline) never waits for a handler or the database. A long-poll
+ * claim that finds nothing is parked (waiters.c) with its connection still suspended, and
+ * handed back to a worker when woken. */
 #include "http_internal.h"
 #include "metrics.h"
 #include "tls.h"
+#include "waiters.h"
 #include "workers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "verdict/listen.h"
 #include "verdict/server.h"
 #include "verdict/util.h"
 
@@ -28,8 +33,10 @@ struct vd_server {
     struct MHD_Daemon *daemon;
     vd_workers *workers;
     vd_guard *guard;
-    int inflight; /* requests begun and not completed (atomic) */
-    vd_tls tls;   /* optional HTTPS (tls.c) */
+    int inflight;          /* requests begun and not completed (atomic) */
+    vd_tls tls;            /* optional HTTPS (tls.c) */
+    vd_waiters *waiters;   /* parked long-poll claims */
+    vd_listener *listener; /* their notifications (store/listen.c) */
 };
 
 typedef enum req_state {
@@ -45,6 +52,8 @@ typedef struct vd_req {
     double started;
     req_state state;
     vd_ctx ctx;
+    vd_server *srv;
+    vd_waiter waiter; /* while parked (a long-poll claim) */
 } vd_req;
 
 static void req_free(vd_req *r)
@@ -251,23 +260,110 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
     return ret;
 }
 
-/* The request is read: what the worker (or, for /healthz, the I/O thread) runs. */
+/* The request is read: what the worker (or, for /healthz, the I/O thread) runs. A handler
+ * that asks to park (ctx->park) leaves the request running, with no answer. */
 static void run_request(vd_req *r)
 {
     vd_ctx *ctx = &r->ctx;
     ctx->err = dispatch(ctx, r);
     vd_db_release(ctx->db, ctx->dbc); /* rolls back anything a failed handler left open */
     ctx->dbc = NULL;
+    if (ctx->park && ctx->err == VD_OK && !ctx->resp_body)
+        return;
+    ctx->park = false;
     if (ctx->err == VD_OK && !ctx->resp_body)
         vd_fail(ctx, VD_ERR_INTERNAL, NULL, "the handler produced no answer");
     r->state = REQ_READY;
 }
 
+/* Before a parked request runs again: what its last run left, the parsed body (parsed
+ * again), and a fresh database deadline. */
+static void rerun_reset(vd_req *r)
+{
+    vd_ctx *ctx = &r->ctx;
+    cJSON_Delete(ctx->json);
+    ctx->json = NULL;
+    ctx->park = false;
+    ctx->wait_flow_step = NULL;
+    ctx->deadline = vd_monotonic() + ctx->cfg->db_timeout_ms / 1000.0;
+}
+
+/* Park a request whose claim found nothing (waiters.h: PARKED, or RETRY at once, or REFUSED:
+ * it runs once more with wait_final and answers). */
+static vd_park park(vd_req *r, uint64_t seq, bool may_retry)
+{
+    vd_waiter *w = &r->waiter;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->ctx.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    memset(w, 0, sizeof(*w));
+    snprintf(w->flow_step, sizeof(w->flow_step), "%s", r->ctx.wait_flow_step);
+    w->until = r->ctx.wait_until;
+    w->fd = ci ? ci->connect_fd : -1;
+    return vd_waiters_park(r->srv->waiters, w, seq, may_retry);
+}
+
 static void work(void *item)
 {
     vd_req *r = item;
-    run_request(r);
+    bool woken = r->ctx.wait_until > 0; /* a parked claim's next run */
+    bool by_tick = woken && r->waiter.by_tick;
+    char step[VD_WAITER_FLOW_STEP_MAX + 1];
+    for (int runs = 0;; runs++) {
+        uint64_t seq = vd_waiters_seq(r->srv->waiters);
+        if (woken || runs > 0)
+            rerun_reset(r);
+        run_request(r);
+        if (!r->ctx.park)
+            break;
+        vd_park p = park(r, seq, runs < 3);
+        if (p == VD_PARKED)
+            return; /* the registry has it now */
+        if (p == VD_PARK_REFUSED)
+            r->ctx.wait_final = true;
+    }
+    /* woken by the periodic retry and answered (it claimed): the next waiter of its flow
+     * step may find more (deferred items come due by time, without a notification) */
+    if (by_tick) { /* r may be freed once resumed: nothing of it is read after */
+        vd_waiters *ws = r->srv->waiters;
+        snprintf(step, sizeof(step), "%s", r->waiter.flow_step);
+        MHD_resume_connection(r->ctx.conn);
+        vd_waiters_notify(ws, step, 1, true);
+        return;
+    }
     MHD_resume_connection(r->ctx.conn); /* libmicrohttpd calls on_access again: finish() */
+}
+
+/* Back to a worker: the connection is suspended already. */
+static void requeued(void *item)
+{
+    vd_req *r = item;
+    r->state = REQ_RUNNING;
+}
+
+/* The registry wakes a parked claim (waiters.h; under its lock). */
+static bool wake(void *cls, vd_waiter *w, vd_wake why)
+{
+    vd_server *srv = cls;
+    vd_req *r = (vd_req *)((char *)w - offsetof(vd_req, waiter));
+    if (why == VD_WAKE_GONE) { /* nobody reads the answer: no claim for it */
+        static const char empty[] = "{\"claims\":[]}";
+        vd_respond_text(&r->ctx, 200, "application/json", empty, sizeof(empty) - 1);
+        r->state = REQ_READY;
+        MHD_resume_connection(r->ctx.conn);
+        return true;
+    }
+    if (why == VD_WAKE_FINAL)
+        r->ctx.wait_final = true;
+    if (vd_workers_push(srv->workers, r, requeued))
+        return true;
+    r->ctx.wait_final = false; /* stays parked; its deadline is checked again */
+    return false;
+}
+
+static void on_claimable(void *arg, const char *flow_step_id, long count)
+{
+    vd_server *srv = arg;
+    vd_waiters_notify(srv->waiters, flow_step_id, count, false);
 }
 
 /* Hand the answer on ctx to libmicrohttpd, count and log it. */
@@ -365,6 +461,7 @@ static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn
     if (!r)
         return MHD_NO;
     r->started = vd_monotonic();
+    r->srv = srv;
     *req_cls = r;
     __atomic_fetch_add(&srv->inflight, 1, __ATOMIC_SEQ_CST);
     ctx_init(srv, r, conn, url, method);
@@ -450,7 +547,10 @@ static unsigned connection_cap(const vd_config *cfg)
 
 static void server_free(vd_server *srv)
 {
+    vd_store_listen_stop(srv->listener);
+    vd_waiters_drain(srv->waiters);
     vd_workers_stop(srv->workers);
+    vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
     free(srv);
@@ -480,7 +580,8 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     }
     srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
     srv->guard = vd_guard_start(cfg->read_timeout_ms);
-    if (!srv->workers || !srv->guard) {
+    srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
+    if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
         server_free(srv);
         return NULL;
@@ -502,6 +603,14 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         server_free(srv);
         return NULL;
     }
+    /* through a transaction-pooling PgBouncer a LISTEN would not stay on one server
+     * connection: long-poll claims then rely on the periodic retry alone */
+    if (cfg->db_pool_transaction || cfg->max_waiters == 0)
+        vd_logf(VD_LOG_INFO, "long-poll claims: no LISTEN (%s); retried every %d ms",
+                cfg->max_waiters == 0 ? "VERDICT_MAX_WAITERS=0" : "transaction pool mode",
+                cfg->wait_retry_ms);
+    else
+        srv->listener = vd_store_listen_start(cfg->database_url, on_claimable, srv);
     return srv;
 }
 
@@ -510,8 +619,12 @@ void vd_server_stop(vd_server *srv)
     if (!srv)
         return;
     MHD_quiesce_daemon(srv->daemon);
-    /* the workers finish what is queued and resume those connections; then the answers
-     * are given a moment to be written before the daemon closes every connection */
+    /* every parked long-poll claim is answered (one last claim), then the workers finish
+     * what is queued and resume those connections; then the answers are given a moment to
+     * be written before the daemon closes every connection */
+    vd_store_listen_stop(srv->listener);
+    srv->listener = NULL;
+    vd_waiters_drain(srv->waiters);
     vd_workers_stop(srv->workers);
     srv->workers = NULL;
     for (int i = 0; i < 500 && __atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0; i++) {

@@ -88,8 +88,10 @@ void vd_db_destroy(vd_db *db)
 {
     if (!db)
         return;
-    for (int i = 0; db->conns && i < db->size; i++)
+    for (int i = 0; db->conns && i < db->size; i++) {
         conn_close(&db->conns[i]);
+        free(db->conns[i].announce);
+    }
     if (db->conns) {
         pthread_mutex_destroy(&db->mu);
         pthread_cond_destroy(&db->cv);
@@ -110,6 +112,11 @@ static void drop_deferred(vd_conn *c)
     c->deferred_n = 0;
 }
 
+static void drop_announce(vd_conn *c)
+{
+    c->announce_len = 0;
+}
+
 static void conn_close(vd_conn *c)
 {
     if (c->pg)
@@ -120,6 +127,7 @@ static void conn_close(vd_conn *c)
     c->begin_pending = false;
     c->indexed_pending = false;
     drop_deferred(c);
+    drop_announce(c);
 }
 
 static bool result_ok(const PGresult *res)
@@ -763,6 +771,56 @@ vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *
     return VD_OK;
 }
 
+/* Send what the committed transaction announced (vd_sql_announce), then forget it. */
+static void announce_flush(vd_conn *c)
+{
+    PGresult *res = NULL;
+    const char *p[1];
+    if (c->announce_len == 0 || c->in_tx)
+        return;
+    c->announce[c->announce_len] = '\0';
+    p[0] = c->announce;
+    c->announce_len = 0; /* the buffer stays valid: nothing appends during the call */
+    op_begin(c);
+    if (exec_alone(c, VD_SQL_ANNOUNCE, 1, p, false, &res) != VD_OK)
+        vd_logf(VD_LOG_INFO, "could not announce claimable items (long-poll claims retry)");
+    PQclear(res);
+}
+
+void vd_sql_announce(vd_conn *c, const char *lines)
+{
+    size_t n = lines ? strlen(lines) : 0;
+    if (n == 0)
+        return;
+    if (c->announce_len + n + 2 > c->announce_cap) {
+        size_t cap = (c->announce_len + n + 2) * 2;
+        char *b = realloc(c->announce, cap);
+        if (!b)
+            return; /* the periodic retry covers it */
+        c->announce = b;
+        c->announce_cap = cap;
+    }
+    if (c->announce_len > 0)
+        c->announce[c->announce_len++] = '\n';
+    memcpy(c->announce + c->announce_len, lines, n);
+    c->announce_len += n;
+    if (!c->in_tx)
+        announce_flush(c);
+}
+
+vd_error vd_sql_first_text_announce(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                                    int col, char **out)
+{
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, sql, n, params, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) > 0 && !PQgetisnull(res, 0, col))
+        vd_sql_announce(c, PQgetvalue(res, 0, col));
+    return vd_sql_result_text(rc, res, out);
+}
+
 vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *params,
                             PGresult **out)
 {
@@ -783,6 +841,10 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
     c->begin_pending = c->indexed_pending = false;
     drop_deferred(c);
     c->in_tx = false;
+    if (err)
+        drop_announce(c);
+    else
+        announce_flush(c);
     return err;
 }
 
@@ -790,6 +852,7 @@ vd_error vd_sql_begin(vd_conn *c)
 {
     op_begin(c);
     c->last_conflict = false; /* per transaction: a stale flag would re-run a committed one */
+    drop_announce(c);
     probe_idle(c);
     if (!c->ready && !conn_open(c))
         return VD_ERR_DATABASE_UNAVAILABLE;
@@ -851,12 +914,15 @@ vd_error vd_sql_commit(vd_conn *c)
     if (err)
         vd_sql_rollback(c); /* a failed deferred statement leaves the transaction aborted */
     c->in_tx = false;
+    if (!err)
+        announce_flush(c);
     return err;
 }
 
 void vd_sql_rollback(vd_conn *c)
 {
     drop_deferred(c);
+    drop_announce(c);
     if (!c->in_tx) /* nothing open (vd_sql_exec_commit ended it) */
         return;
     if (!c->begin_pending && c->pg && PQstatus(c->pg) == CONNECTION_OK) {

@@ -91,5 +91,5 @@ vd_error vd_store_incident_requeue(vd_conn *c, int64_t id, bool requeue, const c
 {
     vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, reason, actor, requeue ? "true" : "false"};
-    return vd_sql_first_text(c, VD_SQL_INCIDENT_REQUEUE, 4, p, out);
+    return vd_sql_first_text_announce(c, VD_SQL_INCIDENT_REQUEUE, 4, p, 1, out);
 }

@@ -107,7 +107,7 @@ static vd_error register_op(vd_conn *c, void *arg, char **body)
     vd_error rc = vd_sql_exec_deferred(c, VD_SQL_FLOW_STEPS_ENSURE, 1, p1); /* with INSERT */
     if (rc)
         return rc;
-    rc = vd_sql_first_text(c, VD_SQL_ITEMS_INSERT, 2, p2, &created);
+    rc = vd_sql_first_text_announce(c, VD_SQL_ITEMS_INSERT, 2, p2, 1, &created);
     if (rc)
         return rc;
     const char *p3[] = {a->batch, created};
@@ -218,12 +218,33 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 
 typedef struct claim_args {
     const char *p[6];
-    bool generic; /* inside a begun transaction without a key (claim_next) */
+    bool generic;    /* inside a begun transaction without a key (claim_next) */
+    bool hold_empty; /* a claim that got nothing keeps nothing (vd_store_claim_some) */
+    bool empty;      /* ... and it got nothing */
 } claim_args;
 
+static vd_error claim_once(vd_conn *c, claim_args *a, char **body);
+
+/* The claim; with hold_empty, an answer without claims is dropped and the transaction (the
+ * Idempotency-Key's record with it) rolled back: the caller parks and claims again later. */
 static vd_error claim_op(vd_conn *c, void *arg, char **body)
 {
     claim_args *a = arg;
+    size_t len;
+    vd_error rc = claim_once(c, a, body);
+    if (rc || !a->hold_empty)
+        return rc;
+    len = strlen(*body); /* {"claims" : []}: the array closes right away */
+    a->empty = len >= 3 && strcmp(*body + len - 3, "[]}") == 0;
+    if (!a->empty)
+        return VD_OK;
+    free(*body);
+    *body = NULL;
+    return VD_ERR_NOT_FOUND;
+}
+
+static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
+{
     PGresult *res = NULL;
     if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
@@ -243,9 +264,21 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
 {
     vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
     claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version},
-                    c->in_tx && !(idem && idem->key)};
+                    c->in_tx && !(idem && idem->key),
+                    false,
+                    false};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */
     return run_idempotent(c, idem, false, claim_op, &a, out);
+}
+
+vd_error vd_store_claim_some(vd_conn *c, const char *flow_step_id, const char *worker_id,
+                             const char *worker_version, int64_t limit, int64_t lease_seconds,
+                             const char *actor, const vd_idem *idem, vd_reply *out)
+{
+    vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
+    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version}, false, true, false};
+    vd_error rc = run_idempotent(c, idem, false, claim_op, &a, out);
+    return rc == VD_ERR_NOT_FOUND && a.empty ? VD_OK : rc;
 }
 
 vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64_t lease_seconds,
@@ -279,7 +312,7 @@ vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id, boo
                                        char **out)
 {
     const char *p[] = {flow_step_id, paused ? "true" : "false"};
-    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, out);
+    return vd_sql_first_text_announce(c, VD_SQL_FLOW_STEP_SET_PAUSED, 2, p, 1, out);
 }
 
 vd_error vd_store_flow_steps_list(vd_conn *c, char **out)
@@ -332,6 +365,8 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
         rc = VD_ERR_INVALID_TRANSITION;
     else
         rc = vd_sql_dup(res, 0, 1, out);
+    if (rc == VD_OK && !PQgetisnull(res, 0, 2))
+        vd_sql_announce(c, PQgetvalue(res, 0, 2));
     PQclear(res);
     return rc;
 }
@@ -345,5 +380,5 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset
     p[8] = reset_budgets ? "true" : "false";
     p[9] = reason;
     p[10] = actor;
-    return vd_sql_first_text(c, VD_SQL_REQUEUE_BULK, 11, p, ids_json);
+    return vd_sql_first_text_announce(c, VD_SQL_REQUEUE_BULK, 11, p, 1, ids_json);
 }

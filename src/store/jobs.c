@@ -282,12 +282,47 @@ static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
     return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH, p, res);
 }
 
+/* Whether finishing w makes its item claimable at once (a release, a defer without delay). */
+static bool claimable_now(const vd_job_finish *w)
+{
+    return w->to_state == VD_ITEM_AVAILABLE ||
+           (w->to_state == VD_ITEM_DEFERRED && w->delay_seconds <= 0);
+}
+
+/* Long-poll claims: what the items a finish makes claimable now announce (one read in the
+ * finish's transaction, sent after its commit: vd_sql_announce). The hot complete and reject
+ * paths make nothing claimable and cost nothing here. */
+static vd_error announce_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
+{
+    char ids[2400]; /* up to 100 ids (a batch) */
+    size_t len = 0;
+    char *lines = NULL;
+    ids[len++] = '{';
+    for (size_t k = 0; k < n && len < sizeof(ids) - 24; k++) {
+        if (claimable_now(&w[k]))
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%" PRId64, len > 1 ? "," : "",
+                                    w[k].item_id);
+    }
+    if (len == 1)
+        return VD_OK; /* nothing claimable: no statement */
+    snprintf(ids + len, sizeof(ids) - len, "}");
+    const char *p[] = {ids};
+    vd_error rc = vd_sql_first_text(c, VD_SQL_CLAIMABLE_ANNOUNCE, 1, p, &lines);
+    if (rc == VD_OK)
+        vd_sql_announce(c, lines);
+    free(lines);
+    return rc == VD_ERR_NOT_FOUND ? VD_OK : rc;
+}
+
 vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
 {
     PGresult *res = NULL;
     vd_error rc;
     for (size_t k = 0; k < n; k++)
         answers[k] = NULL;
+    rc = announce_claimable(c, w, n);
+    if (rc)
+        return rc;
     if (n == 1) { /* the positional statement: measured faster than the JSON one */
         rc = finish_one(c, w, &res);
     } else {
@@ -422,6 +457,8 @@ vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, cons
     if (rc)
         return rc;
     rc = PQntuples(res) == 1 ? vd_sql_dup(res, 0, 0, out) : VD_ERR_INTERNAL;
+    if (rc == VD_OK)
+        vd_sql_announce(c, PQgetvalue(res, 0, 1)); /* committed: sent now */
     PQclear(res);
     return rc;
 }

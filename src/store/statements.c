@@ -58,6 +58,15 @@
     "   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)"   \
     "   AND ($8::bigint IS NULL OR j.item_id = $8)"
 
+/* Long-poll claims (README "Long-poll claims"): a statement that makes items claimable now
+ * answers, in an extra last column, what to announce: one line "<count> <flow_step_id>" per
+ * flow step (count 0: unknown), NULL when nothing. The store hands it to vd_sql_announce, which
+ * sends the NOTIFYs once the change is committed, in a transaction of their own: a NOTIFY in
+ * the writing transaction would serialise every such commit on PostgreSQL's notify lock. */
+#define VD_SQL_ANNOUNCE(rows, where)                                                               \
+    "(SELECT string_agg(an.n || ' ' || an.flow_step_id, E'\\n') FROM"                              \
+    " (SELECT count(*) AS n, flow_step_id FROM " rows " " where " GROUP BY flow_step_id) an)"
+
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_SCHEMA_VERSION] = {"schema_version",
                                "SELECT coalesce(max(version), 0) FROM schema_migrations"},
@@ -79,7 +88,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    claim_token = NULL, last_reason_code = 'lease_expired',"
          "    last_reason = 'the lease passed without a disposition', updated_at = now()"
          "  FROM due WHERE i.id = due.id"
-         "  RETURNING i.id, due.current_job_id AS job_id, i.state),"
+         "  RETURNING i.id, due.current_job_id AS job_id, i.state, i.flow_step_id),"
          " j AS ("
          "  UPDATE jobs SET status = 'expired', finished_at = now()"
          "  FROM u WHERE jobs.id = u.job_id AND jobs.status = 'processing')"
@@ -87,7 +96,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                          reason_code, reason, actor)"
          " SELECT u.id, u.job_id, 'claimed', u.state, 'expired', 'lease_expired',"
          "        'lease_expired', 'the lease passed without a disposition', 'sweeper' FROM u"
-         " RETURNING item_id"},
+         /* a deferred item is claimable now: announced for long-poll claims */
+         " RETURNING item_id, " VD_SQL_ANNOUNCE("u", "WHERE u.state = 'deferred'")},
 
     [VD_SQL_PURGE_IDEMPOTENCY] =
         {"purge_idempotency",
@@ -131,11 +141,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM input ORDER BY ord"
          /* the identity is unique by its digest (items_identity, sql/0018_index_diet.sql) */
          "  ON CONFLICT (flow_step_id, source_type, verdict_identity_digest(item_identifier))"
-         "  DO NOTHING RETURNING id),"
+         "  DO NOTHING RETURNING id, flow_step_id, available_at),"
          " tr AS ("
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
-         " SELECT coalesce(json_agg(id), '[]'::json)::text FROM ins"},
+         /* a delayed item is not announced: the waiters' periodic retry finds it */
+         " SELECT coalesce(json_agg(id), '[]'::json)::text," VD_SQL_ANNOUNCE(
+             "ins", "WHERE ins.available_at <= now()") " FROM ins"},
 
     [VD_SQL_ITEMS_REGISTERED] =
         {"items_registered",
@@ -266,7 +278,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"flow_step_set_paused",
          "INSERT INTO flow_steps AS f (flow_step_id, paused) VALUES ($1, $2)"
          " ON CONFLICT (flow_step_id) DO UPDATE SET paused = $2, updated_at = now()"
-         " RETURNING json_build_object('flow_step', verdict_flow_step_json(f))::text"},
+         " RETURNING json_build_object('flow_step', verdict_flow_step_json(f))::text,"
+         /* a resume: how many are claimable is not counted (0: wake every waiter) */
+         "  CASE WHEN NOT f.paused THEN '0 ' || f.flow_step_id END"},
 
     /* PATCH /v1/flow-steps/{id}: the settings given ($2..$5, NULL = keep), the flow step
      * created with the defaults for the rest when unknown (sql/0013_flow_step_settings.sql). */
@@ -554,13 +568,14 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    defers = CASE WHEN $2 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $3, updated_at = now()"
          "  FROM cur WHERE i.id = cur.id AND cur.state <> 'claimed'"
-         "  RETURNING i.id, verdict_item_json(i) AS item),"
+         "  RETURNING i.id, i.flow_step_id, verdict_item_json(i) AS item),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
          "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $3, $4"
          "  FROM u JOIN cur ON cur.id = u.id)"
-         " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM u) FROM cur"},
+         " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM "
+         "u)," VD_SQL_ANNOUNCE("u", "") " FROM cur"},
 
     [VD_SQL_REQUEUE_BULK] =
         {"requeue_bulk",
@@ -572,13 +587,14 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    failures = CASE WHEN $9 THEN 0 ELSE i.failures END,"
          "    defers = CASE WHEN $9 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $10, updated_at = now()"
-         "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
+         "  FROM cur WHERE i.id = cur.id RETURNING i.id, i.flow_step_id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
          "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $10, $11"
          "  FROM u JOIN cur ON cur.id = u.id)"
-         " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
+         " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text, " VD_SQL_ANNOUNCE(
+             "u", "") " FROM u"},
 
     /* An admin's release of a live claim (POST /v1/items/{id}/release): the item's state and
      * current job, read before the job and item are locked (job_lock, the disposition path's
@@ -592,7 +608,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  UPDATE items i SET state = 'available', available_at = now(),"
          "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
          "    last_reason = $3, updated_at = now()"
-         "  WHERE i.id = $1 RETURNING verdict_item_json(i) AS item),"
+         "  WHERE i.id = $1 RETURNING i.flow_step_id, verdict_item_json(i) AS item),"
          " uj AS ("
          "  UPDATE jobs j SET status = 'released', finished_at = now(),"
          "    reason_code = 'admin_release', reason = $3"
@@ -602,7 +618,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                           reason_code, reason, actor)"
          "  VALUES ($1, $2, 'claimed', 'available', 'released', 'admin_release',"
          "          'admin_release', $3, $4))"
-         " SELECT json_build_object('job', uj.job, 'item', ui.item)::text FROM ui, uj"},
+         " SELECT json_build_object('job', uj.job, 'item', ui.item)::text,"
+         "  '1 ' || ui.flow_step_id FROM ui, uj"},
+
+    /* What a finish that makes its items claimable now (a release, a defer without delay)
+     * announces; read in its transaction (vd_store_jobs_finish). $1 the items' ids. */
+    [VD_SQL_CLAIMABLE_ANNOUNCE] = {"claimable_announce",
+                                   "SELECT " VD_SQL_ANNOUNCE("items",
+                                                             "WHERE id = ANY ($1::bigint[])")},
+    /* The announcement itself (vd_sql_announce), after the commit, in a transaction of its
+     * own that writes nothing; $1 the lines. */
+    [VD_SQL_ANNOUNCE] = {"announce", "SELECT pg_notify('verdict_claimable', x)"
+                                     " FROM unnest(string_to_array($1, E'\\n')) x WHERE x <> ''"},
 
     [VD_SQL_JOB_SET_ADJUDICATION] =
         {"job_set_adjudication",
@@ -880,12 +907,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " u AS ("
          "  UPDATE items i SET state = 'available', available_at = now(),"
          "    last_reason_code = 'requeue', last_reason = $2, updated_at = now()"
-         "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
+         "  FROM cur WHERE i.id = cur.id RETURNING i.id, i.flow_step_id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
          "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $2, $3 FROM cur)"
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
-         "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM u))::text"
-         " FROM inc"},
+         "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
+         "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
 };

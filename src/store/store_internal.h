@@ -36,6 +36,10 @@ struct vd_conn {
      * after every BEGIN in transaction pool mode, where a session SET would stay behind on
      * whichever server connection the pooler gave us */
     char settings[192];
+    /* what this transaction made claimable (vd_sql_announce): "<count> <flow_step_id>" lines
+     * to NOTIFY after its COMMIT (malloc'd; len 0: nothing) */
+    char *announce;
+    size_t announce_len, announce_cap;
 };
 
 /* The one table of a job's finishing record (vd_job_finish): XX(column, SQL type, kind,
@@ -151,6 +155,19 @@ void vd_sql_rollback(vd_conn *c);
 vd_error vd_sql_error(vd_conn *c, const PGresult *res);
 /* Whether the last error was a serialization failure or deadlock (worth retrying the tx). */
 bool vd_sql_is_retryable_conflict(const PGresult *res);
+
+/* Long-poll claims: lines "<count> <flow_step_id>" (a statement's announce column; NULL or ""
+ * is nothing) of items made claimable now, sent as NOTIFY verdict_claimable once committed:
+ * at once outside a transaction (the statement has committed), else after the transaction's
+ * COMMIT succeeds (dropped on rollback). The NOTIFYs go in a transaction of their own that
+ * writes nothing: inside the writing transaction they would serialise every such commit on
+ * PostgreSQL's notify lock (README "Long-poll claims"). A failure is logged, not returned:
+ * the waiters' periodic retry covers a lost announcement. */
+void vd_sql_announce(vd_conn *c, const char *lines);
+/* vd_sql_first_text for a statement whose last column (col) is an announcement: the first
+ * column's text into *out, the announcement to vd_sql_announce. */
+vd_error vd_sql_first_text_announce(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                                    int col, char **out);
 
 /* Run fn(c, arg) inside a transaction, retried a few times with a jittered pause on
  * serialization failures and deadlocks. fn must be safe to run again from scratch. */

@@ -19,6 +19,8 @@ vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed)
     if (rc)
         return rc;
     *closed = PQntuples(res);
+    if (*closed > 0 && !PQgetisnull(res, 0, 1))
+        vd_sql_announce(c, PQgetvalue(res, 0, 1));
     PQclear(res);
     return VD_OK;
 }

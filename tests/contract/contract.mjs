@@ -736,6 +736,13 @@ async function claims() {
   await call('claimItems', { expect: 400, error: 'invalid_field', field: 'lease_seconds', json: { flow_step_id: FS, worker_id: 'w', lease_seconds: 4 } });
   await call('claimItems', { expect: 400, error: 'invalid_field', field: 'worker_id', json: { flow_step_id: FS, worker_id: 'w'.repeat(201) } });
   await call('claimItems', { expect: 400, error: 'invalid_field', field: 'flow_step_id', json: { flow_step_id: 7, worker_id: 'w' } });
+  // issue 21: a long-poll claim answers the same shape (empty at its deadline); bad waits name the field
+  const t0 = Date.now();
+  const waited = await call('claimItems', { expect: 200, json: { flow_step_id: FS_EMPTY, worker_id: 'contract@lp', wait_seconds: 1 }, label: 'long-poll, nothing' });
+  check(waited.body.claims.length === 0 && Date.now() - t0 >= 900, 'claimItems wait_seconds', `answered after ${Date.now() - t0} ms: ${snip(waited.body)}`);
+  for (const bad of [-1, 21, 1.5, 'x']) {
+    await call('claimItems', { expect: 400, error: 'invalid_field', field: 'wait_seconds', json: { flow_step_id: FS, worker_id: 'w', wait_seconds: bad } });
+  }
 
   // heartbeat
   const j = ctx.claims[0];

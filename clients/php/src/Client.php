@@ -158,17 +158,27 @@ final class Client
 
     // --- claims and job writes -----------------------------------------------------------
 
-    /** @return list<Claim> POST /v1/claims: up to $limit items, possibly none */
-    public function claim(string $flowStepId, string $workerId, int $limit = 1, ?int $leaseSeconds = null, ?string $idempotencyKey = null, ?string $workerVersion = null): array
+    /**
+     * POST /v1/claims: up to $limit items, possibly none. $waitSeconds (1..20): a long-poll —
+     * when nothing is claimable the server holds the call until items come (or the wait
+     * passes: then none), so an idle worker need not poll; the call's timeout grows by it.
+     *
+     * @return list<Claim>
+     */
+    public function claim(string $flowStepId, string $workerId, int $limit = 1, ?int $leaseSeconds = null, ?string $idempotencyKey = null, ?string $workerVersion = null, ?int $waitSeconds = null): array
     {
         $body = ['flow_step_id' => $flowStepId, 'worker_id' => $workerId, 'limit' => $limit];
+        if ($waitSeconds !== null) {
+            $body['wait_seconds'] = $waitSeconds;
+        }
         if ($leaseSeconds !== null) {
             $body['lease_seconds'] = $leaseSeconds;
         }
         if ($workerVersion !== null) {
             $body['worker_version'] = $workerVersion; // a semantic version, e.g. 1.4.2
         }
-        $out = $this->call('POST', '/v1/claims', $body, idempotencyKey: $idempotencyKey ?? self::uuid());
+        $out = $this->call('POST', '/v1/claims', $body, idempotencyKey: $idempotencyKey ?? self::uuid(),
+            timeout: $this->timeout + max(0, $waitSeconds ?? 0));
         return array_map(static fn (array $c): Claim => Claim::fromArray($c), $out['claims']);
     }
 
@@ -404,7 +414,7 @@ final class Client
      * @param array<string, scalar|null> $query
      */
     private function call(string $method, string $path, ?array $body = null, array $query = [], ?string $idempotencyKey = null,
-        bool $retryTransport = false, bool $raw = false, ?int $retries = null): mixed
+        bool $retryTransport = false, bool $raw = false, ?int $retries = null, ?float $timeout = null): mixed
     {
         $query = array_filter($query, static fn ($v) => $v !== null);
         $url = rtrim($this->baseUrl, '/') . $path . ($query ? '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986) : '');
@@ -427,7 +437,7 @@ final class Client
         $started = microtime(true);
         for ($attempt = 1; ; $attempt++) {
             try {
-                $res = $this->transport->send($method, $url, $headers, $payload, $this->timeout, $this->connectTimeout);
+                $res = $this->transport->send($method, $url, $headers, $payload, $timeout ?? $this->timeout, $this->connectTimeout);
             } catch (TransportException $e) {
                 if ($retryTransport && $this->mayRetry($attempt, $max, $started, null)) {
                     continue;

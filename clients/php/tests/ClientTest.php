@@ -85,6 +85,20 @@ final class ClientTest extends TestCase
         self::assertSame([], $c->claim($flow, 'php-test@1'));
     }
 
+    public function testLongPollClaim(): void
+    {
+        $c = $this->client('worker');
+        $flow = $this->flow('longpoll');
+        $t0 = microtime(true);
+        self::assertSame([], $c->claim($flow, 'php-test@lp', waitSeconds: 1));
+        self::assertGreaterThanOrEqual(0.95, microtime(true) - $t0);
+        $this->seed($c, $flow, 1);
+        $t0 = microtime(true);
+        $claims = $c->claim($flow, 'php-test@lp', waitSeconds: 5);
+        self::assertCount(1, $claims);
+        self::assertLessThan(1.0, microtime(true) - $t0); // there already: no wait
+    }
+
     public function testBatchDispositions(): void
     {
         $c = $this->client('worker');
