@@ -257,13 +257,9 @@ static PGresult *conn_exec_sql(vd_conn *c, vd_sql sql, int n, const char *const 
     return c->pg ? collect(c, send_sql(c, sql, n, params)) : NULL;
 }
 
-/* PQconnectdbParams, bounded by the call's deadline; the connection is non-blocking after.
- * Our keywords come first so that the caller's URL can override them. */
-static bool conn_connect(vd_conn *c)
+PGconn *vd_pg_connect_start(const char *url, const char *app, const char *connect_timeout,
+                            const char *user_timeout_ms)
 {
-    char ct[16], ut[16];
-    int ms = remaining_ms(c);
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     const char *keys[] = {"connect_timeout",
                           "application_name",
                           "keepalives",
@@ -273,7 +269,17 @@ static bool conn_connect(vd_conn *c)
                           "tcp_user_timeout",
                           "dbname",
                           NULL};
-    const char *vals[] = {ct, "verdictd", "1", "5", "2", "3", ut, c->url, NULL};
+    const char *vals[] = {connect_timeout, app, "1", "5", "2", "3", user_timeout_ms, url, NULL};
+    return PQconnectStartParams(keys, vals, 1);
+}
+
+/* PQconnectdbParams, bounded by the call's deadline; the connection is non-blocking after.
+ * Our keywords come first so that the caller's URL can override them. */
+static bool conn_connect(vd_conn *c)
+{
+    char ct[16], ut[16];
+    int ms = remaining_ms(c);
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     if (ms <= 0) {
         c->timed_out = true;
         return false;
@@ -282,7 +288,7 @@ static bool conn_connect(vd_conn *c)
      * data on a dead peer gives up after the pool timeout */
     snprintf(ct, sizeof(ct), "%d", ms / 1000 + 2);
     snprintf(ut, sizeof(ut), "%d", c->timeout_ms);
-    c->pg = PQconnectStartParams(keys, vals, 1);
+    c->pg = vd_pg_connect_start(c->url, "verdictd", ct, ut);
     if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD)
         return false;
     while (st != PGRES_POLLING_OK) {

@@ -62,19 +62,9 @@ static int wait_for(const vd_listener *l, int fd, short ev, int timeout_ms)
 /* Connect without blocking, under a 10 s bound; NULL on failure or stop. */
 static PGconn *open_conn(const vd_listener *l)
 {
-    const char *keys[] = {"connect_timeout",
-                          "application_name",
-                          "keepalives",
-                          "keepalives_idle",
-                          "keepalives_interval",
-                          "keepalives_count",
-                          "tcp_user_timeout",
-                          "dbname",
-                          NULL};
-    const char *vals[] = {"10", "verdictd-listen", "1", "5", "2", "3", "10000", l->url, NULL};
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     double until = vd_monotonic() + 10.0;
-    PGconn *pg = PQconnectStartParams(keys, vals, 1);
+    PGconn *pg = vd_pg_connect_start(l->url, "verdictd-listen", "10", "10000");
     while (pg && PQstatus(pg) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
            st != PGRES_POLLING_FAILED) {
         int ms = (int)((until - vd_monotonic()) * 1000.0);

@@ -42,6 +42,13 @@ struct vd_conn {
     size_t announce_len, announce_cap;
 };
 
+/* Start a non-blocking connection to url (a libpq connection string or URI, which may
+ * override any of these) with verdict's keepalive policy: keepalives after 5 s idle, every
+ * 2 s, 3 probes; connect_timeout in whole seconds and tcp_user_timeout in ms as text. Both
+ * the pool (db.c) and the LISTEN connection (listen.c) connect through it. */
+PGconn *vd_pg_connect_start(const char *url, const char *app, const char *connect_timeout,
+                            const char *user_timeout_ms);
+
 /* The one table of a job's finishing record (vd_job_finish): XX(column, SQL type, kind,
  * value). Its order is the positional job_finish statement's ($1, $2, …); jobs_finish takes
  * the same columns by name from a JSON array (the recordset column list is generated from
