@@ -22,11 +22,21 @@ export VERDICT_LISTEN=${VERDICT_LISTEN:-127.0.0.1:8080}
 vd_log "serving on http://$VERDICT_LISTEN - try:"
 vd_log "  curl -s http://$VERDICT_LISTEN/readyz"
 vd_log "  curl -s -X POST http://$VERDICT_LISTEN/v1/items -H 'Content-Type: application/json' -d '{\"items\":[{\"flow_step_id\":\"12_7\",\"source_type\":\"rss\",\"item_identifier\":\"https://ex.org/a\"}]}'"
+# verdictd runs as a child the script waits for: a SIGTERM or SIGINT sent to the script alone
+# (a supervisor's stop, `kill <pid of run.sh>`) is passed on to verdictd, which finishes what
+# it is doing and exits; then the EXIT trap stops the embedded PostgreSQL. (A foreground child
+# would keep serving while bash waited for it, and bash would die without stopping either.)
+build/verdictd serve & pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null || true' TERM INT
 if [ "${VERDICT_RUN_CHECK:-0}" = 1 ]; then
-  # used by the tests of this script: serve, answer one request, stop
-  build/verdictd serve & pid=$!
+  # a check of this script: serve, answer one request, stop
   for _ in $(seq 1 100); do curl -fs "http://$VERDICT_LISTEN/readyz" && break; sleep 0.1; done
-  echo; kill -TERM $pid; wait $pid
-  exit $?
+  echo; kill -TERM "$pid"
 fi
-build/verdictd serve
+rc=0
+wait "$pid" || rc=$?
+while kill -0 "$pid" 2>/dev/null; do # wait returns early when a trapped signal arrives
+  rc=0
+  wait "$pid" || rc=$?
+done
+exit "$rc"
