@@ -20,19 +20,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "verdict/util.h"
 #include "vt.h"
 
 #define HOSTILE 2000
 #define READ_TIMEOUT_MS 2000
 
 static vt_server srv;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A TCP connection to the server from the given loopback source address (-1 on failure). */
 static int dial(const char *from)
@@ -57,10 +51,10 @@ static int dial(const char *from)
 static size_t read_all(int fd, char *buf, size_t cap, double secs)
 {
     size_t n = 0;
-    double end = now() + secs;
+    double end = vd_monotonic() + secs;
     while (n + 1 < cap) {
         struct pollfd p = {fd, POLLIN, 0};
-        int ms = (int)((end - now()) * 1000);
+        int ms = (int)((end - vd_monotonic()) * 1000);
         if (ms <= 0 || poll(&p, 1, ms) <= 0)
             break;
         ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
@@ -76,11 +70,11 @@ static size_t read_all(int fd, char *buf, size_t cap, double secs)
 static int raw(const char *req, char *out, size_t cap, double *secs)
 {
     int fd = dial("127.0.0.1"), status = 0;
-    double t0 = now();
+    double t0 = vd_monotonic();
     assert_true(fd >= 0);
     assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
     read_all(fd, out, cap, 5.0);
-    *secs = now() - t0;
+    *secs = vd_monotonic() - t0;
     close(fd);
     sscanf(out, "HTTP/1.1 %d", &status);
     return status;
@@ -186,9 +180,9 @@ static void test_limits_regex_budget(void **state)
      * per-position match limit, so only the call's budget stops it (before: 8.7 s; the issue
      * measured 64.7 s with its text) */
     char *body = regex_body(14, 8, 18000);
-    double t0 = now();
+    double t0 = vd_monotonic();
     vt_resp r = vt_http(&srv, "POST", "/v1/adjudications", VT_WORKER, body, NULL);
-    double secs = now() - t0;
+    double secs = vd_monotonic() - t0;
     fprintf(stderr, "regex request: %ld in %.0f ms\n", r.status, secs * 1000);
     vt_assert_error(&r, 422, "match_budget_exhausted");
     assert_true(secs < 3.0);
@@ -234,7 +228,7 @@ static int cmp_double(const void *a, const void *b)
 static double probe(const char *path)
 {
     char req[200], out[4096];
-    double t0 = now();
+    double t0 = vd_monotonic();
     int fd = dial("127.0.0.2"), status = 0;
     if (fd < 0)
         return -1;
@@ -246,7 +240,7 @@ static double probe(const char *path)
     read_all(fd, out, sizeof(out), 5.0);
     close(fd);
     sscanf(out, "HTTP/1.1 %d", &status);
-    return status == 200 ? now() - t0 : -1;
+    return status == 200 ? vd_monotonic() - t0 : -1;
 }
 
 static void test_limits_connection_flood(void **state)
@@ -272,7 +266,7 @@ static void test_limits_connection_flood(void **state)
     }
     /* a trickler from a third address: one byte every 200 ms never finishes its headers */
     int trickler = dial("127.0.0.3");
-    double t_trickle = now(), closed_after = -1;
+    double t_trickle = vd_monotonic(), closed_after = -1;
     assert_true(trickler >= 0);
     for (int i = 0; i < 100; i++) {
         char b = 'X';
@@ -284,7 +278,7 @@ static void test_limits_connection_flood(void **state)
                 }
         }
         if (closed_after < 0 && send(trickler, &b, 1, MSG_NOSIGNAL) < 0)
-            closed_after = now() - t_trickle;
+            closed_after = vd_monotonic() - t_trickle;
         lat[i] = probe(i % 2 ? "/healthz" : "/openapi.json");
         assert_true(lat[i] >= 0); /* every probe answered */
     }
@@ -292,7 +286,7 @@ static void test_limits_connection_flood(void **state)
         char buf[256];
         struct pollfd p = {trickler, POLLIN, 0};
         if (poll(&p, 1, 3000) > 0 && recv(trickler, buf, sizeof(buf), 0) >= 0)
-            closed_after = now() - t_trickle;
+            closed_after = vd_monotonic() - t_trickle;
     }
     close(trickler);
     for (int i = 0; i < HOSTILE; i++) {

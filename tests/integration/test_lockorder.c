@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "verdict/util.h"
 #include "vt.h"
 #include "vt_api.h"
 #include "vt_pg.h"
@@ -32,13 +33,6 @@ static long answers[600], calls;
 #define OK_SESSION                                                                                 \
     "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"            \
     " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"all done\\\"}\"}"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void count(const vt_resp *r)
 {
@@ -116,9 +110,9 @@ static void batch(unsigned *seed)
 static void *client(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
-    double end = now_s() + SECONDS;
+    double end = vd_monotonic() + SECONDS;
     vt_claim k;
-    while (now_s() < end) {
+    while (vd_monotonic() < end) {
         int op = rand_r(&seed) % 10;
         if (op == 0 || !pick(&k, &seed))
             claim_some();

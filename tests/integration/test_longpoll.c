@@ -21,25 +21,13 @@
 
 #include <cmocka.h>
 
+#include "verdict/util.h"
 #include "vt.h"
 #include "vt_api.h"
 
 #define MANY 40
 
 static vt_server srv;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* One long-poll claim, run on its own thread; the main thread asserts on what it recorded. */
 typedef struct waiter {
@@ -65,9 +53,9 @@ static void *waiter_main(void *arg)
              "{\"flow_step_id\": \"%s\", \"worker_id\": \"lp\", \"wait_seconds\": %d}", w->flow,
              w->wait);
     snprintf(hdr, sizeof(hdr), "Idempotency-Key: %s", w->key ? w->key : "");
-    w->started = now_s();
+    w->started = vd_monotonic();
     vt_resp r = vt_http(w->s, "POST", "/v1/claims", VT_WORKER, body, w->key ? headers : NULL);
-    w->answered = now_s();
+    w->answered = vd_monotonic();
     w->status = r.status;
     w->replayed = r.replayed;
     const cJSON *claims = r.json ? cJSON_GetObjectItem(r.json, "claims") : NULL;
@@ -116,7 +104,7 @@ static void await_parked(const vt_server *s, long n)
         seen = parked(s);
         if (seen == n)
             return;
-        sleep_ms(25);
+        vt_sleep_ms(25);
     }
     fail_msg("expected %ld parked claims, saw %ld", n, seen);
 }
@@ -132,8 +120,8 @@ static void test_notify_wakes_waiter(void **state)
     vt_server_start(&slow, env);
     waiter_start(&w, &slow, "lp_notify", 5);
     await_parked(&slow, 1);
-    sleep_ms(300);
-    double reg = now_s();
+    vt_sleep_ms(300);
+    double reg = vd_monotonic();
     int64_t id = vt_register(&srv, "lp_notify", "n1", NULL); /* through the other server */
     waiter_join(&w);
     assert_int_equal(w.claims, 1);
@@ -155,7 +143,7 @@ static waiter *woken_by(vt_server *s, const char *flow, action_fn what, int64_t 
     static waiter w;
     waiter_start(&w, s, flow, 15);
     await_parked(s, 1);
-    double t0 = now_s();
+    double t0 = vd_monotonic();
     what(arg);
     waiter_join(&w);
     assert_int_equal(w.claims, 1);
@@ -254,18 +242,18 @@ static void test_listen_reconnects(void **state)
     (void)state;
     vt_server_start(&slow, env);
     for (int i = 0; i < 200 && listeners() < 2; i++)
-        sleep_ms(25);
+        vt_sleep_ms(25);
     assert_int_equal(listeners(), 2); /* srv's and slow's */
     vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                 " WHERE application_name = 'verdictd-listen' AND datname = current_database()");
     for (int i = 0; i < 50 && listeners() > 0; i++)
-        sleep_ms(20);
+        vt_sleep_ms(20);
     for (int i = 0; i < 400 && listeners() < 2; i++)
-        sleep_ms(25);
+        vt_sleep_ms(25);
     assert_int_equal(listeners(), 2);
     waiter_start(&w, &slow, "lp_relisten", 10);
     await_parked(&slow, 1);
-    double reg = now_s();
+    double reg = vd_monotonic();
     int64_t id = vt_register(&srv, "lp_relisten", "r1", NULL);
     waiter_join(&w);
     assert_int_equal(w.item_id, id);
@@ -285,7 +273,7 @@ static void test_retry_finds_unannounced_item(void **state)
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('lp_tick')");
     vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
            " max_defers) VALUES ('lp_tick', 'rss', 't1', 3, 3)");
-    double ins = now_s();
+    double ins = vd_monotonic();
     waiter_join(&w);
     assert_int_equal(w.claims, 1);
     if (w.answered - ins > 3.0)
@@ -298,7 +286,7 @@ static void test_deferred_item_wakes_waiter(void **state)
     waiter w;
     (void)state;
     int64_t id = vt_register(&srv, "lp_due", "d1", "\"delay_seconds\": 2");
-    double reg = now_s();
+    double reg = vd_monotonic();
     waiter_start(&w, &srv, "lp_due", 10);
     waiter_join(&w);
     assert_int_equal(w.claims, 1);
@@ -340,9 +328,9 @@ static void test_many_waiters_hold_no_thread(void **state)
                               " \"item_identifier\": \"m%d\"}",
                               i ? "," : "", i);
     snprintf(body + n, sizeof(body) - n, "]}");
-    double t0 = now_s();
+    double t0 = vd_monotonic();
     vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
-    double took = now_s() - t0;
+    double took = vd_monotonic() - t0;
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
     if (took > 0.5)
@@ -454,12 +442,12 @@ static void test_wait_seconds_validation(void **state)
         vt_resp_free(&r);
     }
     /* 0 is today's claim: answered at once */
-    double t0 = now_s();
+    double t0 = vd_monotonic();
     vt_resp r =
         vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
                 "{\"flow_step_id\": \"lp_v\", \"worker_id\": \"w\", \"wait_seconds\": 0}", NULL);
     assert_int_equal(r.status, 200);
-    assert_true(now_s() - t0 < 0.5);
+    assert_true(vd_monotonic() - t0 < 0.5);
     vt_resp_free(&r);
 }
 
@@ -490,7 +478,7 @@ static void test_client_hangup(void **state)
         await_parked(&srv, 0); /* within 10 s, of a 15 s wait */
     }
     vt_register(&srv, "lp_gone", "g1", NULL);
-    sleep_ms(300);
+    vt_sleep_ms(300);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'lp_gone'"), 0);
     vt_resp r = vt_http(&srv, "GET", "/healthz", NULL, NULL, NULL);
     assert_int_equal(r.status, 200);
@@ -508,7 +496,7 @@ static void test_stop_answers_waiters(void **state)
     for (int i = 0; i < 5; i++)
         waiter_start(&ws[i], &other, "lp_stop", 20);
     await_parked(&other, 5);
-    double t0 = now_s();
+    double t0 = vd_monotonic();
     vt_server_stop(&other);
     for (int i = 0; i < 5; i++) {
         waiter_join(&ws[i]);

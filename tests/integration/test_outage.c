@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "verdict/util.h"
 #include "vt.h"
 #include "vt_api.h"
 
@@ -36,13 +37,6 @@ static char as_pg[64];
 static vt_server srv;
 
 static void cluster_signal(int sig);
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)
@@ -195,20 +189,20 @@ static void *client(void *arg)
     snprintf(body, sizeof(body),
              "{\"flow_step_id\": \"outage\", \"worker_id\": \"w%d\", \"limit\": 1}", index);
     while (atomic_load(&S.phase) < 3) {
-        double t0 = now();
+        double t0 = vd_monotonic();
         vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, NULL);
         const cJSON *claims = NULL;
-        if (judge(&r, now() - t0) && (claims = cJSON_GetObjectItem(r.json, "claims")) &&
+        if (judge(&r, vd_monotonic() - t0) && (claims = cJSON_GetObjectItem(r.json, "claims")) &&
             cJSON_GetArraySize(claims) == 1) {
             const cJSON *c = cJSON_GetArrayItem(claims, 0);
             vt_claim cl = {(int64_t)vt_num(c, "job_id"), (int64_t)vt_num(c, "item.id"), 1, ""};
             double first = 0;
             snprintf(cl.token, sizeof(cl.token), "%s", vt_str(c, "claim_token"));
             if (atomic_load(&S.phase) == 2) /* the first claim answered after SIGCONT */
-                atomic_compare_exchange_strong(&S.first_ok_after, &first, now());
-            t0 = now();
+                atomic_compare_exchange_strong(&S.first_ok_after, &first, vd_monotonic());
+            t0 = vd_monotonic();
             vt_resp d = vt_dispose(&srv, &cl, "\"disposition\": \"complete\"");
-            if (judge(&d, now() - t0)) {
+            if (judge(&d, vd_monotonic() - t0)) {
                 long i = atomic_fetch_add(&S.acked_n, 1);
                 if (i < MAX_ACKED)
                     S.acked[i] = cl.job_id;
@@ -229,9 +223,9 @@ static void *prober(void *arg)
 {
     (void)arg;
     while (atomic_load(&S.phase) < 3) {
-        double t0 = now();
+        double t0 = vd_monotonic();
         vt_resp r = vt_http(&srv, "GET", "/healthz", NULL, NULL, NULL);
-        double secs = now() - t0;
+        double secs = vd_monotonic() - t0;
         int i = atomic_load(&S.nprobes);
         if (r.status != 200) /* counted, asserted by the main thread */
             atomic_fetch_add(&S.bad_status, 1);
@@ -276,12 +270,12 @@ static void test_outage_sigstop(void **state)
         pthread_create(&t[i], NULL, client, (void *)(intptr_t)i);
     pthread_create(&t[CLIENTS], NULL, prober, NULL);
     sleep_s(1.0);
-    S.frozen_at = now();
+    S.frozen_at = vd_monotonic();
     cluster_signal(SIGSTOP);
     atomic_store(&S.phase, 1);
     sleep_s(FREEZE_SECONDS);
     atomic_store(&S.phase, 2);
-    S.resumed_at = now();
+    S.resumed_at = vd_monotonic();
     cluster_signal(SIGCONT);
     sleep_s(2.5);
     atomic_store(&S.phase, 3);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "verdict/util.h"
 #include "vt.h"
 #include "vt_api.h"
 #include "vt_pg.h"
@@ -27,13 +28,6 @@ static vt_server srv;
 static char dir[64];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static long ok_calls, bad_calls, completed;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static bool good(vt_resp *r)
 {
@@ -50,10 +44,10 @@ static bool good(vt_resp *r)
 static void *client(void *arg)
 {
     int me = (int)(intptr_t)arg;
-    double end = now_s() + SECONDS;
+    double end = vd_monotonic() + SECONDS;
     char body[300], path[80], flow[32];
     snprintf(flow, sizeof(flow), "pgb%d", me);
-    for (int n = 0; now_s() < end; n++) {
+    for (int n = 0; vd_monotonic() < end; n++) {
         snprintf(body, sizeof(body),
                  "{\"items\": [{\"flow_step_id\": \"%s\", \"source_type\": \"t\","
                  " \"item_identifier\": \"i%d\"}]}",

@@ -23,12 +23,6 @@
 
 static vt_server srv;
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static const cJSON *flow_of(const cJSON *stats, const char *flow)
 {
     const cJSON *list = cJSON_GetObjectItem(stats, "flow_steps");
@@ -115,7 +109,7 @@ static void test_stats_equal_truth(void **state)
     long total = vt_sql_long("SELECT count(*) FROM items WHERE state = 'processed'");
     assert_true((long)vt_num(r.json, "totals.items.processed") == total);
     vt_resp_free(&r);
-    sleep_ms(1500); /* after the sweeper folded the deltas, the answer is the same */
+    vt_sleep_ms(1500); /* after the sweeper folded the deltas, the answer is the same */
     check_against_truth("st1");
     r = vt_http(&srv, "GET", "/v1/stats?flow_step_id=none-such", VT_READER, NULL, NULL);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "flow_steps")), 0);
@@ -255,7 +249,7 @@ static long folded(void)
 static void wait_folded(long id)
 {
     for (int i = 0; i < 150 && folded() < id; i++)
-        sleep_ms(100);
+        vt_sleep_ms(100);
     assert_true(folded() >= id);
 }
 
@@ -286,7 +280,7 @@ static void test_stats_fold_waits_for_open_writer(void **state)
     vt_resp_free(&r);
     long later = vt_sql_long("SELECT max(id) FROM transitions");
     assert_true(later > held);
-    sleep_ms(4000); /* four sweeper passes past the 2 s margin */
+    vt_sleep_ms(4000); /* four sweeper passes past the 2 s margin */
     assert_true(folded() < held);
     check_against_truth("fold_open"); /* the open change is not visible yet */
     PQclear(vt_pq_ok(c, "COMMIT"));
@@ -373,7 +367,7 @@ static void test_stats_retention(void **state)
            (long long)done_id, (long long)live_id);
     long left = -1;
     for (int i = 0; i < 60 && left != 0; i++) {
-        sleep_ms(100);
+        vt_sleep_ms(100);
         left = vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld",
                            (long long)done_id);
     }

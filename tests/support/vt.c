@@ -110,6 +110,12 @@ char *vt_sql(const char *fmt, ...)
     return out;
 }
 
+void vt_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 PGresult *vt_pq_ok(PGconn *c, const char *sql)
 {
     PGresult *res = PQexec(c, sql);

@@ -44,6 +44,8 @@ void vt_db_teardown(void);
  * NULL for no row / SQL NULL). Fails the test on error. */
 char *vt_sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long vt_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sleep for ms milliseconds (a test waiting for a server-side timer; never an assertion). */
+void vt_sleep_ms(long ms);
 /* Run sql on a connection of the test's own (a transaction held open, say); fails the test
  * unless PostgreSQL answered it without error. Returns the result: PQclear it. */
 PGresult *vt_pq_ok(PGconn *c, const char *sql);

@@ -206,6 +206,30 @@ static void test_config_tls_files(void **state)
     vd_config_cleanup(&cfg);
 }
 
+/* The long-poll settings (issue 21): VERDICT_MAX_WAITERS, VERDICT_WAIT_RETRY_MS. */
+static void test_config_long_poll(void **state)
+{
+    static const char *const defaults[] = {NULL};
+    static const char *const set[] = {"VERDICT_MAX_WAITERS=0", "VERDICT_WAIT_RETRY_MS=250", NULL};
+    static const char *const bad[] = {"VERDICT_WAIT_RETRY_MS=99", NULL};
+    vd_config cfg;
+    char err[256];
+    (void)state;
+    fake_env = defaults;
+    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_int_equal(cfg.max_waiters, 1000);
+    assert_int_equal(cfg.wait_retry_ms, 1000);
+    vd_config_cleanup(&cfg);
+    fake_env = set;
+    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_int_equal(cfg.max_waiters, 0);
+    assert_int_equal(cfg.wait_retry_ms, 250);
+    vd_config_cleanup(&cfg);
+    fake_env = bad;
+    assert_false(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_non_null(strstr(err, "VERDICT_WAIT_RETRY_MS"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_config_secret_files),
         cmocka_unit_test(test_config_secret_file_errors),
         cmocka_unit_test(test_config_tls_files),
+        cmocka_unit_test(test_config_long_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* test_listen.c - the payload of a verdict_claimable notification ("<count> <flow_step_id>",
- * statements.c's announce column) as the LISTEN thread reads it (vd_listen_parse), and the
- * long-poll settings of the configuration (VERDICT_MAX_WAITERS, VERDICT_WAIT_RETRY_MS). */
+ * statements.c's announce column) as the LISTEN thread reads it (vd_listen_parse). The
+ * long-poll settings are tested with the rest of the configuration (test_config.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,6 @@
 
 #include <cmocka.h>
 
-#include "verdict/config.h"
 #include "verdict/listen.h"
 
 static void test_parse_payloads(void **state)
@@ -30,46 +29,10 @@ static void test_parse_payloads(void **state)
     assert_false(vd_listen_parse(NULL, &n, &fs));
 }
 
-static const char *const *fake_env;
-
-static const char *fake_get(const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; fake_env && fake_env[i]; i++) {
-        if (strncmp(fake_env[i], name, n) == 0 && fake_env[i][n] == '=')
-            return fake_env[i] + n + 1;
-    }
-    return NULL;
-}
-
-static void test_config(void **state)
-{
-    static const char *const defaults[] = {NULL};
-    static const char *const set[] = {"VERDICT_MAX_WAITERS=0", "VERDICT_WAIT_RETRY_MS=250", NULL};
-    static const char *const bad[] = {"VERDICT_WAIT_RETRY_MS=99", NULL};
-    vd_config cfg;
-    char err[256];
-    (void)state;
-    fake_env = defaults;
-    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
-    assert_int_equal(cfg.max_waiters, 1000);
-    assert_int_equal(cfg.wait_retry_ms, 1000);
-    vd_config_cleanup(&cfg);
-    fake_env = set;
-    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
-    assert_int_equal(cfg.max_waiters, 0);
-    assert_int_equal(cfg.wait_retry_ms, 250);
-    vd_config_cleanup(&cfg);
-    fake_env = bad;
-    assert_false(vd_config_load(&cfg, fake_get, err, sizeof(err)));
-    assert_non_null(strstr(err, "VERDICT_WAIT_RETRY_MS"));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_payloads),
-        cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
