@@ -63,18 +63,16 @@ CREATE OR REPLACE FUNCTION verdict_job_answer(p_disposition text, p_with_adjudic
                             p_tool_result_text, p_tool_result_terminal),
         p_job::text, p_item::text, verdict_answer_tail(p_disposition, p_deprecation_hint)) $$;
 
--- The answer a kept row replays (NULL for no row): a whole one as it was kept, a compact one
--- rendered from the job and item rows as described above; either then goes through
--- verdict_kept_answer(text) (0017), which renders claim_next's claims. PL/pgSQL keeps its
--- plan for the session; most calls (the lock statements of a first disposition) have no row.
+-- The answer a kept row replays: a whole one as it was kept, a compact one rendered from the
+-- job and item rows as described above; either then goes through verdict_kept_answer(text)
+-- (0017), which renders claim_next's claims. STRICT: the lock statements of a first
+-- disposition (most calls) join no row, and the function is not called at all. PL/pgSQL keeps
+-- its plan for the session.
 CREATE FUNCTION verdict_kept_answer(a job_answers) RETURNS text
-    LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
     whole text;
 BEGIN
-    IF a.job_id IS NULL THEN
-        RETURN NULL;
-    END IF;
     IF a.head IS NULL THEN
         RETURN verdict_kept_answer(a.response);
     END IF;
