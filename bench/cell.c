@@ -472,14 +472,17 @@ bool vb_stock_refill(vb_env *e, const vb_options *o, long per_step)
         if (have >= per_step)
             continue;
         add = per_step - have;
-        /* what POST /v1/items writes (sql VD_SQL_ITEMS_INSERT): the item and its register
-         * transition; the statement triggers keep the counters right */
+        /* what POST /v1/items writes (sql VD_SQL_ITEMS_INSERT): the item's source and queue
+         * rows (sql/0023_item_sources.sql) and its register transition, which the counters'
+         * fold takes (sql/0019) */
         snprintf(sql, sizeof(sql),
-                 "WITH ins AS (INSERT INTO items (flow_step_id, source_type, item_identifier,"
-                 " payload, max_attempts, max_defers)"
+                 "WITH src AS (INSERT INTO item_sources (flow_step_id, source_type,"
+                 " item_identifier, payload)"
                  " SELECT 'bench_%d', 'bench', 'https://bench.example/bench_%d/' || g,"
-                 " jsonb_build_object('title', 'bench item ' || g), 5, 3"
-                 " FROM generate_series(%ld, %ld) g RETURNING id)"
+                 " jsonb_build_object('title', 'bench item ' || g)"
+                 " FROM generate_series(%ld, %ld) g RETURNING id, flow_step_id),"
+                 " ins AS (INSERT INTO items (id, flow_step_id, max_attempts, max_defers)"
+                 " SELECT id, flow_step_id, 5, 3 FROM src RETURNING id)"
                  " INSERT INTO transitions (item_id, to_state, cause, actor)"
                  " SELECT id, 'available', 'register', '%s' FROM ins",
                  k, k, e->seq + 1, e->seq + add, VB_ACTOR);

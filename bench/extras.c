@@ -202,16 +202,20 @@ bool vb_stats_run(vb_env *e, const vb_options *o, vb_stats_result *out)
     if (!vb_env_sql(e, sql))
         return false;
     /* states spread over (g / k) so every flow step holds every state; ages over a day */
+    /* both rows of each item (sql/0023_item_sources.sql); the spread is over the id */
     snprintf(sql, sizeof(sql),
-             "INSERT INTO items (flow_step_id, source_type, item_identifier, state, attempts,"
-             " max_attempts, max_defers, available_at, created_at, updated_at)"
+             "WITH s AS (INSERT INTO item_sources (flow_step_id, source_type, item_identifier,"
+             " created_at)"
              " SELECT 'stats_' || (g %% %d), 'bench', 'https://stats.example/' || g,"
+             " now() - make_interval(secs => g %% 86400)"
+             " FROM generate_series(1, %ld) g RETURNING id, flow_step_id)"
+             " INSERT INTO items (id, flow_step_id, state, attempts, max_attempts, max_defers,"
+             " available_at, updated_at)"
+             " SELECT id, flow_step_id,"
              " (ARRAY['available','available','deferred','processed','processed','processed',"
-             "        'rejected','manual_review','failed','processed'])[1 + (g / %d) %% 10],"
-             " 1, 5, 3, now() - make_interval(secs => g %% 86400),"
-             " now() - make_interval(secs => g %% 86400), now()"
-             " FROM generate_series(1, %ld) g",
-             k, k, n);
+             "        'rejected','manual_review','failed','processed'])[1 + (id / %d) %% 10],"
+             " 1, 5, 3, now() - make_interval(secs => id %% 86400), now() FROM s",
+             k, n, k);
     if (!vb_env_sql(e, sql))
         return false;
     /* one finished job per done item, claimed within the last day */

@@ -45,7 +45,7 @@
     "        AND ($6::text IS NULL OR verdict_semver_cmp(bf.worker_version, $6) < 0)))"
 /* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). */
 #define ITEMS_FILTER                                                                               \
-    " WHERE ($1::text IS NULL OR it.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"    \
+    " WHERE ($1::text IS NULL OR src.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"   \
     "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                        \
     "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"    \
     "                                    AND cj.worker_id = $6))"
@@ -133,15 +133,22 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_ITEMS_INSERT] =
         {"items_insert",
          "WITH " ITEMS_INPUT ","
-         " ins AS ("
-         "  INSERT INTO items (flow_step_id, source_type, item_identifier, payload, priority,"
-         "                     available_at, max_attempts, max_defers)"
-         "  SELECT flow_step_id, source_type, item_identifier, payload, priority,"
-         "         now() + delay_seconds * interval '1 second', max_attempts, max_defers"
-         "  FROM input ORDER BY ord"
-         /* the identity is unique by its digest (items_identity, sql/0018_index_diet.sql) */
+         /* the source row decides: its identity is unique by the identifier's digest
+          * (item_sources_identity, sql/0023_item_sources.sql); the first of duplicates wins */
+         " src AS ("
+         "  INSERT INTO item_sources (flow_step_id, source_type, item_identifier, payload)"
+         "  SELECT flow_step_id, source_type, item_identifier, payload FROM input ORDER BY ord"
          "  ON CONFLICT (flow_step_id, source_type, verdict_identity_digest(item_identifier))"
-         "  DO NOTHING RETURNING id, flow_step_id, available_at),"
+         "  DO NOTHING RETURNING id, flow_step_id, source_type, item_identifier),"
+         " ins AS ("
+         "  INSERT INTO items (id, flow_step_id, priority, available_at, max_attempts,"
+         "                     max_defers)"
+         "  SELECT DISTINCT ON (s.id) s.id, s.flow_step_id, x.priority,"
+         "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers"
+         "  FROM src s JOIN input x ON x.flow_step_id = s.flow_step_id"
+         "   AND x.source_type = s.source_type AND x.item_identifier = s.item_identifier"
+         "  ORDER BY s.id, x.ord"
+         "  RETURNING id, flow_step_id, available_at),"
          " tr AS ("
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
@@ -154,14 +161,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "WITH " ITEMS_INPUT ","
          " created AS (SELECT e::bigint AS id FROM jsonb_array_elements_text($2::jsonb) e),"
          " r AS ("
-         "  SELECT x.ord, i.id, i.flow_step_id, i.source_type, i.item_identifier, i.state,"
-         "         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY i.id)) AS created"
-         "  FROM input x JOIN items i ON i.flow_step_id = x.flow_step_id"
-         "   AND i.source_type = x.source_type"
-         "   AND verdict_identity_digest(i.item_identifier) ="
+         "  SELECT x.ord, s.id, s.flow_step_id, s.source_type, s.item_identifier, i.state,"
+         "         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY s.id)) AS created"
+         "  FROM input x JOIN item_sources s ON s.flow_step_id = x.flow_step_id"
+         "   AND s.source_type = x.source_type"
+         "   AND verdict_identity_digest(s.item_identifier) ="
          "       verdict_identity_digest(x.item_identifier)"
-         "   AND i.item_identifier = x.item_identifier"
-         "  LEFT JOIN created c ON c.id = i.id)"
+         "   AND s.item_identifier = x.item_identifier"
+         "  JOIN items i ON i.id = s.id"
+         "  LEFT JOIN created c ON c.id = s.id)"
          " SELECT json_build_object('items', coalesce(json_agg(json_build_object("
          "   'id', id, 'flow_step_id', flow_step_id, 'source_type', source_type,"
          "   'item_identifier', item_identifier, 'state', state, 'created', created)"
@@ -172,37 +180,39 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT json_build_object('items', coalesce(json_agg(json_build_object("
          "  'id', s.id, 'item_identifier', s.item_identifier, 'state', s.state) ORDER BY s.ord),"
          "  '[]'::json))::text"
-         " FROM (SELECT i.id, i.item_identifier, i.state, min(r.ord) AS ord"
+         " FROM (SELECT i.id, s.item_identifier, i.state, min(r.ord) AS ord"
          "       FROM jsonb_array_elements_text($3::jsonb) WITH ORDINALITY AS r(ident, ord)"
-         "       JOIN items i ON i.flow_step_id = $1 AND i.source_type = $2"
-         "        AND verdict_identity_digest(i.item_identifier) = verdict_identity_digest(r.ident)"
-         "        AND i.item_identifier = r.ident"
-         "       GROUP BY i.id, i.item_identifier, i.state) s"},
+         "       JOIN item_sources s ON s.flow_step_id = $1 AND s.source_type = $2"
+         "        AND verdict_identity_digest(s.item_identifier) = verdict_identity_digest(r.ident)"
+         "        AND s.item_identifier = r.ident"
+         "       JOIN items i ON i.id = s.id"
+         "       GROUP BY i.id, s.item_identifier, i.state) s"},
 
     [VD_SQL_ITEM_GET] =
         {"item_get",
-         "SELECT json_build_object('item', verdict_item_json(i), 'transitions',"
+         "SELECT json_build_object('item', verdict_item_json(i, s), 'transitions',"
          "  (SELECT coalesce(json_agg(verdict_transition_json(t) ORDER BY (t).id DESC), '[]'::json)"
          "   FROM (SELECT tr AS t FROM transitions tr WHERE tr.item_id = i.id"
          "         ORDER BY tr.id DESC LIMIT 100) s))::text"
-         " FROM items i WHERE i.id = $1"},
+         " FROM items i JOIN item_sources s ON s.id = i.id WHERE i.id = $1"},
 
     /* Keyset pagination by id; next_after is set when the page is full. worker_id matches the
      * worker of the item's latest job (current_job_id is kept after the job ends). */
     [VD_SQL_ITEMS_LIST] =
-        {"items_list", "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
-                       "   ORDER BY (s.it).id), '[]'::json),"
-                       "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id) END)::text"
-                       " FROM (SELECT it FROM items it" ITEMS_FILTER " AND it.id > $3"
-                       "       ORDER BY it.id LIMIT $4) s"},
+        {"items_list",
+         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
+         "   ORDER BY (s.it).id), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id) END)::text"
+         " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id" ITEMS_FILTER
+         "       AND it.id > $3 ORDER BY it.id LIMIT $4) s"},
     /* The same, newest first: after is the id to go below (0: from the newest). */
     [VD_SQL_ITEMS_LIST_DESC] =
         {"items_list_desc",
-         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it)"
+         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
          "   ORDER BY (s.it).id DESC), '[]'::json),"
          "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id) END)::text"
-         " FROM (SELECT it FROM items it" ITEMS_FILTER " AND ($3 = 0 OR it.id < $3)"
-         "       ORDER BY it.id DESC LIMIT $4) s"},
+         " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id" ITEMS_FILTER
+         "       AND ($3 = 0 OR it.id < $3) ORDER BY it.id DESC LIMIT $4) s"},
 
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
@@ -227,8 +237,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    claim_token = j.claim_token, current_job_id = j.id,"
          "    lease_expires_at = j.lease_expires_at, updated_at = now()"
          /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
-         "  FROM j WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
-         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i) AS item),"
+         "  FROM j JOIN item_sources s ON s.id = j.item_id"
+         "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
+         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i, s) AS item),"
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           actor)"
@@ -338,7 +349,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                        ELSE i.available_at END,"
          "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = $7,"
          "    last_reason = $8, updated_at = now()"
-         "  WHERE i.id = $2 RETURNING verdict_item_json(i) AS item, i.state, i.failures, i.defers,"
+         "  FROM item_sources s WHERE i.id = $2 AND s.id = $2"
+         "  RETURNING verdict_item_json(i, s) AS item, i.state, i.failures, i.defers,"
          "    i.available_at),"
          " uj AS ("
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
@@ -421,9 +433,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                 "    lease_expires_at = NULL, claim_token = NULL, last_reason_code "
                                 "= r.reason_code,"
                                 "    last_reason = r.reason, updated_at = now()"
-                                "  FROM r WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT "
+                                "  FROM r JOIN item_sources s ON s.id = r.item_id"
+                                "  WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT "
                                 "item_id FROM r))"
-                                "  RETURNING i.id, verdict_item_json(i) AS item, i.state,"
+                                "  RETURNING i.id, verdict_item_json(i, s) AS item, i.state,"
                                 "    i.failures, i.defers, i.available_at),"
                                 " uj AS ("
                                 "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
@@ -475,8 +488,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * claim an MCP session is bound to (h_mcp.c). No row: no such job, or another's token. */
     [VD_SQL_JOB_CLAIMED] =
         {"job_claimed",
-         "SELECT json_build_object('job', verdict_job_json(j), 'item', verdict_item_json(i))::text"
-         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         "SELECT json_build_object('job', verdict_job_json(j), 'item',"
+         "  verdict_item_json(i, s))::text"
+         " FROM jobs j JOIN items i ON i.id = j.item_id JOIN item_sources s ON s.id = j.item_id"
          " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
 
     [VD_SQL_JOBS_LIST] = {"jobs_list",
@@ -506,10 +520,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  'next_after', coalesce(max(s.id), $1),"
          "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
          " FROM (SELECT t.id, verdict_transition_json(t)::jsonb || jsonb_build_object("
-         "         'flow_step_id', i.flow_step_id, 'source_type', i.source_type,"
-         "         'item_identifier', i.item_identifier) AS j"
-         "       FROM transitions t JOIN items i ON i.id = t.item_id"
-         "       WHERE t.id > $1 AND ($2::text IS NULL OR i.flow_step_id = $2)"
+         "         'flow_step_id', s.flow_step_id, 'source_type', s.source_type,"
+         "         'item_identifier', s.item_identifier) AS j"
+         "       FROM transitions t JOIN item_sources s ON s.id = t.item_id"
+         "       WHERE t.id > $1 AND ($2::text IS NULL OR s.flow_step_id = $2)"
          "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
          "                              WHERE u.logged_at >= verdict_feed_horizon()),"
          "                             9223372036854775807)"
@@ -523,8 +537,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " u AS ("
          "  UPDATE items i SET state = $2, last_reason_code = $3, last_reason = $4,"
          "    updated_at = now()"
-         "  FROM cur WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
-         "  RETURNING i.id, verdict_item_json(i) AS item),"
+         "  FROM cur JOIN item_sources s ON s.id = cur.id"
+         "  WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
+         "  RETURNING i.id, verdict_item_json(i, s) AS item),"
          " t AS ("
          "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
          "                                 reason, actor)"
@@ -567,8 +582,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    failures = CASE WHEN $2 THEN 0 ELSE i.failures END,"
          "    defers = CASE WHEN $2 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $3, updated_at = now()"
-         "  FROM cur WHERE i.id = cur.id AND cur.state <> 'claimed'"
-         "  RETURNING i.id, i.flow_step_id, verdict_item_json(i) AS item),"
+         "  FROM cur JOIN item_sources s ON s.id = cur.id"
+         "  WHERE i.id = cur.id AND cur.state <> 'claimed'"
+         "  RETURNING i.id, i.flow_step_id, verdict_item_json(i, s) AS item),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
@@ -608,7 +624,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  UPDATE items i SET state = 'available', available_at = now(),"
          "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
          "    last_reason = $3, updated_at = now()"
-         "  WHERE i.id = $1 RETURNING i.flow_step_id, verdict_item_json(i) AS item),"
+         "  FROM item_sources s WHERE i.id = $1 AND s.id = $1"
+         "  RETURNING i.flow_step_id, verdict_item_json(i, s) AS item),"
          " uj AS ("
          "  UPDATE jobs j SET status = 'released', finished_at = now(),"
          "    reason_code = 'admin_release', reason = $3"
@@ -635,8 +652,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"job_set_adjudication",
          "WITH uj AS (UPDATE jobs j SET adjudication = $2::text::jsonb WHERE j.id = $1"
          "            RETURNING j.item_id, verdict_job_json(j) AS job)"
-         " SELECT verdict_job_answer(NULL, true, $2::text, uj.job, verdict_item_json(i), NULL)"
-         " FROM uj JOIN items i ON i.id = uj.item_id"},
+         " SELECT verdict_job_answer(NULL, true, $2::text, uj.job, verdict_item_json(i, s), NULL)"
+         " FROM uj JOIN items i ON i.id = uj.item_id JOIN item_sources s ON s.id = uj.item_id"},
 
     /* SPEC session-outcome.md §6: the item's earlier adjudications, newest first. */
     [VD_SQL_PRIOR_ADJUDICATIONS] =
@@ -777,8 +794,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  coalesce(j.adjudication->>'outcome' = 'retriable'"
          "           OR j.adjudication->>'needs_retry' = 'true', false),"
          "  coalesce(s.strict_evidence, false),"
-         "  $2::text IS NOT NULL AND verdict_payload_quotes(i.payload, $2::text)"
-         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         "  $2::text IS NOT NULL AND verdict_payload_quotes(src.payload, $2::text)"
+         " FROM jobs j JOIN item_sources src ON src.id = j.item_id"
          " LEFT JOIN flow_steps s ON s.flow_step_id = j.flow_step_id WHERE j.id = $1"},
 
     /* GET /v1/jobs/{id}/briefing: the job and the item's 20 attempts before it, oldest
@@ -870,9 +887,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"incident_get",
          "SELECT json_build_object('tool_incident', verdict_tool_incident_json(t)::jsonb"
          "  || jsonb_build_object('affected_items', (SELECT coalesce(jsonb_agg("
-         "       jsonb_build_object('id', i.id, 'item_identifier', i.item_identifier,"
+         "       jsonb_build_object('id', i.id, 'item_identifier', s.item_identifier,"
          "                          'state', i.state) ORDER BY i.id), '[]'::jsonb)"
          "     FROM tool_incident_items x JOIN items i ON i.id = x.item_id"
+         "     JOIN item_sources s ON s.id = x.item_id"
          "     WHERE x.incident_id = t.id)))::text"
          " FROM tool_incidents t WHERE t.id = $1"},
 

@@ -26,9 +26,7 @@ static vt_server srv;
 static void seed(const char *flow, int n)
 {
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') ON CONFLICT DO NOTHING", flow);
-    vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-           " max_defers) SELECT '%s', 'rss', 'cn-' || g, 5, 3 FROM generate_series(1, %d) g",
-           flow, n);
+    vt_seed_items(flow, "cn-", n, 5, 3);
 }
 
 static long jobs_of(const char *flow)

@@ -438,7 +438,7 @@ static void test_claims_lease_expiry(void **state)
 
 /* The plan `name` gets with plan_cache_mode = force_generic_plan (what a prepared statement
  * settles on) must reach items, jobs and transitions only through indexes, or every call
- * would scan a table that only grows. */
+ * would scan a table that only grows (item_sources too). */
 static void assert_generic_plan_indexed(const char *name, const char *types, const char *args,
                                         vd_sql sql)
 {
@@ -447,13 +447,15 @@ static void assert_generic_plan_indexed(const char *name, const char *types, con
                         " EXPLAIN (FORMAT JSON) EXECUTE %s (%s)",
                         name, types, vd_sql_statements[sql].text, name, args);
     assert_non_null(plan);
-    assert_non_null(strstr(plan, "\"Relation Name\": \"items\""));
+    /* items or item_sources (sql/0023_item_sources.sql) */
+    assert_non_null(strstr(plan, "\"Relation Name\": \"item"));
     for (const char *p = strstr(plan, "\"Seq Scan\""); p; p = strstr(p + 1, "\"Seq Scan\"")) {
         const char *rel = strstr(p, "\"Relation Name\": \"");
         assert_non_null(rel);
         rel += strlen("\"Relation Name\": \"");
         if (strncmp(rel, "items\"", 6) == 0 || strncmp(rel, "jobs\"", 5) == 0 ||
-            strncmp(rel, "transitions\"", 12) == 0 || strncmp(rel, "job_answers\"", 12) == 0)
+            strncmp(rel, "item_sources\"", 13) == 0 || strncmp(rel, "transitions\"", 12) == 0 ||
+            strncmp(rel, "job_answers\"", 12) == 0)
             fail_msg("the generic plan of %s scans %.12s: %s", name, rel, plan);
     }
     free(plan);
@@ -466,16 +468,18 @@ static void test_claims_generic_plans_use_indexes(void **state)
 {
     (void)state;
     free(vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('plan');"
-                " INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-                " max_defers) SELECT 'plan', 'rss', 'https://plan.example/' || g, 5, 3"
-                " FROM generate_series(1, 5000) g;"
+                " WITH s AS (INSERT INTO item_sources (flow_step_id, source_type,"
+                "  item_identifier) SELECT 'plan', 'rss', 'https://plan.example/' || g"
+                "  FROM generate_series(1, 5000) g RETURNING id)"
+                " INSERT INTO items (id, flow_step_id, max_attempts, max_defers)"
+                " SELECT id, 'plan', 5, 3 FROM s;"
                 " INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status,"
                 " claim_token, lease_expires_at, finished_at)"
                 " SELECT id, 'plan', 'w', 1, 'completed', gen_random_uuid(), now(), now()"
                 " FROM items WHERE flow_step_id = 'plan';"
                 " INSERT INTO job_answers (job_id, response)"
                 " SELECT id, '{}' FROM jobs WHERE flow_step_id = 'plan';"
-                " ANALYZE items, jobs, transitions, job_answers"));
+                " ANALYZE items, item_sources, jobs, transitions, job_answers"));
     assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text, text",
                                 "'plan', 'w', 1, 300, 'a', '1.0.0'", VD_SQL_CLAIM);
     assert_generic_plan_indexed("lock_plan", "bigint, text, text", "1, NULL, NULL",
@@ -492,7 +496,8 @@ static void test_claims_generic_plans_use_indexes(void **state)
                                 VD_SQL_JOBS_LOCK);
     assert_generic_plan_indexed("finishes_plan", "jsonb", "'[{\"job_id\": 1, \"item_id\": 1}]'",
                                 VD_SQL_JOBS_FINISH);
-    /* the identity can be found by its digest (items_identity, migration 0018); on this small
+    /* the identity can be found by its digest (item_sources_identity, migrations 0018, 0023); on
+     * this small
      * table a scan of the whole table joined costs less, so the plan is asked for without one */
     char *plan =
         vt_sql("SET enable_seqscan = off; SET enable_hashjoin = off;"
@@ -501,8 +506,8 @@ static void test_claims_generic_plans_use_indexes(void **state)
                " '[\"https://plan.example/7\"]')",
                vd_sql_statements[VD_SQL_ITEMS_LOOKUP].text);
     assert_non_null(plan);
-    if (!strstr(plan, "items_identity"))
-        fail_msg("items_lookup does not use items_identity: %s", plan);
+    if (!strstr(plan, "item_sources_identity"))
+        fail_msg("items_lookup does not use item_sources_identity: %s", plan);
     free(plan);
 }
 

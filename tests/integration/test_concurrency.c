@@ -116,9 +116,7 @@ static void seed(const char *flow)
 {
     /* one INSERT is quicker than 5,000 requests; registration itself is tested elsewhere */
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s')", flow);
-    vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-           " max_defers) SELECT '%s', 'rss', 'item-' || g, 5, 3 FROM generate_series(1, %d) g",
-           flow, ITEMS);
+    vt_seed_items(flow, "item-", ITEMS, 5, 3);
 }
 
 static void run_load(const char *flow, int nservers)
@@ -285,10 +283,7 @@ static void race_identical(const char *flow, bool single)
     memset(&o, 0, sizeof(o));
     o.single = single;
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s')", flow);
-    vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-           " max_defers) SELECT '%s', 'rss', 'item-' || g, 5, 3"
-           " FROM generate_series(1, %d) g",
-           flow, OVERLAP_JOBS);
+    vt_seed_items(flow, "item-", OVERLAP_JOBS, 5, 3);
     assert_int_equal(vt_claim_n(&srv[0], flow, OVERLAP_JOBS, 600, o.c), OVERLAP_JOBS);
     long deadlocks = vt_sql_long("SELECT deadlocks FROM pg_stat_database"
                                  " WHERE datname = current_database()");

@@ -271,8 +271,7 @@ static void test_retry_finds_unannounced_item(void **state)
     waiter_start(&w, &srv, "lp_tick", 8);
     await_parked(&srv, 1);
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('lp_tick')");
-    vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-           " max_defers) VALUES ('lp_tick', 'rss', 't1', 3, 3)");
+    vt_seed_items("lp_tick", "t", 1, 3, 3);
     double ins = vd_monotonic();
     waiter_join(&w);
     assert_int_equal(w.claims, 1);

@@ -262,10 +262,7 @@ static void test_outage_sigstop(void **state)
     const char *env[] = {env_timeout, "VERDICT_LOG_LEVEL=warn", "VERDICT_THREADS=4", NULL};
     vt_server_start(&srv, env); /* migrates the new database */
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('outage')");
-    vt_sql("INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts,"
-           " max_defers) SELECT 'outage', 'rss', 'item-' || g, 5, 3"
-           " FROM generate_series(1, %d) g",
-           ITEMS);
+    vt_seed_items("outage", "item-", ITEMS, 5, 3);
     for (int i = 0; i < CLIENTS; i++)
         pthread_create(&t[i], NULL, client, (void *)(intptr_t)i);
     pthread_create(&t[CLIENTS], NULL, prober, NULL);

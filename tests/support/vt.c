@@ -110,6 +110,16 @@ char *vt_sql(const char *fmt, ...)
     return out;
 }
 
+void vt_seed_items(const char *flow, const char *prefix, int n, int max_attempts, int max_defers)
+{
+    free(vt_sql("WITH s AS (INSERT INTO item_sources (flow_step_id, source_type, item_identifier)"
+                "  SELECT '%s', 'rss', '%s' || g FROM generate_series(1, %d) g"
+                "  RETURNING id, flow_step_id)"
+                " INSERT INTO items (id, flow_step_id, max_attempts, max_defers)"
+                " SELECT id, flow_step_id, %d, %d FROM s",
+                flow, prefix, n, max_attempts, max_defers));
+}
+
 void vt_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
