@@ -17,6 +17,20 @@
 /* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
 #define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type
 
+/* jobs_finish's input: one row per job with the columns of VD_FINISH_COLUMNS. */
+#define JOBS_FINISH_INPUT                                                                          \
+    "r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb)"                               \
+    " AS r(ord integer" VD_FINISH_COLUMNS(FINISH_COLUMN_DEF) "))"
+
+/* The lock statements' and job_answer's answer kept by a finished job
+ * (sql/0026_answers_in_jobs.sql): whether `request` is the request it answered (jsonb equality by
+ * digest), and the answer (NULL: none kept; PL/pgSQL entered only for a job that keeps one). */
+#define KEPT_ANSWER(request)                                                                       \
+    "coalesce(j.answer_digest = CASE WHEN j.answer_digest IS NOT NULL"                             \
+    "  THEN verdict_request_digest(" request ") END, false),"                                      \
+    " CASE WHEN j.answer_head IS NOT NULL OR j.answer_response IS NOT NULL"                        \
+    "  THEN verdict_kept_answer(j) END"
+
 /* The normalised registration batch (http/h_items.c builds it; every field is filled). */
 #define ITEMS_INPUT                                                                                \
     "input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, flow_step_id text,"       \
@@ -325,15 +339,16 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"job_lock",
          "SELECT 0, j.status, j.claim_token = $2::uuid, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
-         "  coalesce(a.request_digest = verdict_request_digest($3::jsonb), false),"
-         "  verdict_kept_answer(a), i.id, i.state,"
-         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
-         /* claim_next claims for this flow step, worker and worker version */
-         "  j.flow_step_id, j.worker_id, j.worker_version"
-         " FROM jobs j JOIN items i ON i.id = j.item_id"
-         " LEFT JOIN job_answers a ON a.job_id = j.id WHERE j.id = $1"
-         " FOR NO KEY UPDATE OF j"},
+         "  " KEPT_ANSWER(
+             "$3::jsonb") ", i.id, i.state,"
+                          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = "
+                          "j.claim_token),"
+                          "  i.failures, i.defers, i.max_attempts, "
+                          "i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
+                          /* claim_next claims for this flow step, worker and worker version */
+                          "  j.flow_step_id, j.worker_id, j.worker_version"
+                          " FROM jobs j JOIN items i ON i.id = j.item_id WHERE j.id = $1"
+                          " FOR NO KEY UPDATE OF j"},
 
     /* Item, job, the transition row and the answer kept for replays, in one statement (the
      * caller's transaction's last, sent with its COMMIT). The parameters are the columns of
@@ -356,8 +371,19 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
          "    reason_code = $7, reason = $8,"
          "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
-         "    adjudication = coalesce($15::text::jsonb, j.adjudication)"
-         "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
+         "    adjudication = coalesce($15::text::jsonb, j.adjudication),"
+         /* the answer is kept compactly in the job's row (sql/0021_compact_answers.sql,
+          * sql/0026_answers_in_jobs.sql): its head and tail members and the item's fields the
+          * job row does not say; with claim_next, $24 is the claim's answer {"claims" : [...]}:
+          * it closes the answer, and the kept tail ends with the claimed job ids, from which a
+          * replay renders the same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
+         "    answer_digest = verdict_request_digest($16::jsonb),"
+         "    answer_head = verdict_answer_head($17, $18, $15::text, $22, $23),"
+         "    answer_tail = verdict_answer_tail($17, $19) || CASE WHEN $24::text IS NULL"
+         "      THEN '' ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
+         "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
+         "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
+         "  FROM ui WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           reason_code, reason, forced, actor, lint_overridden,"
@@ -366,30 +392,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " a AS ("
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
          "    AS answer"
-         "  FROM ui, uj),"
-         /* the answer is kept compactly (sql/0021_compact_answers.sql): its head and tail
-          * members and the item's fields the job row does not say; with claim_next, $24 is the
-          * claim's answer {"claims" : [...]}: it closes the answer, and the kept tail ends with
-          * the claimed job ids, from which a replay renders the same claims
-          * (verdict_kept_answer, sql/0017_claim_next.sql) */
-         " s AS (INSERT INTO job_answers (job_id, request_digest, head, tail, item_state,"
-         "                                item_failures, item_defers, item_available_at)"
-         "       SELECT $1, verdict_request_digest($16::jsonb),"
-         "         verdict_answer_head($17, $18, $15::text, $22, $23),"
-         "         verdict_answer_tail($17, $19) || CASE WHEN $24::text IS NULL THEN ''"
-         "           ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
-         "         ui.state, ui.failures, ui.defers, ui.available_at FROM ui)"
+         "  FROM ui, uj)"
          " SELECT $1, CASE WHEN $24::text IS NULL THEN answer"
          "        ELSE left(answer, -1) || ',' || substr($24::text, 2) END FROM a"},
 
-    /* The answer a finished job keeps, read again after its row lock was granted: the lock
-     * statement's snapshot predates a finisher it waited for (READ COMMITTED re-reads only the
-     * locked rows), so its join to job_answers cannot see that finisher's answer. */
-    [VD_SQL_JOB_ANSWER] =
-        {"job_answer", "SELECT coalesce(request_digest = verdict_request_digest($2::jsonb), false),"
-                       "  verdict_kept_answer(a)"
-                       " FROM job_answers a"
-                       " WHERE a.job_id = $1"},
+    /* The answer a finished job keeps, read again after its row lock was granted (a second
+     * look: since sql/0026 the answer is in the locked row itself, which READ COMMITTED
+     * re-reads after waiting for a finisher, so the lock statement sees it too). */
+    [VD_SQL_JOB_ANSWER] = {"job_answer",
+                           "SELECT " KEPT_ANSWER("$2::jsonb") " FROM jobs j WHERE j.id = $1"},
 
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
@@ -397,22 +408,23 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"jobs_lock",
          "SELECT x.ord, j.status, j.claim_token = x.token, coalesce(j.disposition, ''),"
          "  j.required_tool_failed,"
-         "  coalesce(a.request_digest = verdict_request_digest(x.request), false),"
-         "  verdict_kept_answer(a),"
-         "  i.id, i.state,"
-         "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = j.claim_token),"
-         "  i.failures, i.defers, i.max_attempts, i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
-         /* claim_next claims for this flow step, worker and worker version */
-         "  j.flow_step_id, j.worker_id, j.worker_version"
-         " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
-         "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
-         " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
-         " LEFT JOIN job_answers a ON a.job_id = j.id"
-         /* the ANY keeps the generic plan on jobs_pkey: a set-returning function is guessed at
-          * 100 rows, for which a hash join over a scan of jobs looks cheaper */
-         " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
-         "                         FROM jsonb_array_elements($1::jsonb) e))"
-         " ORDER BY j.id FOR NO KEY UPDATE OF j"},
+         "  " KEPT_ANSWER(
+             "x.request") ", i.id, i.state,"
+                          "  (i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = "
+                          "j.claim_token),"
+                          "  i.failures, i.defers, i.max_attempts, "
+                          "i.max_defers, " VD_SQL_REQUIRED_BLOCKED ","
+                          /* claim_next claims for this flow step, worker and worker version */
+                          "  j.flow_step_id, j.worker_id, j.worker_version"
+                          " FROM (SELECT * FROM jsonb_to_recordset($1::jsonb)"
+                          "       AS x(ord integer, job_id bigint, token uuid, request jsonb)) x"
+                          " JOIN jobs j ON j.id = x.job_id JOIN items i ON i.id = j.item_id"
+                          /* the ANY keeps the generic plan on jobs_pkey: a set-returning function
+                           * is guessed at 100 rows, for which a hash join over a scan of jobs looks
+                           * cheaper */
+                          " WHERE j.id = ANY (ARRAY(SELECT (e->>'job_id')::bigint"
+                          "                         FROM jsonb_array_elements($1::jsonb) e))"
+                          " ORDER BY j.id FOR NO KEY UPDATE OF j"},
 
     /* Items, jobs, one transition each and the answers kept for replays, in one statement
      * (the transaction's last, sent with its COMMIT); $1 is one object per job with the
@@ -420,65 +432,45 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * The ANYs keep the generic plan on the primary keys (see jobs_lock). */
     [VD_SQL_JOBS_FINISH] =
         {"jobs_finish",
-         "WITH r AS MATERIALIZED ("
-         "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ord integer" VD_FINISH_COLUMNS(
-             FINISH_COLUMN_DEF) ")),"
-                                " ui AS ("
-                                "  UPDATE items i SET state = r.to_state, failures = r.failures, "
-                                "defers = r.defers,"
-                                "    available_at = CASE WHEN r.to_state = 'deferred'"
-                                "                        THEN now() + r.delay * interval '1 second'"
-                                "                        WHEN r.to_state = 'available' THEN now()"
-                                "                        ELSE i.available_at END,"
-                                "    lease_expires_at = NULL, claim_token = NULL, last_reason_code "
-                                "= r.reason_code,"
-                                "    last_reason = r.reason, updated_at = now()"
-                                "  FROM r JOIN item_sources s ON s.id = r.item_id"
-                                "  WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT "
-                                "item_id FROM r))"
-                                "  RETURNING i.id, verdict_item_json(i, s) AS item, i.state,"
-                                "    i.failures, i.defers, i.available_at),"
-                                " uj AS ("
-                                "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
-                                "    disposition = r.disposition, reason_code = r.reason_code, "
-                                "reason = r.reason,"
-                                "    engine_data = j.engine_data || coalesce(r.engine_data, "
-                                "'{}'::jsonb),"
-                                "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication)"
-                                "  FROM r WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT "
-                                "job_id FROM r))"
-                                "  RETURNING j.id, verdict_job_json(j) AS job),"
-                                " t AS ("
-                                "  INSERT INTO transitions (item_id, job_id, from_state, to_state, "
-                                "job_status, cause,"
-                                "                           reason_code, reason, forced, actor,"
-                                "                           lint_overridden, evidence)"
-                                "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, "
-                                "r.job_status, r.cause,"
-                                "         r.reason_code, r.reason, r.forced, r.actor, "
-                                "r.lint_overridden, r.evidence FROM r ORDER "
-                                "BY r.job_id),"
-                                " a AS ("
-                                "  SELECT r.job_id, r.request, "
-                                "verdict_job_answer(r.answer_disposition,"
-                                "         r.answer_adjudication, r.adjudication, uj.job, ui.item, "
-                                "r.deprecation_hint, r.tool_result_text, r.tool_result_terminal)"
-                                "         AS answer"
-                                "  FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = "
-                                "r.item_id),"
-                                /* kept compactly, as job_finish keeps it */
-                                " s AS (INSERT INTO job_answers (job_id, request_digest, head,"
-                                "         tail, item_state, item_failures, item_defers,"
-                                "         item_available_at)"
-                                "       SELECT r.job_id, verdict_request_digest(r.request),"
-                                "         verdict_answer_head(r.answer_disposition,"
-                                "           r.answer_adjudication, r.adjudication,"
-                                "           r.tool_result_text, r.tool_result_terminal),"
-                                "         verdict_answer_tail(r.answer_disposition,"
-                                "           r.deprecation_hint),"
-                                "         ui.state, ui.failures, ui.defers, ui.available_at"
-                                "       FROM r JOIN ui ON ui.id = r.item_id)"
-                                " SELECT job_id, answer FROM a"},
+         "WITH " JOBS_FINISH_INPUT ","
+         " ui AS ("
+         "  UPDATE items i SET state = r.to_state, failures = r.failures, defers = r.defers,"
+         "    available_at = CASE WHEN r.to_state = 'deferred'"
+         "                        THEN now() + r.delay * interval '1 second'"
+         "                        WHEN r.to_state = 'available' THEN now()"
+         "                        ELSE i.available_at END,"
+         "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = r.reason_code,"
+         "    last_reason = r.reason, updated_at = now()"
+         "  FROM r JOIN item_sources s ON s.id = r.item_id"
+         "  WHERE i.id = r.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM r))"
+         "  RETURNING i.id, verdict_item_json(i, s) AS item, i.state,"
+         "    i.failures, i.defers, i.available_at),"
+         " uj AS ("
+         "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
+         "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
+         "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
+         "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication),"
+         /* kept compactly in the job's row, as job_finish keeps it */
+         "    answer_digest = verdict_request_digest(r.request),"
+         "    answer_head = verdict_answer_head(r.answer_disposition, r.answer_adjudication,"
+         "      r.adjudication, r.tool_result_text, r.tool_result_terminal),"
+         "    answer_tail = verdict_answer_tail(r.answer_disposition, r.deprecation_hint),"
+         "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
+         "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
+         "  FROM r JOIN ui ON ui.id = r.item_id"
+         "  WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT job_id FROM r))"
+         "  RETURNING j.id, verdict_job_json(j) AS job),"
+         " t AS ("
+         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
+         "                           reason_code, reason, forced, actor, lint_overridden,"
+         "                           evidence)"
+         "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, r.job_status, r.cause,"
+         "         r.reason_code, r.reason, r.forced, r.actor, r.lint_overridden, r.evidence"
+         "  FROM r ORDER BY r.job_id)"
+         " SELECT r.job_id, verdict_job_answer(r.answer_disposition, r.answer_adjudication,"
+         "   r.adjudication, uj.job, ui.item, r.deprecation_hint, r.tool_result_text,"
+         "   r.tool_result_terminal)"
+         " FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id"},
 
     [VD_SQL_JOB_GET] =
         {"job_get", "SELECT json_build_object('job', verdict_job_detail_json(j))::text FROM jobs j"
@@ -614,8 +606,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* An admin's release of a live claim (POST /v1/items/{id}/release): the item's state and
      * current job, read before the job and item are locked (job_lock, the disposition path's
-     * order), then the release itself, sent with the COMMIT. No answer is kept in
-     * job_answers: that is how the holder's next write knows its claim was taken. */
+     * order), then the release itself, sent with the COMMIT. The job keeps no answer: that is
+     * how the holder's next write knows its claim was taken. */
     [VD_SQL_ITEM_CURRENT_JOB] =
         {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
     [VD_SQL_ITEM_RELEASE] =

@@ -129,9 +129,10 @@ static void test_claim_next_replay(void **state)
     }
     assert_int_equal(jobs_of("cn_b"), 3);
     /* kept compactly: the claimed job ids, not the claims with their items */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM job_answers WHERE job_id = %lld AND"
-                                 " response IS NULL AND tail LIKE '%%,\"claimed\":[%%,%%]' AND"
-                                 " tail NOT LIKE '%%claim_token%%'",
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld AND"
+                                 " answer_response IS NULL AND answer_tail LIKE"
+                                 " '%%,\"claimed\":[%%,%%]' AND answer_tail NOT LIKE"
+                                 " '%%claim_token%%'",
                                  (long long)c.job_id),
                      1);
     /* the same disposition without claim_next is another call: refused, nothing claimed */

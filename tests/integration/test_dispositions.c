@@ -101,9 +101,9 @@ static void test_dispositions_replay_after_item_moved(void **state)
                     " \"reason\": \"later\", \"retry_after_seconds\": 3600";
     vt_resp r1 = vt_dispose(&srv, &first, m);
     assert_int_equal(r1.status, 200);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM job_answers WHERE job_id = %lld"
-                                 " AND response IS NULL AND item_state = 'deferred'"
-                                 " AND strpos(head || tail, 'payload') = 0",
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld"
+                                 " AND answer_response IS NULL AND answer_item_state = 'deferred'"
+                                 " AND strpos(answer_head || answer_tail, 'payload') = 0",
                                  (long long)first.job_id),
                      1);
     char path[64];

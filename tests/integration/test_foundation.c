@@ -211,13 +211,15 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     vt_server_start(&up, env); /* applies 0005 and later */
     pg = PQconnectdb(up_url);
     assert_int_equal(PQstatus(pg), CONNECTION_OK);
-    PGresult *res = PQexec(pg, "SELECT (SELECT count(*) FROM job_answers),"
-                               " (SELECT count(*) FROM information_schema.columns"
-                               "  WHERE table_name = 'jobs' AND column_name LIKE 'final_%'),"
-                               " (SELECT id FROM jobs),"
-                               /* 0012 closed the kept answer: it is a JSON object now */
-                               " (SELECT count(*) FROM job_answers"
-                               "  WHERE jsonb_typeof(response::jsonb) = 'object')");
+    /* the kept answer moved to job_answers (0005) and back into the job's row (0026) */
+    PGresult *res =
+        PQexec(pg, "SELECT (SELECT count(*) FROM jobs WHERE answer_response IS NOT NULL),"
+                   " (SELECT count(*) FROM information_schema.columns"
+                   "  WHERE table_name = 'jobs' AND column_name LIKE 'final_%'),"
+                   " (SELECT id FROM jobs),"
+                   /* 0012 closed the kept answer: it is a JSON object now */
+                   " (SELECT count(*) FROM jobs"
+                   "  WHERE jsonb_typeof(answer_response::jsonb) = 'object')");
     assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
     assert_string_equal(PQgetvalue(res, 0, 0), "1");
     assert_string_equal(PQgetvalue(res, 0, 1), "0");
