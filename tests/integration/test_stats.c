@@ -343,6 +343,86 @@ static void test_stats_exact_under_concurrent_writers(void **state)
                      vt_sql_long("SELECT count(*) FROM transitions"));
 }
 
+/* Folds the transitions made since the last fold while no one else can: the test holds the
+ * fold's advisory lock (sql/0019) on conn, so the sweeper skips its folds, and only the calls
+ * made on conn fold (a session may take its own lock again). */
+static void fold_on(PGconn *conn, long upto)
+{
+    for (int i = 0; i < 50 && folded() < upto; i++) {
+        PQclear(vt_pq_ok(conn, "SELECT verdict_compact_counts()"));
+        if (folded() < upto)
+            vt_sleep_ms(100);
+    }
+    assert_true(folded() >= upto);
+}
+
+/* One fold (sql/0024) takes, in three flow steps at once: registrations and an admin's requeue
+ * (transitions without a job status), claims, one finish of each kind, a claim still open, and
+ * a job deleted behind the server's back after its claim and completion (transitions naming a
+ * job that is gone). The counters equal the truth before the fold (read through the views)
+ * and after it (the counters alone): the item's deltas of the job-less transitions are
+ * counted, the gone job's deltas are not, and every transition counts once. */
+static void test_stats_fold_one_pass(void **state)
+{
+    (void)state;
+    static const char *flows[] = {"fold_one_a", "fold_one_b", "fold_one_c"};
+    static const char *d[] = {
+        "\"disposition\": \"complete\"",
+        "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"",
+        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": "
+        "3600",
+        "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false",
+    };
+    PGconn *lock = PQconnectdb(vt_db_setup_url());
+    assert_int_equal(PQstatus(lock), CONNECTION_OK);
+    PQclear(vt_pq_ok(lock, "SELECT pg_advisory_lock(7306153949216651922)"));
+    long before = folded();
+    vt_claim c[3][5], gone = {0};
+    char ident[16], path[64];
+    for (int f = 0; f < 3; f++) {
+        for (int i = 0; i < 6; i++) {
+            snprintf(ident, sizeof(ident), "i%d", i);
+            vt_register(&srv, flows[f], ident, NULL);
+        }
+        assert_int_equal(vt_claim_n(&srv, flows[f], 5, 300, c[f]), 5);
+        for (int i = 0; i < 4; i++) { /* c[f][4] stays claimed */
+            vt_resp r = vt_dispose(&srv, &c[f][i], d[(f + i) % 4]);
+            assert_int_equal(r.status, 200);
+            vt_resp_free(&r);
+        }
+    }
+    /* flow a: the deferred item back to available by an admin (no job status) */
+    snprintf(path, sizeof(path), "/v1/items/%lld/requeue", (long long)c[0][2].item_id);
+    vt_resp q = vt_http(&srv, "POST", path, VT_ADMIN, "{}", NULL);
+    assert_int_equal(q.status, 200);
+    vt_resp_free(&q);
+    /* flow b: the completed item's job deleted, its claim and completion not folded yet */
+    gone = c[1][3];
+    assert_string_equal(vt_item_state(&srv, gone.item_id), "processed");
+    vt_sql("DELETE FROM jobs WHERE id = %lld", (long long)gone.job_id);
+    long last = vt_sql_long("SELECT max(id) FROM transitions");
+    assert_int_equal(folded(), before); /* the sweeper did not fold meanwhile */
+    for (int f = 0; f < 3; f++)
+        check_against_truth(flows[f]);
+    vt_sleep_ms(2100); /* every row made before the fold's 2 s margin */
+    fold_on(lock, last);
+    for (int f = 0; f < 3; f++)
+        check_against_truth(flows[f]);
+    /* the item that lost its job went available -> claimed -> processed in the counters */
+    assert_int_equal(vt_sql_long("SELECT n FROM item_counts WHERE flow_step_id = 'fold_one_b'"
+                                 " AND state = 'processed'"),
+                     1);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM job_counts WHERE flow_step_id ="
+                                 " 'fold_one_b' AND status = 'completed' AND n <> 0"),
+                     0);
+    assert_int_equal(vt_sql_long("SELECT (SELECT sum(n) FROM transition_counts)"
+                                 " + (SELECT count(*) FROM transition_count_deltas)"
+                                 " - (SELECT count(*) FROM transitions)"),
+                     0);
+    PQclear(vt_pq_ok(lock, "SELECT pg_advisory_unlock(7306153949216651922)"));
+    PQfinish(lock);
+}
+
 static void test_stats_retention(void **state)
 {
     (void)state;
@@ -398,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_stats_hour_rollup),
         cmocka_unit_test(test_stats_fold_waits_for_open_writer),
         cmocka_unit_test(test_stats_exact_under_concurrent_writers),
+        cmocka_unit_test(test_stats_fold_one_pass),
         cmocka_unit_test(test_stats_retention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
