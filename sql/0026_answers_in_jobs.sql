@@ -39,9 +39,13 @@ DROP TABLE job_answers;
 -- The answer a finished job replays (NULL: it keeps none): a whole one as it was kept, a
 -- compact one rendered from the job and item rows (0021), then claim_next's claims rendered
 -- (verdict_kept_answer(text), 0017). Statements call it only for a job that keeps one, so a
--- first disposition never enters PL/pgSQL.
+-- first disposition never enters PL/pgSQL. VOLATILE: its reads take a snapshot of their own.
+-- A lock statement that waited for the finisher of the job gets the finished row (READ
+-- COMMITTED re-reads a row it waited for), but its own snapshot predates that finisher; the
+-- answer is rendered as of now, as the finisher's answer was (its item, the job's tool
+-- failures, the jobs claim_next claimed).
 CREATE FUNCTION verdict_kept_answer(j jobs) RETURNS text
-    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
+    LANGUAGE plpgsql VOLATILE STRICT AS $$
 DECLARE
     whole text;
 BEGIN

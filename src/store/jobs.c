@@ -133,24 +133,6 @@ static char *lock_rows(const vd_job_key *keys, size_t n)
     return print_rows(rows, ok);
 }
 
-/* A finished job's answer that the lock statement could not see (see VD_SQL_JOB_ANSWER). */
-static vd_error reread_answer(vd_conn *c, const vd_job_key *key, vd_job_snapshot *s)
-{
-    char id[24];
-    const char *p[] = {id, key->request_json};
-    PGresult *res = NULL;
-    snprintf(id, sizeof(id), "%" PRId64, key->job_id);
-    vd_error rc = vd_sql_exec(c, VD_SQL_JOB_ANSWER, 2, p, &res);
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 1)) {
-        s->same_request = vd_sql_flag(res, 0, 0);
-        rc = vd_sql_dup(res, 0, 1, &s->final_response);
-    }
-    PQclear(res);
-    return rc;
-}
-
 vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job_snapshot *out)
 {
     PGresult *res = NULL;
@@ -168,12 +150,10 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
     }
     if (rc)
         return rc;
+    /* a lock that waited for a finisher reads the finished row and its kept answer
+     * (sql/0026_answers_in_jobs.sql, verdict_kept_answer) */
     rc = read_snapshots(res, n, out);
     PQclear(res);
-    for (size_t i = 0; i < n && rc == VD_OK; i++) {
-        if (out[i].found && !out[i].final_response && out[i].status != VD_JOB_PROCESSING)
-            rc = reread_answer(c, &keys[i], &out[i]);
-    }
     return rc;
 }
 

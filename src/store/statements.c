@@ -396,12 +396,6 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " SELECT $1, CASE WHEN $24::text IS NULL THEN answer"
          "        ELSE left(answer, -1) || ',' || substr($24::text, 2) END FROM a"},
 
-    /* The answer a finished job keeps, read again after its row lock was granted (a second
-     * look: since sql/0026 the answer is in the locked row itself, which READ COMMITTED
-     * re-reads after waiting for a finisher, so the lock statement sees it too). */
-    [VD_SQL_JOB_ANSWER] = {"job_answer",
-                           "SELECT " KEPT_ANSWER("$2::jsonb") " FROM jobs j WHERE j.id = $1"},
-
     /* Jobs and their items under row locks, in job id order, with the answer kept for a
      * replay; $1 is [{"ord","job_id","token","request"}...] (vd_store_jobs_lock). */
     [VD_SQL_JOBS_LOCK] =
