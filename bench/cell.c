@@ -199,7 +199,7 @@ static int do_claim(worker *w, int limit, claim *claims, int *n)
     vd_idem idem = {"claims", VB_ACTOR, NULL, body};
     vd_reply reply = {0};
     vd_error rc = vd_store_claim(w->conn, w->flow_step, w->worker_id, NULL, limit,
-                                 w->sh->cfg.lease_seconds, VB_ACTOR, &idem, &reply);
+                                 w->sh->cfg.lease_seconds, VB_ACTOR, false, &idem, &reply);
     status = vd_error_status(rc);
     if (rc == VD_OK)
         *n = parse_claims(reply.body, claims, VB_MAX_BATCH);

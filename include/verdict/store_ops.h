@@ -88,19 +88,16 @@ VD_MUST_USE vd_error vd_store_resolve_bulk(vd_conn *c, const vd_bulk_select *sel
 
 /* Claim up to `limit` items of a flow step in one statement (SKIP LOCKED), each job
  * recording worker_version (may be NULL). Answers {"claims": [...]}, each claim with the
- * previous_checkpoint of its item (or null). */
+ * previous_checkpoint of its item (or null).
+ * hold_empty: the claim of a long-poll (POST /v1/claims with wait_seconds) that may still
+ * wait: when it claims nothing it answers VD_OK with out->body NULL and keeps nothing (under an
+ * Idempotency-Key the record is rolled back with the claim), so it can run again later; a
+ * replay of a kept answer answers it as without hold_empty. hold_empty is for a connection
+ * outside a transaction (claim_next, inside the disposition's, passes false). */
 VD_MUST_USE vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
                                     const char *worker_version, int64_t limit,
-                                    int64_t lease_seconds, const char *actor, const vd_idem *idem,
-                                    vd_reply *out);
-/* The same claim for a long-poll (POST /v1/claims with wait_seconds) that may still wait: when
- * it claims nothing it answers VD_OK with out->body NULL and keeps nothing (under an
- * Idempotency-Key the record is rolled back with the claim), so it can run again later. A
- * replay of a kept answer answers it as vd_store_claim does. */
-VD_MUST_USE vd_error vd_store_claim_some(vd_conn *c, const char *flow_step_id,
-                                         const char *worker_id, const char *worker_version,
-                                         int64_t limit, int64_t lease_seconds, const char *actor,
-                                         const vd_idem *idem, vd_reply *out);
+                                    int64_t lease_seconds, const char *actor, bool hold_empty,
+                                    const vd_idem *idem, vd_reply *out);
 typedef struct vd_job_snapshot vd_job_snapshot;
 /* The largest checkpoint a heartbeat may carry (serialised, compact), and the largest the
  * job keeps after the merge (as PostgreSQL renders jsonb: with spaces). */

@@ -6,7 +6,6 @@
  * the ids it would take and changes nothing. */
 #include "http_internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,31 +15,25 @@
 
 vd_error vd_h_requeue_one(vd_ctx *ctx)
 {
-    const cJSON *body = NULL;
+    vd_target t;
     bool reset = false;
-    int64_t id = 0;
-    char *out = NULL, *clean = NULL, what[48];
+    char *out = NULL, *clean = NULL;
     vd_conn *c = NULL;
-    vd_error rc = vd_param_id(ctx, 0, "item", &id);
-    if (rc || (rc = vd_body_object(ctx, &body)))
-        return rc;
-    vd_field f = {ctx, body, NULL};
-    if ((rc = vd_get_bool(f, "reset_budgets", false, &reset)) ||
-        (rc = vd_get_redacted(f, "reason", false, 0, 2000, &clean)))
-        return rc;
-    if ((rc = vd_ctx_db(ctx, &c))) {
+    vd_error rc = vd_target_read(ctx, "item", &t);
+    if (rc || (rc = vd_get_bool(t.f, "reset_budgets", false, &reset)) ||
+        (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &clean)) ||
+        (rc = vd_ctx_db(ctx, &c))) {
         free(clean);
         return rc;
     }
-    snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_store_requeue_one(c, id, reset, clean, ctx->actor, &out);
+    rc = vd_store_requeue_one(c, t.id, reset, clean, ctx->actor, &out);
     free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
         return vd_fail(ctx, rc, NULL,
                        "%s is claimed: a live claim cannot be requeued; wait for its "
                        "disposition or for its lease to pass",
-                       what);
-    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+                       t.what);
+    return rc ? vd_store_fail(ctx, rc, t.what) : vd_respond_owned(ctx, out);
 }
 
 /* The members of a bulk call every bulk call has: flow_step_id, reason_code, limit. */
@@ -218,28 +211,22 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
 
 vd_error vd_h_release_item(vd_ctx *ctx)
 {
-    const cJSON *body = NULL;
-    int64_t id = 0;
-    char *out = NULL, *clean = NULL, what[48];
+    vd_target t;
+    char *out = NULL, *clean = NULL;
     vd_item_state state = VD_ITEM_CLAIMED;
     vd_conn *c = NULL;
-    vd_error rc = vd_param_id(ctx, 0, "item", &id);
-    if (rc || (rc = vd_body_object(ctx, &body)))
-        return rc;
-    vd_field f = {ctx, body, NULL};
-    if ((rc = vd_get_redacted(f, "reason", false, 0, 2000, &clean)))
-        return rc;
-    if ((rc = vd_ctx_db(ctx, &c))) {
+    vd_error rc = vd_target_read(ctx, "item", &t);
+    if (rc || (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &clean)) ||
+        (rc = vd_ctx_db(ctx, &c))) {
         free(clean);
         return rc;
     }
-    snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_item_release(c, id, clean, ctx->actor, &out, &state);
+    rc = vd_item_release(c, t.id, clean, ctx->actor, &out, &state);
     free(clean);
     if (rc == VD_ERR_INVALID_TRANSITION)
-        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release", what,
-                       vd_item_state_name(state));
-    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+        return vd_fail(ctx, rc, NULL, "%s is %s: only a claimed item has a claim to release",
+                       t.what, vd_item_state_name(state));
+    return rc ? vd_store_fail(ctx, rc, t.what) : vd_respond_owned(ctx, out);
 }
 
 /* outcome (processed|rejected) and reason (required) of a resolve call. */
@@ -257,29 +244,24 @@ static vd_error resolve_fields(vd_ctx *ctx, vd_field f, const char **outcome, ch
 
 vd_error vd_h_resolve_one(vd_ctx *ctx)
 {
-    const cJSON *body = NULL;
+    vd_target t;
     const char *outcome = NULL, *code = NULL;
-    int64_t id = 0;
-    char *out = NULL, *reason = NULL, what[48];
+    char *out = NULL, *reason = NULL;
     vd_conn *c = NULL;
-    vd_error rc = vd_param_id(ctx, 0, "item", &id);
-    if (rc || (rc = vd_body_object(ctx, &body)))
-        return rc;
-    vd_field f = {ctx, body, NULL};
-    if ((rc = vd_get_string(f, "reason_code", false, 1, 200, &code)) ||
-        (rc = resolve_fields(ctx, f, &outcome, &reason)) || (rc = vd_ctx_db(ctx, &c))) {
+    vd_error rc = vd_target_read(ctx, "item", &t);
+    if (rc || (rc = vd_get_string(t.f, "reason_code", false, 1, 200, &code)) ||
+        (rc = resolve_fields(ctx, t.f, &outcome, &reason)) || (rc = vd_ctx_db(ctx, &c))) {
         free(reason);
         return rc;
     }
-    snprintf(what, sizeof(what), "item %lld", (long long)id);
-    rc = vd_store_resolve_one(c, id, outcome, code ? code : "resolve", reason, ctx->actor, &out);
+    rc = vd_store_resolve_one(c, t.id, outcome, code ? code : "resolve", reason, ctx->actor, &out);
     free(reason);
     if (rc == VD_ERR_INVALID_TRANSITION)
         return vd_fail(ctx, rc, NULL,
                        "%s is not parked: only an item in manual_review or failed can be "
                        "resolved",
-                       what);
-    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+                       t.what);
+    return rc ? vd_store_fail(ctx, rc, t.what) : vd_respond_owned(ctx, out);
 }
 
 /* The resolve itself: {"resolved": n, "item_ids": [...]}. */

@@ -61,15 +61,11 @@ static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
     bool again = parkable && ctx->wait_runs++ > 0; /* a parked claim woken to try again */
     vd_idem idem = {"claims", ctx->actor, q->key, ctx->body};
     vd_error rc = vd_ctx_db(ctx, &c);
-    if (rc == VD_OK && parkable) {
-        rc = vd_store_claim_some(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor,
-                                 &idem, &reply);
-        if (rc == VD_OK && !reply.body) /* nothing yet */
-            return park(ctx, q);
-    } else if (rc == VD_OK) {
-        rc = vd_store_claim(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor, &idem,
-                            &reply);
-    }
+    if (rc == VD_OK) /* a claim that may still park keeps nothing when it gets nothing */
+        rc = vd_store_claim(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor,
+                            parkable, &idem, &reply);
+    if (rc == VD_OK && parkable && !reply.body) /* nothing yet */
+        return park(ctx, q);
     /* a database outage while it waits does not end the wait: its deadline's run answers */
     if (again && rc == VD_ERR_DATABASE_UNAVAILABLE)
         return park(ctx, q);

@@ -45,29 +45,23 @@ vd_error vd_h_incident_get(vd_ctx *ctx)
 vd_error vd_h_incident_resolve(vd_ctx *ctx)
 {
     static const char *const known[] = {"requeue_items", "reason"};
-    const cJSON *body = NULL;
+    vd_target t;
     bool requeue = false;
-    int64_t id = 0;
-    char *out = NULL, *reason = NULL, what[48];
+    char *out = NULL, *reason = NULL;
     vd_conn *c = NULL;
-    vd_error rc = vd_param_id(ctx, 0, "tool incident", &id);
-    if (rc || (rc = vd_body_object(ctx, &body)))
+    vd_error rc = vd_target_read(ctx, "tool incident", &t);
+    if (rc || (rc = vd_only_members(t.f, known, sizeof(known) / sizeof(known[0]))) ||
+        (rc = vd_get_bool(t.f, "requeue_items", false, &requeue)) ||
+        (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &reason)) ||
+        (rc = vd_ctx_db(ctx, &c))) {
+        free(reason);
         return rc;
-    vd_field f = {ctx, body, NULL};
-    if ((rc = vd_only_members(f, known, sizeof(known) / sizeof(known[0]))) ||
-        (rc = vd_get_bool(f, "requeue_items", false, &requeue)) ||
-        (rc = vd_get_redacted(f, "reason", false, 0, 2000, &reason)))
-        return rc;
-    snprintf(what, sizeof(what), "tool incident %lld", (long long)id);
-    rc = vd_ctx_db(ctx, &c);
-    if (rc == VD_OK)
-        rc = vd_incident_resolve(c, id, requeue, reason, ctx->actor, &out);
+    }
+    rc = vd_incident_resolve(c, t.id, requeue, reason, ctx->actor, &out);
     free(reason);
     if (rc == VD_ERR_INVALID_TRANSITION)
         return vd_fail(ctx, rc, NULL,
-                       "%s is already resolved; GET /v1/tool-incidents/%lld shows it", what,
-                       (long long)id);
-    if (rc == VD_ERR_DATABASE_UNAVAILABLE && !c)
-        return rc; /* vd_ctx_db recorded it */
-    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+                       "%s is already resolved; GET /v1/tool-incidents/%lld shows it", t.what,
+                       (long long)t.id);
+    return rc ? vd_store_fail(ctx, rc, t.what) : vd_respond_owned(ctx, out);
 }

@@ -155,6 +155,15 @@ vd_error vd_get_object(vd_field f, const char *key, bool required, const cJSON *
 vd_error vd_body_object(vd_ctx *ctx, const cJSON **out);
 /* Integer path parameter i (a positive int64) or 404. */
 vd_error vd_param_id(vd_ctx *ctx, int i, const char *what, int64_t *out);
+/* A POST on one object of the path (/v1/items/{item_id}/release): its id (path parameter 0,
+ * read by vd_param_id: 404 naming `noun` when it is not one), the name messages give it
+ * ("item 42") and the body's members (vd_body_object: {} when empty). */
+typedef struct vd_target {
+    int64_t id;
+    char what[48];
+    vd_field f;
+} vd_target;
+vd_error vd_target_read(vd_ctx *ctx, const char *noun, vd_target *t);
 /* Query string argument (NULL when absent). */
 const char *vd_query(vd_ctx *ctx, const char *key);
 /* Query integer within [min,max] or default; 400 naming the argument. */

@@ -255,6 +255,18 @@ vd_error vd_param_id(vd_ctx *ctx, int i, const char *what, int64_t *out)
     return VD_OK;
 }
 
+vd_error vd_target_read(vd_ctx *ctx, const char *noun, vd_target *t)
+{
+    const cJSON *body = NULL;
+    vd_error rc;
+    *t = (vd_target){.f = {ctx, NULL, NULL}};
+    if ((rc = vd_param_id(ctx, 0, noun, &t->id)) || (rc = vd_body_object(ctx, &body)))
+        return rc;
+    t->f.obj = body;
+    snprintf(t->what, sizeof(t->what), "%s %lld", noun, (long long)t->id);
+    return VD_OK;
+}
+
 const char *vd_query(vd_ctx *ctx, const char *key)
 {
     return MHD_lookup_connection_value(ctx->conn, MHD_GET_ARGUMENT_KIND, key);

@@ -219,7 +219,7 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 typedef struct claim_args {
     const char *p[6];
     bool generic;    /* inside a begun transaction without a key (claim_next) */
-    bool hold_empty; /* a claim that got nothing keeps nothing (vd_store_claim_some) */
+    bool hold_empty; /* a claim that got nothing keeps nothing (a long-poll that may wait) */
     bool empty;      /* ... and it got nothing */
 } claim_args;
 
@@ -260,25 +260,16 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
 
 vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,
                         const char *worker_version, int64_t limit, int64_t lease_seconds,
-                        const char *actor, const vd_idem *idem, vd_reply *out)
+                        const char *actor, bool hold_empty, const vd_idem *idem, vd_reply *out)
 {
     vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
     claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version},
                     c->in_tx && !(idem && idem->key),
-                    false,
+                    hold_empty,
                     false};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */
-    return run_idempotent(c, idem, false, claim_op, &a, out);
-}
-
-vd_error vd_store_claim_some(vd_conn *c, const char *flow_step_id, const char *worker_id,
-                             const char *worker_version, int64_t limit, int64_t lease_seconds,
-                             const char *actor, const vd_idem *idem, vd_reply *out)
-{
-    vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
-    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version}, false, true, false};
     vd_error rc = run_idempotent(c, idem, false, claim_op, &a, out);
-    return rc == VD_ERR_NOT_FOUND && a.empty ? VD_OK : rc;
+    return rc == VD_ERR_NOT_FOUND && a.empty ? VD_OK : rc; /* held empty: body NULL */
 }
 
 vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64_t lease_seconds,

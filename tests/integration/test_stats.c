@@ -23,6 +23,16 @@
 
 static vt_server srv;
 
+/* One finish of each kind: the four dispositions, then a deferral to manual review (a test
+ * that wants only the dispositions takes the first four). */
+static const char *const finishes[] = {
+    "\"disposition\": \"complete\"",
+    "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"",
+    "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": 3600",
+    "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false",
+    "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"manual_review\": true",
+};
+
 static const cJSON *flow_of(const cJSON *stats, const char *flow)
 {
     const cJSON *list = cJSON_GetObjectItem(stats, "flow_steps");
@@ -87,16 +97,8 @@ static void test_stats_equal_truth(void **state)
     }
     check_against_truth("st1");
     assert_int_equal(vt_claim_n(&srv, "st1", 12, 300, c), 12);
-    static const char *d[] = {
-        "\"disposition\": \"complete\"",
-        "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"",
-        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": "
-        "3600",
-        "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false",
-        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"manual_review\": true",
-    };
     for (int i = 0; i < 10; i++) {
-        vt_resp r = vt_dispose(&srv, &c[i], d[i % 5]);
+        vt_resp r = vt_dispose(&srv, &c[i], finishes[i % 5]);
         assert_int_equal(r.status, 200);
         vt_resp_free(&r);
     }
@@ -366,13 +368,6 @@ static void test_stats_fold_one_pass(void **state)
 {
     (void)state;
     static const char *flows[] = {"fold_one_a", "fold_one_b", "fold_one_c"};
-    static const char *d[] = {
-        "\"disposition\": \"complete\"",
-        "\"disposition\": \"reject_source\", \"reason_code\": \"spam\"",
-        "\"disposition\": \"defer_item\", \"reason_code\": \"other\", \"retry_after_seconds\": "
-        "3600",
-        "\"disposition\": \"fail\", \"error\": \"x\", \"retryable\": false",
-    };
     PGconn *lock = PQconnectdb(vt_db_setup_url());
     assert_int_equal(PQstatus(lock), CONNECTION_OK);
     PQclear(vt_pq_ok(lock, "SELECT pg_advisory_lock(7306153949216651922)"));
@@ -386,7 +381,7 @@ static void test_stats_fold_one_pass(void **state)
         }
         assert_int_equal(vt_claim_n(&srv, flows[f], 5, 300, c[f]), 5);
         for (int i = 0; i < 4; i++) { /* c[f][4] stays claimed */
-            vt_resp r = vt_dispose(&srv, &c[f][i], d[(f + i) % 4]);
+            vt_resp r = vt_dispose(&srv, &c[f][i], finishes[(f + i) % 4]);
             assert_int_equal(r.status, 200);
             vt_resp_free(&r);
         }
