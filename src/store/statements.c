@@ -738,15 +738,19 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
                                "SELECT verdict_compact_counts(), verdict_rollup_job_counts()"},
 
-    /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. */
+    /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. Both
+     * start from the BRIN index of the row's age (nothing old: a few blocks read) and look the
+     * item up per candidate (a sub-select, which PostgreSQL keeps a per-row lookup instead of
+     * joining all items; sql/0027_retention_by_age.sql). */
     [VD_SQL_RETENTION_TRANSITIONS] =
         {"retention_transitions",
          "DELETE FROM transitions WHERE id = ANY (ARRAY("
-         "  SELECT t.id FROM transitions t JOIN items i ON i.id = t.item_id"
-         /* logged_at (BRIN) finds the old rows; rows older than 0008 have none */
-         "  WHERE (t.logged_at < now() - $1 * interval '1 day' OR t.logged_at IS NULL)"
-         "    AND t.at < now() - $1 * interval '1 day' AND i.state IN ('processed', 'rejected')"
-         "    AND i.updated_at < now() - $1 * interval '1 day'"
+         "  SELECT t.id FROM transitions t"
+         "  WHERE t.logged_at < now() - $1 * interval '1 day'"
+         "    AND t.at < now() - $1 * interval '1 day'"
+         "    AND (SELECT i.state IN ('processed', 'rejected')"
+         "                AND i.updated_at < now() - $1 * interval '1 day'"
+         "         FROM items i WHERE i.id = t.item_id)"
          "  LIMIT $2))"
          /* never a row the counters have not taken yet (sql/0019_counts_from_transitions.sql);
           * checked on the rows found (inside, the generic plan walked the primary key up to
@@ -754,21 +758,21 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  AND id <= (SELECT transition_id FROM counts_folded)"},
     /* an item whose current job goes forgets it; jobs go after their item's transitions
      * (sql/0022: no foreign key does either) */
-    [VD_SQL_RETENTION_JOBS] = {"retention_jobs",
-                               "WITH d AS (DELETE FROM jobs WHERE id IN ("
-                               "  SELECT j.id FROM jobs j JOIN items i ON i.id = j.item_id"
-                               /* claimed_at (BRIN) finds the old rows */
-                               "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
-                               "    AND j.finished_at < now() - $1 * interval '1 day'"
-                               "    AND i.state IN ('processed', 'rejected')"
-                               "    AND i.updated_at < now() - $1 * interval '1 day'"
-                               /* never a job a transition still names (sql/0022) */
-                               "    AND NOT EXISTS (SELECT 1 FROM transitions t"
-                               "                    WHERE t.item_id = i.id)"
-                               "  LIMIT $2) RETURNING id, item_id),"
-                               " u AS (UPDATE items SET current_job_id = NULL FROM d"
-                               "       WHERE items.id = d.item_id AND items.current_job_id = d.id)"
-                               " SELECT id FROM d"},
+    [VD_SQL_RETENTION_JOBS] =
+        {"retention_jobs",
+         "WITH d AS (DELETE FROM jobs WHERE id = ANY (ARRAY("
+         "  SELECT j.id FROM jobs j"
+         "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
+         "    AND j.finished_at < now() - $1 * interval '1 day'"
+         "    AND (SELECT i.state IN ('processed', 'rejected')"
+         "                AND i.updated_at < now() - $1 * interval '1 day'"
+         /* never a job a transition still names (sql/0022) */
+         "                AND NOT EXISTS (SELECT 1 FROM transitions t WHERE t.item_id = i.id)"
+         "         FROM items i WHERE i.id = j.item_id)"
+         "  LIMIT $2)) RETURNING id, item_id),"
+         " u AS (UPDATE items SET current_job_id = NULL FROM d"
+         "       WHERE items.id = d.item_id AND items.current_job_id = d.id)"
+         " SELECT id FROM d"},
     /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
      * transaction after the job is locked: a deterministic tool failure, a retriable last
      * adjudication, the flow step's strict mode, and whether $2 (evidence, may be NULL) is

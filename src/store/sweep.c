@@ -45,27 +45,42 @@ vd_error vd_store_compact_counts(vd_conn *c)
     return rc;
 }
 
+typedef struct retention_args {
+    const char *p[2]; /* days, limit */
+    long deleted;
+} retention_args;
+
+/* One retention batch in one transaction. Index scans only: the statements start from the
+ * BRIN indexes of the rows' age and look each candidate's item up by primary key
+ * (sql/0027_retention_by_age.sql), so a pass that finds nothing old reads a few blocks however
+ * large the tables grow; a sequential scan, which the planner may prefer for a range it cannot
+ * size, would read them all on every pass. */
+static vd_error retention_tx(vd_conn *c, void *arg)
+{
+    retention_args *a = arg;
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_prefer_indexes(c);
+    /* transitions first: a job is deleted only once its item has none (sql/0022) */
+    if (rc || (rc = vd_sql_exec(c, VD_SQL_RETENTION_TRANSITIONS, 2, a->p, &res)))
+        return rc;
+    a->deleted += strtol(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    if ((rc = vd_sql_exec(c, VD_SQL_RETENTION_JOBS, 2, a->p, &res)))
+        return rc;
+    a->deleted += PQntuples(res);
+    PQclear(res);
+    return VD_OK;
+}
+
 vd_error vd_store_retention(vd_conn *c, int days, long limit, long *deleted)
 {
     char d[16], l[24];
-    const char *p[] = {d, l};
-    PGresult *res = NULL;
-    vd_error rc;
+    retention_args a = {{d, l}, 0};
     snprintf(d, sizeof(d), "%d", days);
     snprintf(l, sizeof(l), "%ld", limit);
-    *deleted = 0;
-    /* transitions first: a job row is referenced by its transitions (SET NULL otherwise) */
-    rc = vd_sql_exec(c, VD_SQL_RETENTION_TRANSITIONS, 2, p, &res);
-    if (rc)
-        return rc;
-    *deleted += strtol(PQcmdTuples(res), NULL, 10);
-    PQclear(res);
-    rc = vd_sql_exec(c, VD_SQL_RETENTION_JOBS, 2, p, &res);
-    if (rc)
-        return rc;
-    *deleted += strtol(PQcmdTuples(res), NULL, 10);
-    PQclear(res);
-    return VD_OK;
+    vd_error rc = vd_store_tx(c, retention_tx, &a);
+    *deleted = rc ? 0 : a.deleted;
+    return rc;
 }
 
 static vd_error one_text(vd_conn *c, vd_sql sql, int n, const char *const *p, char **out)

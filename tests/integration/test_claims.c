@@ -437,15 +437,16 @@ static void test_claims_lease_expiry(void **state)
 }
 
 /* The plan `name` gets with plan_cache_mode = force_generic_plan (what a prepared statement
- * settles on) must reach items, jobs and transitions only through indexes, or every call
- * would scan a table that only grows (item_sources too). */
-static void assert_generic_plan_indexed(const char *name, const char *types, const char *args,
-                                        vd_sql sql)
+ * settles on), after `settings` (the SET LOCALs its transaction makes; "" for none), must reach
+ * items, jobs and transitions only through indexes, or every call would scan a table that only
+ * grows (item_sources too). Returns the plan (JSON, malloc'd). */
+static char *plan_indexed(const char *settings, const char *name, const char *types,
+                          const char *args, vd_sql sql)
 {
-    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
+    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan; %s"
                         " PREPARE %s (%s) AS %s;"
                         " EXPLAIN (FORMAT JSON) EXECUTE %s (%s)",
-                        name, types, vd_sql_statements[sql].text, name, args);
+                        settings, name, types, vd_sql_statements[sql].text, name, args);
     assert_non_null(plan);
     /* items or item_sources (sql/0023_item_sources.sql) */
     assert_non_null(strstr(plan, "\"Relation Name\": \"item"));
@@ -456,6 +457,34 @@ static void assert_generic_plan_indexed(const char *name, const char *types, con
         if (strncmp(rel, "items\"", 6) == 0 || strncmp(rel, "jobs\"", 5) == 0 ||
             strncmp(rel, "item_sources\"", 13) == 0 || strncmp(rel, "transitions\"", 12) == 0)
             fail_msg("the generic plan of %s scans %.12s: %s", name, rel, plan);
+    }
+    return plan;
+}
+
+static void assert_generic_plan_indexed(const char *name, const char *types, const char *args,
+                                        vd_sql sql)
+{
+    free(plan_indexed("", name, types, args, sql));
+}
+
+/* The sweeper's retention runs every pass with index scans only (vd_store_retention): every
+ * node reading items must look it up by key (an Index Cond), never walk all of it, whatever
+ * the size of the tables (sql/0027_retention_by_age.sql). */
+static void assert_retention_plan(const char *name, vd_sql sql)
+{
+    char *plan =
+        plan_indexed("SET enable_seqscan = off;", name, "integer, integer", "30, 500", sql);
+    /* each plan node's own fields come before its children ("Plans"), up to the next node */
+    for (const char *n = strstr(plan, "\"Node Type\""); n;) {
+        const char *next = strstr(n + 1, "\"Node Type\"");
+        size_t len = next ? (size_t)(next - n) : strlen(n);
+        char *node = strndup(n, len);
+        assert_non_null(node);
+        if (strstr(node, "\"Relation Name\": \"items\"") && !strstr(node, "\"ModifyTable\"") &&
+            !strstr(node, "\"Index Cond\""))
+            fail_msg("%s reads items without a key: %.300s", name, node);
+        free(node);
+        n = next;
     }
     free(plan);
 }
@@ -494,6 +523,8 @@ static void test_claims_generic_plans_use_indexes(void **state)
                                 VD_SQL_JOBS_LOCK);
     assert_generic_plan_indexed("finishes_plan", "jsonb", "'[{\"job_id\": 1, \"item_id\": 1}]'",
                                 VD_SQL_JOBS_FINISH);
+    assert_retention_plan("rt_plan", VD_SQL_RETENTION_TRANSITIONS);
+    assert_retention_plan("rj_plan", VD_SQL_RETENTION_JOBS);
     /* the identity can be found by its digest (item_sources_identity, migrations 0018, 0023); on
      * this small
      * table a scan of the whole table joined costs less, so the plan is asked for without one */
