@@ -54,6 +54,7 @@ typedef struct vd_config {
     bool auto_migrate;
     int max_consecutive_retries;
     int retention_days;
+    int retention_interval_seconds; /* a retention pass at most this often, unless behind */
     int db_pool_size;
     int db_timeout_ms;        /* client-side bound of every database wait */
     bool db_pool_transaction; /* VERDICT_DB_POOL_MODE=transaction: no session state */

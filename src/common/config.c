@@ -273,6 +273,8 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
         env_int(get, "VERDICT_MAX_CONSECUTIVE_RETRIES", 3, 1, 1000, &cfg->max_consecutive_retries,
                 err, errlen) &&
         env_int(get, "VERDICT_RETENTION_DAYS", 30, 1, 36500, &cfg->retention_days, err, errlen) &&
+        env_int(get, "VERDICT_RETENTION_INTERVAL_SECONDS", 60, 1, 86400,
+                &cfg->retention_interval_seconds, err, errlen) &&
         env_int(get, "VERDICT_DB_POOL_SIZE", 0, 0, 512, &cfg->db_pool_size, err, errlen) &&
         env_int(get, "VERDICT_DB_TIMEOUT_MS", 5000, 100, 600000, &cfg->db_timeout_ms, err,
                 errlen) &&

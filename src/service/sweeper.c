@@ -47,6 +47,32 @@ struct vd_sweeper {
     bool stop;
 };
 
+/* When the next retention pass is due (vd_monotonic seconds; 0: the first pass). Only the
+ * sweeper thread runs passes. */
+static double retention_due;
+
+/* Retention: up to 10 batches; the next pass comes VERDICT_RETENTION_INTERVAL_SECONDS later,
+ * or at the next sweep when this one stopped with rows still to delete (a backlog drains at
+ * the sweep's pace). Finding nothing old costs a few index blocks, but it needs no doing every
+ * few seconds. */
+static vd_error retention_pass(const vd_config *cfg, vd_conn *conn, long *deleted_total)
+{
+    vd_error rc = VD_OK;
+    double now = vd_monotonic();
+    int batches = 0;
+    long deleted = 0;
+    if (now < retention_due)
+        return VD_OK;
+    /* in small batches: a few per pass, so a backlog never holds locks for long */
+    do {
+        deleted = 0;
+        rc = vd_store_retention(conn, cfg->retention_days, SWEEP_BATCH, &deleted);
+        *deleted_total += deleted;
+    } while (rc == VD_OK && deleted > 0 && ++batches < 10);
+    retention_due = rc == VD_OK && deleted > 0 ? now : now + cfg->retention_interval_seconds;
+    return rc;
+}
+
 vd_error vd_sweeper_run_once(const vd_config *cfg, vd_db *db, long *expired, long *purged)
 {
     vd_conn *conn = NULL;
@@ -65,14 +91,8 @@ vd_error vd_sweeper_run_once(const vd_config *cfg, vd_db *db, long *expired, lon
         rc = vd_store_purge_idempotency(conn, purged);
     if (rc == VD_OK)
         rc = vd_store_compact_counts(conn);
-    /* retention in small batches: a few per pass, so a backlog never holds locks for long */
-    for (int i = 0; rc == VD_OK && i < 10; i++) {
-        long deleted = 0;
-        rc = vd_store_retention(conn, cfg->retention_days, SWEEP_BATCH, &deleted);
-        deleted_total += deleted;
-        if (deleted == 0)
-            break;
-    }
+    if (rc == VD_OK)
+        rc = retention_pass(cfg, conn, &deleted_total);
     vd_db_release(db, conn);
     count_pass(rc, *expired, *purged, deleted_total);
     return rc;

@@ -462,7 +462,8 @@ static void test_stats_retention(void **state)
         vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)live_id), 1);
 }
 
-VT_SERVER_FIXTURE(srv, "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_RETENTION_DAYS=30", NULL)
+VT_SERVER_FIXTURE(srv, "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_RETENTION_DAYS=30",
+                  "VERDICT_RETENTION_INTERVAL_SECONDS=1", NULL)
 
 int main(void)
 {

@@ -43,6 +43,7 @@ static void test_config_defaults(void **state)
     assert_int_equal(cfg.backoff_cap_seconds, 3600);
     assert_int_equal(cfg.loop_threshold, 3);
     assert_int_equal(cfg.sweep_interval_seconds, 5);
+    assert_int_equal(cfg.retention_interval_seconds, 60);
     assert_int_equal(cfg.max_body_bytes, 1048576);
     assert_int_equal(cfg.log_level, VD_LOG_INFO);
     assert_true(cfg.auto_migrate);
