@@ -37,11 +37,12 @@ CREATE TABLE item_sources (
 INSERT INTO item_sources (id, flow_step_id, source_type, item_identifier, payload, created_at)
 SELECT id, flow_step_id, source_type, item_identifier, payload, created_at FROM items;
 
--- the item ids go on from where items' identity was
+-- the item ids go on from where items' identity was (a sequence never used says 1, not called)
 DO $$
 BEGIN
     EXECUTE format('ALTER TABLE item_sources ALTER COLUMN id RESTART WITH %s',
-                   greatest((SELECT last_value FROM items_id_seq),
+                   greatest((SELECT CASE WHEN is_called THEN last_value ELSE 0 END
+                             FROM items_id_seq),
                             (SELECT coalesce(max(id), 0) FROM items)) + 1);
 END $$;
 
