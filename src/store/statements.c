@@ -22,12 +22,13 @@
     "r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb)"                               \
     " AS r(ord integer" VD_FINISH_COLUMNS(FINISH_COLUMN_DEF) "))"
 
-/* The lock statements' and job_answer's answer kept by a finished job
- * (sql/0026_answers_in_jobs.sql): whether `request` is the request it answered (jsonb equality by
- * digest), and the answer (NULL: none kept; PL/pgSQL entered only for a job that keeps one). */
+/* The lock statements' view of the answer a finished job keeps (sql/0026_answers_in_jobs.sql):
+ * whether `request` is the request it answered (jsonb equality by digest; the request, up to a
+ * whole session report, is hashed only for a job that keeps one), and the answer (NULL: none
+ * kept; PL/pgSQL entered only for a job that keeps one). */
 #define KEPT_ANSWER(request)                                                                       \
-    "coalesce(j.answer_digest = CASE WHEN j.answer_digest IS NOT NULL"                             \
-    "  THEN verdict_request_digest(" request ") END, false),"                                      \
+    "CASE WHEN j.answer_digest IS NULL THEN false"                                                 \
+    "  ELSE coalesce(j.answer_digest = verdict_request_digest(" request "), false) END,"           \
     " CASE WHEN j.answer_head IS NOT NULL OR j.answer_response IS NOT NULL"                        \
     "  THEN verdict_kept_answer(j) END"
 

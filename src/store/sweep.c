@@ -60,6 +60,7 @@ static vd_error retention_tx(vd_conn *c, void *arg)
     retention_args *a = arg;
     PGresult *res = NULL;
     vd_error rc = vd_sql_prefer_indexes(c);
+    a->deleted = 0; /* vd_store_tx may run this again after a retriable failure */
     /* transitions first: a job is deleted only once its item has none (sql/0022) */
     if (rc || (rc = vd_sql_exec(c, VD_SQL_RETENTION_TRANSITIONS, 2, a->p, &res)))
         return rc;
