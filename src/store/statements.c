@@ -379,7 +379,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
           * it closes the answer, and the kept tail ends with the claimed job ids, from which a
           * replay renders the same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
          "    answer_digest = verdict_request_digest($16::jsonb),"
-         "    answer_head = verdict_answer_head($17, $18, $15::text, $22, $23),"
+         /* a standard tool_result text is kept as a flag (sql/0028_standard_tool_results.sql) */
+         "    answer_tool_result_std = verdict_tool_result_is_std($22, $23, $6, $7, $3),"
+         "    answer_head = verdict_answer_head($17, $18, $15::text,"
+         "      CASE WHEN verdict_tool_result_is_std($22, $23, $6, $7, $3) THEN NULL ELSE $22 END,"
+         "      $23),"
          "    answer_tail = verdict_answer_tail($17, $19) || CASE WHEN $24::text IS NULL"
          "      THEN '' ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
@@ -447,8 +451,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication),"
          /* kept compactly in the job's row, as job_finish keeps it */
          "    answer_digest = verdict_request_digest(r.request),"
+         "    answer_tool_result_std = verdict_tool_result_is_std(r.tool_result_text,"
+         "      r.tool_result_terminal, r.disposition, r.reason_code, r.to_state),"
          "    answer_head = verdict_answer_head(r.answer_disposition, r.answer_adjudication,"
-         "      r.adjudication, r.tool_result_text, r.tool_result_terminal),"
+         "      r.adjudication, CASE WHEN verdict_tool_result_is_std(r.tool_result_text,"
+         "        r.tool_result_terminal, r.disposition, r.reason_code, r.to_state)"
+         "        THEN NULL ELSE r.tool_result_text END, r.tool_result_terminal),"
          "    answer_tail = verdict_answer_tail(r.answer_disposition, r.deprecation_hint),"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"

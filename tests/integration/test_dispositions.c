@@ -130,6 +130,65 @@ static void test_dispositions_replay_after_item_moved(void **state)
     vt_resp_free(&r2);
 }
 
+/* A standard tool_result text (every state but deferred) is kept as a flag, not as text
+ * (sql/0028_standard_tool_results.sql); a replay answers the first answer, byte for byte. A
+ * deferral names its delay: its text is kept whole. */
+static void test_dispositions_standard_tool_results(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ident, *members, *item_state, *text;
+        bool std;
+    } c[] = {
+        {"c", "\"disposition\": \"complete\"", "processed",
+         "Recorded: completed. The item is processed. Stop now.", true},
+        {"r", "\"disposition\": \"reject_source\", \"reason_code\": \"too_thin\"", "rejected",
+         "Recorded: rejected (too_thin). The source is closed for good. Stop now.", true},
+        {"f", "\"disposition\": \"fail\", \"error\": \"schema\", \"retryable\": false", "failed",
+         NULL, true},
+        {"m",
+         "\"disposition\": \"defer_item\", \"reason_code\": \"quality_gate\","
+         " \"manual_review\": true",
+         "manual_review",
+         "Recorded: deferred (quality_gate). The item waits for a person's review. Stop now.",
+         true},
+        {"d",
+         "\"disposition\": \"defer_item\", \"reason_code\": \"tool_error\","
+         " \"retry_after_seconds\": 120",
+         "deferred",
+         "Recorded: deferred (tool_error). The source stays eligible and is retried in"
+         " about 2 min. Stop now.",
+         false},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        vt_register(&srv, "stdtr", c[i].ident, NULL);
+        vt_claim cl = vt_claim1(&srv, "stdtr");
+        vt_resp r1 = vt_dispose(&srv, &cl, c[i].members);
+        assert_int_equal(r1.status, 200);
+        assert_string_equal(vt_str(r1.json, "item.state"), c[i].item_state);
+        if (c[i].text)
+            assert_string_equal(vt_str(r1.json, "tool_result.text"), c[i].text);
+        assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld"
+                                     " AND answer_tool_result_std IS %s"
+                                     " AND (strpos(answer_head, 'tool_result') = 0) = %s",
+                                     (long long)cl.job_id, c[i].std ? "TRUE" : "NOT TRUE",
+                                     c[i].std ? "true" : "false"),
+                         1);
+        vt_resp r2 = vt_dispose(&srv, &cl, c[i].members);
+        assert_int_equal(r2.status, 200);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r2.json, "replayed")));
+        /* the same bytes but for the flag: "replayed":false -> true */
+        const char *f = strstr(r1.body, "\"replayed\":false");
+        assert_non_null(f);
+        char want[8192];
+        snprintf(want, sizeof(want), "%.*s\"replayed\":true%s", (int)(f - r1.body), r1.body,
+                 f + strlen("\"replayed\":false"));
+        assert_string_equal(r2.body, want);
+        vt_resp_free(&r1);
+        vt_resp_free(&r2);
+    }
+}
+
 /* Seed 4: complete marks processed exactly once; replays change nothing. */
 static void test_dispositions_complete_once_and_replay(void **state)
 {
@@ -557,9 +616,27 @@ static void test_dispositions_batch_mixed(void **state)
     for (int i = 0; i < 5; i++) {
         const cJSON *a = result(&again, i, 200), *b = result(&r, i, 200);
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(a, "replayed")));
-        assert_true(
-            cJSON_Compare(cJSON_GetObjectItem(a, "item"), cJSON_GetObjectItem(b, "item"), true));
+        /* every member as the first answer had it, tool_result included (a standard one is
+         * kept as a flag, sql/0028_standard_tool_results.sql) */
+        cJSON *ca = cJSON_Duplicate(a, true), *cb = cJSON_Duplicate(b, true);
+        cJSON_DeleteItemFromObject(ca, "replayed");
+        cJSON_DeleteItemFromObject(cb, "replayed");
+        assert_true(cJSON_Compare(ca, cb, true));
+        cJSON_Delete(ca);
+        cJSON_Delete(cb);
     }
+    /* the standard texts (every entry but the deferred one) were kept as the flag */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id IN (%lld, %lld, %lld, %lld)"
+                                 " AND answer_tool_result_std"
+                                 " AND strpos(answer_head, 'tool_result') = 0",
+                                 (long long)c[0].job_id, (long long)c[1].job_id,
+                                 (long long)c[3].job_id, (long long)c[4].job_id),
+                     4);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld"
+                                 " AND answer_tool_result_std IS NOT TRUE"
+                                 " AND strpos(answer_head, 'tool_result') > 0",
+                                 (long long)c[2].job_id),
+                     1);
     result(&again, 5, 409);
     result(&again, 7, 409);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions") - before, 5);
@@ -683,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_dispositions_reject_is_final),
         cmocka_unit_test(test_dispositions_defer_keeps_item_eligible),
         cmocka_unit_test(test_dispositions_complete_once_and_replay),
+        cmocka_unit_test(test_dispositions_standard_tool_results),
         cmocka_unit_test(test_dispositions_replay_after_item_moved),
         cmocka_unit_test(test_dispositions_defer_budget_and_manual_review),
         cmocka_unit_test(test_dispositions_fail_budget_and_backoff),
