@@ -48,6 +48,7 @@ typedef struct vb_options {
     const char *verdictd_log; /* where verdictd's stderr goes */
     const char *pg_dir;       /* the cluster the bench starts (no --database-url) */
     bool fast_db;             /* that cluster without fsync (the pre-issue-21 setting) */
+    const char *pg_opts;      /* more server options of that cluster (--pg-opt), last */
     bool own_pg;              /* no --database-url: the bench starts its own cluster */
     bool peers;               /* pg-boss and graphile-worker cells (bench/peers/) */
     bool minimal;             /* the minimal SKIP LOCKED cycle's cells */

@@ -32,17 +32,20 @@ static const char usage[] =
     "\n"
     "Without --database-url, starts its own durable PostgreSQL 15 cluster (fsync,\n"
     "synchronous_commit, full_page_writes on; shared_buffers 256MB, max_wal_size 2GB,\n"
-    "pg_stat_statements) and stops it at the end. Creates database verdict_bench_<pid>,\n"
-    "starts verdictd on a free loopback port against it, seeds items over POST /v1/items and\n"
-    "runs claim -> disposition cycles for every scenario x client count once per side,\n"
-    "interleaved: 'verdict' over HTTP/1.1 keep-alive; 'sql', the same transactions through\n"
-    "verdict's store over libpq (one connection per worker); 'minimal', a minimal SKIP LOCKED\n"
-    "claim + complete on a minimal table; 'pg-boss' and 'graphile' (single and batchcall),\n"
+    "wal_compression lz4, pg_stat_statements) and stops it at the end. Creates database\n"
+    "verdict_bench_<pid>, starts verdictd on a free loopback port against it, seeds items\n"
+    "over POST /v1/items and runs claim -> disposition cycles for every scenario x client\n"
+    "count once per side, interleaved: 'verdict' over HTTP/1.1 keep-alive; 'sql', the same\n"
+    "transactions through verdict's store over libpq (one connection per worker); 'minimal',\n"
+    "a minimal SKIP LOCKED claim + complete on a minimal table; 'pg-boss' and 'graphile'\n"
+    "(single and batchcall),\n"
     "the npm queues driven by bench/peers/*.mjs. Drops the database at the end.\n"
     "\n"
     "  --database-url URL     use this server (a superuser libpq string or URI) instead\n"
     "  --fast-db              own cluster with fsync, synchronous_commit, full_page_writes off\n"
     "  --pg-dir DIR           own cluster's directory (default: a new /tmp/verdict-bench-pg.*)\n"
+    "  --pg-opt OPTS          more server options for it, after the bench's own, e.g.\n"
+    "                         '-c wal_compression=off' (the setting before stop 16)\n"
     "  --no-peers             no pg-boss / graphile cells (on unless --quick; --peers forces)\n"
     "  --peers-dir DIR        harnesses + node_modules (default: the build's bench-peers)\n"
     "  --no-minimal           no minimal SKIP LOCKED cells\n"
@@ -223,6 +226,8 @@ static int parse_args(int argc, char **argv, vb_options *o)
             o->database_url = val;
         } else if (strcmp(a, "--pg-dir") == 0) {
             o->pg_dir = val;
+        } else if (strcmp(a, "--pg-opt") == 0) {
+            o->pg_opts = val;
         } else if (strcmp(a, "--peers-dir") == 0) {
             o->peers_dir = val;
         } else if (strcmp(a, "--verdictd") == 0) {
@@ -294,9 +299,10 @@ static int parse_args(int argc, char **argv, vb_options *o)
         o->matrix = any;
     }
     o->own_pg = (o->matrix || o->stats_items > 0) && !o->database_url;
-    if (o->database_url && (o->fast_db || o->pg_dir)) {
-        fprintf(stderr, "verdict-bench: --fast-db and --pg-dir are for the cluster the bench "
-                        "starts itself, not with --database-url\n");
+    if (o->database_url && (o->fast_db || o->pg_dir || o->pg_opts)) {
+        fprintf(stderr,
+                "verdict-bench: --fast-db, --pg-dir and --pg-opt are for the cluster the bench "
+                "starts itself, not with --database-url\n");
         return 2;
     }
     return 0;

@@ -21,9 +21,10 @@
 #endif
 
 /* Durable: PostgreSQL's defaults (fsync, synchronous_commit, full_page_writes on) plus
- * sizes a production server would set (bench/README.md, "The database"). */
+ * what the README recommends for production (sizes, wal_compression; bench/README.md, "The
+ * database"). */
 static const char durable_opts[] =
-    "-c shared_buffers=256MB -c max_wal_size=2GB -c max_connections=200"
+    "-c shared_buffers=256MB -c max_wal_size=2GB -c max_connections=200 -c wal_compression=lz4"
     " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all";
 static const char fast_opts[] = " -c fsync=off -c synchronous_commit=off -c full_page_writes=off";
 
@@ -112,8 +113,8 @@ bool vb_pg_start(vb_env *e, const vb_options *o)
     if ((port = vb_free_port()) <= 0)
         return false;
     snprintf(opts, sizeof(opts),
-             "-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s %s%s", port,
-             e->pg.dir, durable_opts, o->fast_db ? fast_opts : "");
+             "-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s %s%s %s", port,
+             e->pg.dir, durable_opts, o->fast_db ? fast_opts : "", o->pg_opts ? o->pg_opts : "");
     char *const start[] = {bin[1],          (char *)"-D", data,         (char *)"-l", log,
                            (char *)"-w",    (char *)"-t", (char *)"60", (char *)"-o", opts,
                            (char *)"start", NULL};
@@ -177,11 +178,12 @@ void vb_pg_describe(vb_env *e)
         goto out;
     r = query(c,
               "SELECT format('fsync=%s synchronous_commit=%s full_page_writes=%s "
-              "shared_buffers=%s max_wal_size=%s wal_level=%s checkpoint_timeout=%s',"
+              "shared_buffers=%s max_wal_size=%s wal_level=%s checkpoint_timeout=%s "
+              "wal_compression=%s',"
               " current_setting('fsync'), current_setting('synchronous_commit'),"
               " current_setting('full_page_writes'), current_setting('shared_buffers'),"
               " current_setting('max_wal_size'), current_setting('wal_level'),"
-              " current_setting('checkpoint_timeout')),"
+              " current_setting('checkpoint_timeout'), current_setting('wal_compression')),"
               " current_setting('shared_preload_libraries') LIKE '%pg_stat_statements%'",
               PGRES_TUPLES_OK);
     if (!r || PQntuples(r) != 1)

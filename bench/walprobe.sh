@@ -17,7 +17,7 @@ D=$(mktemp -d /tmp/walprobe.XXXXXX)
 VP=
 cleanup() { [ -n "$VP" ] && kill "$VP" 2>/dev/null; vd_pg_stop "$D"; rm -rf "$D"; }
 trap cleanup EXIT
-vd_pg_start "$D" -c shared_buffers=256MB -c max_wal_size=2GB
+vd_pg_start "$D" -c shared_buffers=256MB -c max_wal_size=2GB -c wal_compression=lz4
 PORT=$(vd_free_port)
 TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 VERDICT_DATABASE_URL="$VD_PG_URL" VERDICT_API_KEYS="bench:admin:$TOKEN" \
