@@ -87,10 +87,14 @@ static size_t compute_targets(const vb_run *r, target *t, size_t cap)
         const vb_cell *v = find(r, (vb_scenario)s, VB_MODE_HTTP, T_P99_CLIENTS);
         if (!v)
             continue;
-        snprintf(t[n].what, sizeof(t[n].what), "%s: p99 claim <= %.0f ms at %d clients",
-                 vb_scenario_name((vb_scenario)s), T_P99_CLAIM_MS, T_P99_CLIENTS);
-        snprintf(t[n].measured, sizeof(t[n].measured), "%.2f ms", v->claim_ms[2]);
-        t[n].verdict = v->claim_ms[2] <= T_P99_CLAIM_MS;
+        /* with claim_next the claims ride in the disposition call: its p99 is the claim's */
+        bool next = s == VB_SCENARIO_SINGLE_NEXT || s == VB_SCENARIO_BATCH_CALL_NEXT;
+        double p99 = next ? v->disp_ms[2] : v->claim_ms[2];
+        snprintf(t[n].what, sizeof(t[n].what), "%s: p99 claim%s <= %.0f ms at %d clients",
+                 vb_scenario_name((vb_scenario)s), next ? " (the disposition that claims)" : "",
+                 T_P99_CLAIM_MS, T_P99_CLIENTS);
+        snprintf(t[n].measured, sizeof(t[n].measured), "%.2f ms", p99);
+        t[n].verdict = p99 <= T_P99_CLAIM_MS;
         n++;
     }
     for (size_t i = 0; i < r->n_cells; i++) {
