@@ -184,8 +184,19 @@ static void test_dispositions_standard_tool_results(void **state)
         snprintf(want, sizeof(want), "%.*s\"replayed\":true%s", (int)(f - r1.body), r1.body,
                  f + strlen("\"replayed\":false"));
         assert_string_equal(r2.body, want);
+        /* an answer kept before 0028 (the whole head, no flag) replays the same bytes */
+        vt_sql("UPDATE jobs SET answer_head = verdict_kept_head(jobs),"
+               " answer_tool_result_std = NULL WHERE id = %lld",
+               (long long)cl.job_id);
+        assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id = %lld"
+                                     " AND strpos(answer_head, 'tool_result') > 0",
+                                     (long long)cl.job_id),
+                         1);
+        vt_resp r3 = vt_dispose(&srv, &cl, c[i].members);
+        assert_string_equal(r3.body, want);
         vt_resp_free(&r1);
         vt_resp_free(&r2);
+        vt_resp_free(&r3);
     }
 }
 
