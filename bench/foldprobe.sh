@@ -35,12 +35,15 @@ seed() {
   P "$1" -v base="$BASE" -v n="$2" -v tail=$(($2 * 2 / 5)) <<'SQL'
 INSERT INTO flow_steps (flow_step_id) SELECT 'step_' || g FROM generate_series(0, 4) g;
 -- the history, folded already: done items with a claim and a completion each
-INSERT INTO items (flow_step_id, source_type, item_identifier, state, max_attempts, max_defers,
-                   payload, created_at, updated_at)
-SELECT 'step_' || (g % 5), 'bench', 'https://bench.example/' || g, 'processed', 3, 3,
-       jsonb_build_object('title', 'bench item ' || g), now() - interval '3 hours',
-       now() - interval '3 hours'
-FROM generate_series(1, :base) g;
+-- an item is two rows since sql/0023_item_sources.sql: its source, then its queue row
+WITH s AS (
+  INSERT INTO item_sources (flow_step_id, source_type, item_identifier, payload, created_at)
+  SELECT 'step_' || (g % 5), 'bench', 'https://bench.example/' || g,
+         jsonb_build_object('title', 'bench item ' || g), now() - interval '3 hours'
+  FROM generate_series(1, :base) g ORDER BY g
+  RETURNING id, flow_step_id)
+INSERT INTO items (id, flow_step_id, state, max_attempts, max_defers, updated_at)
+SELECT id, flow_step_id, 'processed', 3, 3, now() - interval '3 hours' FROM s ORDER BY id;
 INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status, claim_token, claimed_at,
                   lease_expires_at, finished_at, disposition)
 SELECT i.id, i.flow_step_id, 'w1', 1, 'completed', gen_random_uuid(),
@@ -66,16 +69,21 @@ INSERT INTO transition_counts SELECT cause, to_state, count(*) FROM transitions 
 CREATE TEMP TABLE unit AS
 SELECT u, 'step_' || (u * 7 % 5) AS step, u % 4 AS kind, u % 20 <> 0 AS finished
 FROM generate_series(1, ceil((:n + :tail) / 2.15)::int) u;
-INSERT INTO items (flow_step_id, source_type, item_identifier, state, max_attempts, max_defers,
-                   payload, attempts)
-SELECT step, 'bench', 'https://bench.example/new/' || u,
+WITH s AS (
+  INSERT INTO item_sources (flow_step_id, source_type, item_identifier, payload)
+  SELECT step, 'bench', 'https://bench.example/new/' || u,
+         jsonb_build_object('title', 'bench item ' || u)
+  FROM unit ORDER BY u
+  RETURNING id, flow_step_id, item_identifier)
+INSERT INTO items (id, flow_step_id, state, max_attempts, max_defers, attempts)
+SELECT s.id, s.flow_step_id,
        CASE WHEN NOT finished THEN 'available'
             ELSE (ARRAY['processed', 'rejected', 'deferred', 'available'])[kind + 1] END,
-       3, 3, jsonb_build_object('title', 'bench item ' || u), 1
-FROM unit ORDER BY u;
+       3, 3, 1
+FROM s JOIN unit ON s.item_identifier = 'https://bench.example/new/' || unit.u ORDER BY s.id;
 CREATE TEMP TABLE ev AS
 SELECT u.u, i.id AS item_id, u.step, u.kind, u.finished, e.k, u.u * 3 + e.off AS key
-FROM unit u JOIN items i ON i.item_identifier = 'https://bench.example/new/' || u.u
+FROM unit u JOIN item_sources i ON i.item_identifier = 'https://bench.example/new/' || u.u
 CROSS JOIN (VALUES (0, -30), (1, 0), (2, 25)) AS e(k, off)
 WHERE (e.k <> 0 OR u.u % 5 = 0) AND (e.k <> 2 OR u.finished);
 INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status, claim_token, claimed_at,
