@@ -17,10 +17,13 @@
 /* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
 #define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type
 
-/* jobs_finish's input: one row per job with the columns of VD_FINISH_COLUMNS. */
+/* jobs_finish's input: one row per job with the columns of VD_FINISH_COLUMNS, and whether its
+ * tool_result text is the standard one, kept as a flag (sql/0028_standard_tool_results.sql). */
 #define JOBS_FINISH_INPUT                                                                          \
-    "r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb)"                               \
-    " AS r(ord integer" VD_FINISH_COLUMNS(FINISH_COLUMN_DEF) "))"
+    "r AS MATERIALIZED (SELECT *, verdict_tool_result_is_std(tool_result_text,"                    \
+    "  tool_result_terminal, disposition, reason_code, to_state) AS tool_result_std"               \
+    " FROM jsonb_to_recordset($1::jsonb) AS r(ord integer" VD_FINISH_COLUMNS(                      \
+        FINISH_COLUMN_DEF) "))"
 
 /* The lock statements' view of the answer a finished job keeps (sql/0026_answers_in_jobs.sql):
  * whether `request` is the request it answered (jsonb equality by digest; the request, up to a
@@ -380,15 +383,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
           * replay renders the same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
          "    answer_digest = verdict_request_digest($16::jsonb),"
          /* a standard tool_result text is kept as a flag (sql/0028_standard_tool_results.sql) */
-         "    answer_tool_result_std = verdict_tool_result_is_std($22, $23, $6, $7, $3),"
+         "    answer_tool_result_std = tr.std,"
          "    answer_head = verdict_answer_head($17, $18, $15::text,"
-         "      CASE WHEN verdict_tool_result_is_std($22, $23, $6, $7, $3) THEN NULL ELSE $22 END,"
-         "      $23),"
+         "      CASE WHEN tr.std THEN NULL ELSE $22 END, $23),"
          "    answer_tail = verdict_answer_tail($17, $19) || CASE WHEN $24::text IS NULL"
          "      THEN '' ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
-         "  FROM ui WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
+         "  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std) tr"
+         "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           reason_code, reason, forced, actor, lint_overridden,"
@@ -451,12 +454,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication),"
          /* kept compactly in the job's row, as job_finish keeps it */
          "    answer_digest = verdict_request_digest(r.request),"
-         "    answer_tool_result_std = verdict_tool_result_is_std(r.tool_result_text,"
-         "      r.tool_result_terminal, r.disposition, r.reason_code, r.to_state),"
+         "    answer_tool_result_std = r.tool_result_std,"
          "    answer_head = verdict_answer_head(r.answer_disposition, r.answer_adjudication,"
-         "      r.adjudication, CASE WHEN verdict_tool_result_is_std(r.tool_result_text,"
-         "        r.tool_result_terminal, r.disposition, r.reason_code, r.to_state)"
-         "        THEN NULL ELSE r.tool_result_text END, r.tool_result_terminal),"
+         "      r.adjudication, CASE WHEN r.tool_result_std THEN NULL ELSE r.tool_result_text END,"
+         "      r.tool_result_terminal),"
          "    answer_tail = verdict_answer_tail(r.answer_disposition, r.deprecation_hint),"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
