@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
-# when any check does. Usage: scripts/check.sh [format|banned|includes|assign|length|must_use]...
+# when any check does. Usage:
+# scripts/check.sh [format|banned|includes|assign|length|must_use|docs]...
 # (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,8 +90,29 @@ check_must_use() {
   return 1
 }
 
+# The front door stays a front door (CONTRIBUTING.md, Documentation): README.md at most
+# MAX_README_LINES lines, and neither it nor docs/ (but docs/pending/, the integrator's inbox)
+# names a work session ("stop 16") or heads a section with an issue number.
+MAX_README_LINES=250
+check_docs() {
+  local rc=0 n hits
+  n=$(wc -l <README.md)
+  if [ "$n" -gt "$MAX_README_LINES" ]; then
+    echo "README.md: $n lines (max $MAX_README_LINES): move reference into docs/, history into CHANGELOG.md"
+    rc=1
+  fi
+  hits=$(files README.md 'docs/*.md' ':!docs/pending/*' | xargs grep -nE \
+    '\b[Ss]top [0-9]+\b|^#+ .*([Ii]ssue[s]? #?[0-9]+|#[0-9]+\b)')
+  if [ -n "$hits" ]; then
+    printf '%s\n' "$hits"
+    echo "docs: no \"stop N\" and no issue numbers in headings (history goes to CHANGELOG.md)"
+    rc=1
+  fi
+  return $rc
+}
+
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs)
 status=0
 for c in "${checks[@]}"; do
   if "check_$c"; then

@@ -4,9 +4,52 @@
 # in a temp dir, run every CTest test in both builds, the concurrency tests in a
 # ThreadSanitizer build, lint the OpenAPI document, test the container image when podman is
 # there, and always stop the database. Exits non-zero on any failure.
+#
+# scripts/test.sh --quick [PROGRAM...] - the inner loop (docs/testing.md): the style checks,
+# the plain build, the unit tests and the integration programs named (test_claims, claims or
+# integration.test_claims), against a throwaway PostgreSQL of its own. CI runs the full suite.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$VD_ROOT"
+
+# The ctest regex for --quick: every unit test and the integration programs named.
+vd_quick_regex() {
+  local re='^unit\.' n
+  for n in "$@"; do
+    n=${n#integration.}
+    n=${n#test_}
+    [[ $n =~ ^[A-Za-z0-9_]+$ ]] || { vd_log "--quick: not a test program name: $n"; return 1; }
+    re+="|^integration\.(test_)?$n\$"
+  done
+  printf '%s' "$re"
+}
+
+vd_quick() {
+  local re status=0 tmp
+  re=$(vd_quick_regex "$@") || return 2
+  vd_apt_install "${VD_BUILD_PACKAGES[@]}" clang-format git
+  tmp=$(mktemp -d /tmp/verdict-quick.XXXXXX)
+  chmod 755 "$tmp"
+  # shellcheck disable=SC2064
+  trap "vd_pg_stop '$tmp/pg'; rm -rf '$tmp'" EXIT
+  vd_log "style checks (scripts/check.sh)"
+  scripts/check.sh || status=1
+  vd_log "building (plain) in build/"
+  vd_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERDICT_TESTS=ON
+  vd_log "starting PostgreSQL (throwaway)"
+  vd_pg_start "$tmp/pg" -c fsync=off -c synchronous_commit=off -c full_page_writes=off
+  export VERDICT_TEST_DATABASE_URL="$VD_PG_URL"
+  vd_log "ctest (plain): unit tests${*:+ and $*}"
+  ctest --test-dir build --output-on-failure --no-tests=error -j2 -R "$re" || status=1
+  if [ $status -eq 0 ]; then vd_log "quick run passed"; else vd_log "FAILED"; fi
+  return $status
+}
+
+if [ "${1:-}" = --quick ]; then
+  shift
+  vd_quick "$@"
+  exit $?
+fi
 
 vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus gnutls-bin chromium pgbouncer
 # the PHP client's PHPUnit suite and the WordPress end-to-end test (ctest label slow)
