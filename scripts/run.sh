@@ -12,7 +12,7 @@ if [ -z "${VERDICT_DATABASE_URL:-}" ]; then
   vd_log "starting the embedded PostgreSQL in .verdict/pg"
   vd_pg_stop "$VD_ROOT/.verdict/pg"
   # durable (fsync, synchronous_commit, full_page_writes: PostgreSQL's defaults) with the
-  # README's production settings ("PostgreSQL for production")
+  # production settings of docs/operations.md ("PostgreSQL for production")
   vd_pg_start "$VD_ROOT/.verdict/pg" -c wal_compression=lz4
   vd_pg_as "$VD_PG_BIN/psql" -h 127.0.0.1 -p "$VD_PG_PORT" -U postgres -d postgres -qtAc \
     "SELECT 1 FROM pg_database WHERE datname = 'verdict'" | grep -q 1 ||

@@ -874,7 +874,7 @@ async function outcomes() {
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.parsed', json: { session: { stdout: 'x', parsed: {} } } });
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.returncode', json: { session: { stdout: 'x', returncode: 1.5 } } });
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.parsed.errors[1]', json: { session: { parsed: { errors: ['a', 2] } } } });
-  // limits (README "Limits"): too many patterns, and a regex the matching budget cuts off
+  // limits (docs/operations.md, "Limits"): too many patterns, and a regex the matching budget cuts off
   await call('adjudicateSession', { expect: 400, error: 'invalid_field', field: 'session.expected_output_patterns', json: { session: { stdout: 'x', expected_output_patterns: Array(33).fill('x') } }, label: 'too many patterns' });
   const redos = { returncode: 0, termination: 'completed', channel: 'channel_b', parsed: { subtype: 'success', result: ('a'.repeat(14) + '!').repeat(1200) }, expected_output_patterns: Array(8).fill('(a+)+c|b') };
   await call('adjudicateSession', { expect: 422, error: 'match_budget_exhausted', json: { session: redos }, label: 'regex budget' });
@@ -919,7 +919,7 @@ async function reads() {
   check(f.body.flow_steps.some((x) => x.flow_step_id === FS), 'listFlowSteps', 'the flow step is missing');
 }
 
-// Tooling incidents (README "Tooling incidents"): a flow step of its own whose minimum is one
+// Tooling incidents (docs/agent-safety.md): a flow step of its own whose minimum is one
 // item, so one deterministic failure opens an incident; the envelope names it, reject_source
 // answers 409 tooling_incident_open, the three operations answer their documented shapes.
 async function incidents() {
@@ -1381,7 +1381,7 @@ async function toolSchemas() {
   console.log(`tools: ${tools.length} tools, ${agreed} argument objects where schema and endpoint agree`);
 }
 
-// The MCP endpoint (README "MCP"): the JSON-RPC answers and every transport refusal it
+// The MCP endpoint (docs/api-guide.md, "MCP"): the JSON-RPC answers and every transport refusal it
 // documents, validated like any other operation. The SDK-driven test is tests/mcp/mcp.mjs.
 async function mcp() {
   const FS_MCP = `${FS}_mcp`;
