@@ -23,6 +23,11 @@
        "Fix the field named in 'field' (type, range or length) and send the request again.")       \
     XX(MISSING_FIELD, "missing_field", 400, false,                                                 \
        "Add the required field named in 'field' and send the request again.")                      \
+    XX(INVALID_PATH, "invalid_path", 400, false,                                                   \
+       "Send a path without control bytes (0x00-0x1F, 0x7F, also percent-encoded).")               \
+    XX(INVALID_QUERY, "invalid_query", 400, false,                                                 \
+       "Send only the query arguments this endpoint declares, each once and without control "      \
+       "bytes; 'field' names the argument.")                                                       \
     XX(UNAUTHORIZED, "unauthorized", 401, false,                                                   \
        "Send 'Authorization: Bearer <token>' with a token from VERDICT_API_KEYS.")                 \
     XX(FORBIDDEN, "forbidden", 403, false,                                                         \

@@ -23,6 +23,12 @@ void vd_random_hex(char *out, size_t bytes);
  * length of `secret`, never on where the strings differ. */
 bool vd_ct_streq(const char *given, const char *secret);
 
+/* The one parse of a decimal integer that comes from outside (a header, a path, a query, the
+ * configuration): s[0..len) is an optional '-' and 1 or more ASCII digits, nothing else (no
+ * blanks, no '+'), whose value is within [min, max]. Overflow is detected before it happens,
+ * never computed. On success *out is the value; otherwise false and *out untouched. Pure. */
+bool vd_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
+
 /* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 bool vd_utf8_valid(const char *s, size_t len);
 /* Copy the NUL-terminated src into dst (cap bytes, always terminated), writing each byte

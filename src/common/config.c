@@ -3,6 +3,7 @@
  * come from files (VERDICT_API_KEYS_FILE, VERDICT_DATABASE_URL_FILE: the Docker/Kubernetes
  * secrets convention), read here once at start. */
 #include "verdict/config.h"
+#include "verdict/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -21,16 +22,13 @@ static bool fail(char *err, size_t errlen, const char *fmt, ...)
     return false;
 }
 
+/* A decimal integer, with vd_parse_i64 like every number from outside. */
 static bool parse_long(const char *s, long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    if (!s || !*s)
+    int64_t v = 0;
+    if (!s || !vd_parse_i64(s, strlen(s), LONG_MIN, LONG_MAX, &v))
         return false;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
+    *out = (long)v;
     return true;
 }
 

@@ -58,6 +58,27 @@ bool vd_ct_streq(const char *given, const char *secret)
     return diff == 0;
 }
 
+bool vd_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out)
+{
+    bool neg = len > 0 && s[0] == '-';
+    size_t i = neg ? 1 : 0;
+    uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    if (i == len)
+        return false;
+    for (; i < len; i++) {
+        unsigned d = (unsigned)((unsigned char)s[i] - '0');
+        if (d > 9 || v > (limit - d) / 10) /* not a digit, or v * 10 + d would pass limit */
+            return false;
+        v = v * 10 + d;
+    }
+    /* -v without overflow: INT64_MIN's magnitude is 2^63, one more than INT64_MAX */
+    int64_t r = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+    if (r < min || r > max)
+        return false;
+    *out = r;
+    return true;
+}
+
 /* The length of the well-formed UTF-8 sequence at s[0..len) (1 to 4), or 0 if there is none. */
 static size_t utf8_seq(const unsigned char *s, size_t len)
 {

@@ -15,12 +15,14 @@
 
 vd_error vd_h_requeue_one(vd_ctx *ctx)
 {
+    static const vd_member members[] = {{"reset_budgets", VD_J_BOOL}, {"reason", VD_J_STRING}};
     vd_target t;
     bool reset = false;
     char *out = NULL, *clean = NULL;
     vd_conn *c = NULL;
     vd_error rc = vd_target_read(ctx, "item", &t);
-    if (rc || (rc = vd_get_bool(t.f, "reset_budgets", false, &reset)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(t.f, members)) ||
+        (rc = vd_get_bool(t.f, "reset_budgets", false, &reset)) ||
         (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &clean)) ||
         (rc = vd_ctx_db(ctx, &c))) {
         free(clean);
@@ -164,10 +166,27 @@ static vd_error redrive_filters(vd_field f, vd_bulk_select *sel)
     return VD_OK;
 }
 
-/* Every member of POST /v1/items/requeue; any other is refused. */
-static const char *const requeue_members[] = {
-    "flow_step_id",         "state", "states", "reason_code",   "limit",   "tool_failed",
-    "failed_under_version", "since", "until",  "reset_budgets", "dry_run", "reason"};
+/* Every member of POST /v1/items/requeue; any other is refused. dry_run is true or false,
+ * never null: a null must not turn a dry run into the action. */
+static const vd_member requeue_members[] = {{"flow_step_id", VD_J_STRING},
+                                            {"state", VD_J_STRING},
+                                            {"states", VD_J_ARRAY},
+                                            {"reason_code", VD_J_STRING},
+                                            {"limit", VD_J_NUMBER},
+                                            {"tool_failed", VD_J_STRING},
+                                            {"failed_under_version", VD_J_STRING},
+                                            {"since", VD_J_STRING},
+                                            {"until", VD_J_STRING},
+                                            {"reset_budgets", VD_J_BOOL},
+                                            {"dry_run", VD_J_BOOL | VD_J_NOT_NULL},
+                                            {"reason", VD_J_STRING}};
+
+/* Every member of POST /v1/items/resolve. */
+static const vd_member resolve_members[] = {
+    {"flow_step_id", VD_J_STRING},    {"state", VD_J_STRING},
+    {"reason_code", VD_J_STRING},     {"limit", VD_J_NUMBER},
+    {"set_reason_code", VD_J_STRING}, {"dry_run", VD_J_BOOL | VD_J_NOT_NULL},
+    {"outcome", VD_J_STRING},         {"reason", VD_J_STRING}};
 
 /* The requeue itself: {"requeued": n, "item_ids": [...]}. */
 static vd_error requeue_run(vd_ctx *ctx, vd_field f, const vd_bulk_select *sel, bool reset)
@@ -194,11 +213,9 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
     vd_bulk_select sel = {0};
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
-    if (rc ||
-        (rc = vd_only_members(f, requeue_members,
-                              sizeof(requeue_members) / sizeof(requeue_members[0]))) ||
-        (rc = bulk_common(f, &sel)) || (rc = requeue_states(f, &states)) ||
-        (rc = redrive_filters(f, &sel)) || (rc = vd_get_bool(f, "reset_budgets", false, &reset)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(f, requeue_members)) || (rc = bulk_common(f, &sel)) ||
+        (rc = requeue_states(f, &states)) || (rc = redrive_filters(f, &sel)) ||
+        (rc = vd_get_bool(f, "reset_budgets", false, &reset)) ||
         (rc = vd_get_bool(f, "dry_run", false, &dry))) {
         free(states);
         return rc;
@@ -211,12 +228,14 @@ vd_error vd_h_requeue_bulk(vd_ctx *ctx)
 
 vd_error vd_h_release_item(vd_ctx *ctx)
 {
+    static const vd_member members[] = {{"reason", VD_J_STRING}};
     vd_target t;
     char *out = NULL, *clean = NULL;
     vd_item_state state = VD_ITEM_CLAIMED;
     vd_conn *c = NULL;
     vd_error rc = vd_target_read(ctx, "item", &t);
-    if (rc || (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &clean)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(t.f, members)) ||
+        (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &clean)) ||
         (rc = vd_ctx_db(ctx, &c))) {
         free(clean);
         return rc;
@@ -244,12 +263,15 @@ static vd_error resolve_fields(vd_ctx *ctx, vd_field f, const char **outcome, ch
 
 vd_error vd_h_resolve_one(vd_ctx *ctx)
 {
+    static const vd_member members[] = {
+        {"outcome", VD_J_STRING}, {"reason", VD_J_STRING}, {"reason_code", VD_J_STRING}};
     vd_target t;
     const char *outcome = NULL, *code = NULL;
     char *out = NULL, *reason = NULL;
     vd_conn *c = NULL;
     vd_error rc = vd_target_read(ctx, "item", &t);
-    if (rc || (rc = vd_get_string(t.f, "reason_code", false, 1, 200, &code)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(t.f, members)) ||
+        (rc = vd_get_string(t.f, "reason_code", false, 1, 200, &code)) ||
         (rc = resolve_fields(ctx, t.f, &outcome, &reason)) || (rc = vd_ctx_db(ctx, &c))) {
         free(reason);
         return rc;
@@ -289,7 +311,8 @@ vd_error vd_h_resolve_bulk(vd_ctx *ctx)
     char *reason = NULL, *one = NULL;
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
-    if (rc || (rc = bulk_select(ctx, f, states, 2, "manual_review or failed", &sel, &one)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(f, resolve_members)) ||
+        (rc = bulk_select(ctx, f, states, 2, "manual_review or failed", &sel, &one)) ||
         (rc = vd_get_string(f, "set_reason_code", false, 1, 200, &code)) ||
         (rc = vd_get_bool(f, "dry_run", false, &dry)) ||
         (rc = resolve_fields(ctx, f, &outcome, &reason)))

@@ -77,11 +77,15 @@ static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
 
 vd_error vd_h_claims(vd_ctx *ctx)
 {
+    static const vd_member members[] = {
+        {"flow_step_id", VD_J_STRING},   {"worker_id", VD_J_STRING},
+        {"worker_version", VD_J_STRING}, {"limit", VD_J_NUMBER},
+        {"lease_seconds", VD_J_NUMBER},  {"wait_seconds", VD_J_NUMBER}};
     const cJSON *body = NULL;
     claim_req q = {0};
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
-    if (rc || (rc = vd_idempotency_key(ctx, &q.key)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_idempotency_key(ctx, &q.key)) ||
         (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &q.fs)) ||
         (rc = vd_get_string(f, "worker_id", true, 1, 200, &q.worker)) ||
         (rc = get_worker_version(f, &q.version)) ||
@@ -94,6 +98,8 @@ vd_error vd_h_claims(vd_ctx *ctx)
 
 vd_error vd_h_heartbeat(vd_ctx *ctx)
 {
+    static const vd_member members[] = {
+        {"claim_token", VD_J_STRING}, {"lease_seconds", VD_J_NUMBER}, {"checkpoint", VD_J_OBJECT}};
     const cJSON *body = NULL;
     const char *token = NULL;
     int64_t job = 0, lease = 0;
@@ -104,7 +110,7 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
     if (rc || (rc = vd_body_object(ctx, &body)))
         return rc;
     f.obj = body;
-    if ((rc = vd_get_token(f, &token)) ||
+    if ((rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_get_token(f, &token)) ||
         (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
         (rc = vd_get_redacted_object(f, "checkpoint", VD_CHECKPOINT_MAX, VD_ERR_PAYLOAD_TOO_LARGE,
                                      &checkpoint)) ||

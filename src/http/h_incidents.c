@@ -44,13 +44,13 @@ vd_error vd_h_incident_get(vd_ctx *ctx)
 
 vd_error vd_h_incident_resolve(vd_ctx *ctx)
 {
-    static const char *const known[] = {"requeue_items", "reason"};
+    static const vd_member members[] = {{"requeue_items", VD_J_BOOL}, {"reason", VD_J_STRING}};
     vd_target t;
     bool requeue = false;
     char *out = NULL, *reason = NULL;
     vd_conn *c = NULL;
     vd_error rc = vd_target_read(ctx, "tool incident", &t);
-    if (rc || (rc = vd_only_members(t.f, known, sizeof(known) / sizeof(known[0]))) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(t.f, members)) ||
         (rc = vd_get_bool(t.f, "requeue_items", false, &requeue)) ||
         (rc = vd_get_redacted(t.f, "reason", false, 0, 2000, &reason)) ||
         (rc = vd_ctx_db(ctx, &c))) {

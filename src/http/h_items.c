@@ -16,6 +16,11 @@
 /* Validate items[i] and append its normalised form (every default filled) to batch. */
 static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch)
 {
+    static const vd_member members[] = {
+        {"flow_step_id", VD_J_STRING},    {"source_type", VD_J_STRING},
+        {"item_identifier", VD_J_STRING}, {"payload", VD_J_OBJECT},
+        {"priority", VD_J_NUMBER},        {"delay_seconds", VD_J_NUMBER},
+        {"max_attempts", VD_J_NUMBER},    {"max_defers", VD_J_NUMBER}};
     char path[32];
     const char *fs = NULL, *st = NULL, *ident = NULL;
     const cJSON *payload = NULL;
@@ -25,7 +30,8 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
     vd_field f = {ctx, in, path};
     if (!cJSON_IsObject(in))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, path, "'%s' must be an object", path);
-    if ((rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
+    if ((rc = VD_MEMBERS_CHECK(f, members)) ||
+        (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
         (rc = vd_get_string(f, "source_type", true, 1, 100, &st)) ||
         (rc = vd_get_string(f, "item_identifier", true, 1, 2000, &ident)) ||
         (rc = vd_get_object(f, "payload", false, &payload)) ||
@@ -61,11 +67,12 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
 
 static vd_error items_batch(vd_ctx *ctx, char **batch_text)
 {
+    static const vd_member members[] = {{"items", VD_J_ARRAY}};
     const cJSON *body = NULL, *items = NULL;
     cJSON *batch = NULL;
     vd_error rc = vd_body_object(ctx, &body);
     *batch_text = NULL;
-    if (rc)
+    if (rc || (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)))
         return rc;
     items = cJSON_GetObjectItemCaseSensitive(body, "items");
     if (!items)
@@ -112,13 +119,17 @@ out:
 
 vd_error vd_h_items_lookup(vd_ctx *ctx)
 {
+    static const vd_member members[] = {{"flow_step_id", VD_J_STRING},
+                                        {"source_type", VD_J_STRING},
+                                        {"item_identifiers", VD_J_ARRAY}};
     const cJSON *body = NULL, *ids = NULL;
     const char *fs = NULL, *st = NULL;
     char *ids_text = NULL, *out = NULL;
     vd_conn *c = NULL;
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
-    if (rc || (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
+    if (rc || (rc = VD_MEMBERS_CHECK(f, members)) ||
+        (rc = vd_get_string(f, "flow_step_id", true, 1, 200, &fs)) ||
         (rc = vd_get_string(f, "source_type", true, 1, 100, &st)))
         return rc;
     ids = cJSON_GetObjectItemCaseSensitive(body, "item_identifiers");
@@ -212,7 +223,8 @@ static vd_error set_paused(vd_ctx *ctx, bool paused)
     vd_conn *c = NULL;
     const cJSON *body = NULL;
     vd_error rc = vd_body_object(ctx, &body); /* no body, or {} like every other POST */
-    if (rc || (rc = flow_step_param(ctx, &fs)) || (rc = vd_ctx_db(ctx, &c)))
+    if (rc || (rc = vd_members_check((vd_field){ctx, body, NULL}, NULL, 0)) ||
+        (rc = flow_step_param(ctx, &fs)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     rc = vd_store_flow_step_set_paused(c, fs, paused, &out);
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
@@ -231,10 +243,12 @@ vd_error vd_h_flow_step_resume(vd_ctx *ctx)
 /* The settings members of a PATCH body into ch (only those present are changed). */
 static vd_error settings_change(vd_field f, vd_flow_step_change *ch)
 {
-    static const char *const members[] = {"incident_min_items", "incident_window_minutes",
-                                          "pause_on_incident", "strict_evidence"};
+    static const vd_member members[] = {{"incident_min_items", VD_J_NUMBER},
+                                        {"incident_window_minutes", VD_J_NUMBER},
+                                        {"pause_on_incident", VD_J_BOOL},
+                                        {"strict_evidence", VD_J_BOOL}};
     int64_t min_items = 0, window = 0;
-    vd_error rc = vd_only_members(f, members, sizeof(members) / sizeof(members[0]));
+    vd_error rc = VD_MEMBERS_CHECK(f, members);
     ch->has_min_items = vd_has_member(f, "incident_min_items");
     ch->has_window = vd_has_member(f, "incident_window_minutes");
     ch->has_pause = vd_has_member(f, "pause_on_incident");

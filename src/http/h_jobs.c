@@ -17,7 +17,6 @@
 
 #define MAX_ENGINE_DATA 65536
 #define MAX_BATCH 100
-#define VD_MAX_ID 999999999999999999LL /* 18 digits, as in a path's job id */
 
 const char *const vd_reject_codes[] = {"irrelevant",  "too_thin", "duplicate", "spam",
                                        "low_quality", "other",    NULL};
@@ -41,6 +40,18 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
     vd_field_name(f, "reason_code", name, sizeof(name));
     return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be one of: %s", name, list);
 }
+
+/* The members of one disposition (the single call's body without claim_next and
+ * lease_seconds, a batch entry without job_id): those of every disposition, whichever it
+ * reads (a member another disposition takes is accepted and ignored; its type is checked). */
+#define DISPOSITION_MEMBERS                                                                        \
+    {"claim_token", VD_J_STRING}, {"disposition", VD_J_STRING}, {"reason", VD_J_STRING},           \
+        {"force", VD_J_BOOL}, {"evidence", VD_J_STRING}, {"engine_data", VD_J_OBJECT},             \
+        {"reason_code", VD_J_STRING}, {"manual_review", VD_J_BOOL}, {"error", VD_J_STRING},        \
+        {"retryable", VD_J_BOOL},                                                                  \
+    {                                                                                              \
+        "retry_after_seconds", VD_J_NUMBER                                                         \
+    }
 
 /* Fill the event and reason fields of w for one explicit disposition. */
 static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
@@ -226,12 +237,16 @@ out:
 
 vd_error vd_h_disposition(vd_ctx *ctx)
 {
+    static const vd_member members[] = {
+        DISPOSITION_MEMBERS, {"claim_next", VD_J_NUMBER}, {"lease_seconds", VD_J_NUMBER}};
     const cJSON *body = NULL;
     char *answer = NULL;
     int64_t job = 0;
     vd_claim_next next = {0, 0, true}; /* the claims are kept with the answer */
     vd_error rc = vd_param_id(ctx, 0, "job", &job);
-    if (rc || (rc = vd_body_object(ctx, &body)) || (rc = parse_next(ctx, body, &next)) ||
+    if (rc || (rc = vd_body_object(ctx, &body)) ||
+        (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
+        (rc = parse_next(ctx, body, &next)) ||
         (rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer)))
         return rc;
     return vd_respond_owned(ctx, answer);
@@ -241,6 +256,7 @@ vd_error vd_h_disposition(vd_ctx *ctx)
  * by the token, kept for replays), whose event spends no budget (VD_EVENT_RELEASE). */
 vd_error vd_h_release(vd_ctx *ctx)
 {
+    static const vd_member members[] = {{"claim_token", VD_J_STRING}, {"reason", VD_J_STRING}};
     const cJSON *body = NULL;
     const char *reason = NULL;
     vd_conn *c = NULL;
@@ -251,7 +267,7 @@ vd_error vd_h_release(vd_ctx *ctx)
     if (rc || (rc = vd_body_object(ctx, &body)))
         return rc;
     f.obj = body;
-    if ((rc = vd_get_token(f, &w.token)) ||
+    if ((rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_get_token(f, &w.token)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1};
@@ -278,6 +294,7 @@ vd_error vd_h_release(vd_ctx *ctx)
 /* dispositions[i]: a disposition with its job_id, distinct from the entries before it. */
 static vd_error parse_entry(vd_ctx *ctx, const cJSON *e, int i, disp_in *all)
 {
+    static const vd_member members[] = {DISPOSITION_MEMBERS, {"job_id", VD_J_NUMBER}};
     char path[32], name[200];
     disp_in *in = &all[i];
     vd_field f = {ctx, e, path};
@@ -285,7 +302,8 @@ static vd_error parse_entry(vd_ctx *ctx, const cJSON *e, int i, disp_in *all)
     snprintf(path, sizeof(path), "dispositions[%d]", i);
     if (!cJSON_IsObject(e))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, path, "'%s' must be an object", path);
-    if ((rc = vd_get_int(f, "job_id", true, 1, VD_MAX_ID, 0, &in->w.job_id)))
+    if ((rc = VD_MEMBERS_CHECK(f, members)) ||
+        (rc = vd_get_int(f, "job_id", true, 1, VD_MAX_ID, 0, &in->w.job_id)))
         return rc;
     for (int j = 0; j < i; j++) {
         if (all[j].w.job_id == in->w.job_id)
@@ -371,6 +389,8 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
 
 vd_error vd_h_dispositions(vd_ctx *ctx)
 {
+    static const vd_member members[] = {
+        {"dispositions", VD_J_ARRAY}, {"claim_next", VD_J_NUMBER}, {"lease_seconds", VD_J_NUMBER}};
     const cJSON *body = NULL, *list = NULL;
     disp_in *in = NULL;
     vd_job_write *w = NULL;
@@ -380,7 +400,8 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
     char *claims = NULL;
     int n = 0, i = 0;
     vd_error rc = vd_body_object(ctx, &body);
-    if (rc || (rc = parse_next(ctx, body, &next)))
+    if (rc || (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
+        (rc = parse_next(ctx, body, &next)))
         return rc;
     list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
     if (!list || cJSON_IsNull(list))

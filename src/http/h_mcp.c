@@ -22,7 +22,7 @@ static const char *const mcp_versions[] = {MCP_LATEST, "2025-06-18", MCP_OLDEST,
 /* What one POST is bound to. */
 typedef struct mcp_session {
     int64_t job_id;
-    char token[40];
+    char token[VD_UUID_SIZE];
     const char *version; /* this request's protocol version */
 } mcp_session;
 
@@ -53,24 +53,19 @@ static bool origin_ok(vd_ctx *ctx)
     return rest && host && strcasecmp(rest, host) == 0;
 }
 
-/* Verdict-Claim: <job_id>:<claim_token>. */
+/* Verdict-Claim: <job_id>:<claim_token> (vd_claim_header_parse). */
 static vd_error parse_claim(vd_ctx *ctx, mcp_session *s)
 {
-    const char *h = header(ctx, "Verdict-Claim"), *p = h;
-    int64_t id = 0;
-    int digits = 0;
+    const char *h = header(ctx, "Verdict-Claim");
     if (!h)
         return vd_fail(ctx, VD_ERR_MISSING_FIELD, "Verdict-Claim",
                        "the Verdict-Claim header is required: '<job_id>:<claim_token>' of the "
                        "claim this session works on");
-    for (; *p >= '0' && *p <= '9' && digits < 19; p++, digits++)
-        id = id * 10 + (*p - '0');
-    if (digits == 0 || digits > 18 || h[0] == '0' || *p != ':' || !vd_is_uuid(p + 1))
+    if (!vd_claim_header_parse(h, &s->job_id, s->token))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "Verdict-Claim",
                        "'Verdict-Claim' must be '<job_id>:<claim_token>' (a positive job id "
-                       "without leading zeros and the UUID its claim returned)");
-    s->job_id = id;
-    snprintf(s->token, sizeof(s->token), "%s", p + 1);
+                       "of at most 18 digits without leading zeros and the UUID its claim "
+                       "returned)");
     return VD_OK;
 }
 

@@ -150,14 +150,37 @@ out:
 
 vd_error vd_h_tool_failure(vd_ctx *ctx)
 {
+    static const vd_member members[] = {{"claim_token", VD_J_STRING}, {"tool", VD_J_STRING},
+                                        {"error", VD_J_STRING},       {"kind", VD_J_STRING},
+                                        {"required", VD_J_BOOL},      {"args", VD_J_ANY}};
     const cJSON *body = NULL;
     cJSON *env = NULL;
     int64_t job = 0;
     vd_error rc = vd_param_id(ctx, 0, "job", &job);
-    if (rc || (rc = vd_body_object(ctx, &body)) || (rc = vd_tool_failure_run(ctx, job, body, &env)))
+    if (rc || (rc = vd_body_object(ctx, &body)) ||
+        (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
+        (rc = vd_tool_failure_run(ctx, job, body, &env)))
         return rc;
     return vd_respond_json(ctx, 200, env);
 }
+
+/* The members of a session report and of its write_behavior; `parsed` is the agent's own
+ * result document (its members are read by name, the others are the agent's). */
+static const vd_member session_members[] = {{"returncode", VD_J_NUMBER},
+                                            {"termination", VD_J_STRING},
+                                            {"channel", VD_J_STRING},
+                                            {"kill_reason", VD_J_STRING},
+                                            {"write_behavior", VD_J_OBJECT},
+                                            {"stderr", VD_J_STRING},
+                                            {"completion_marker", VD_J_STRING},
+                                            {"expected_output_patterns", VD_J_ARRAY},
+                                            {"fs_writes_detected", VD_J_BOOL},
+                                            {"prior_consecutive_retries", VD_J_NUMBER},
+                                            {"max_consecutive_retries", VD_J_NUMBER},
+                                            {"stdout", VD_J_STRING},
+                                            {"parsed", VD_J_OBJECT}};
+static const vd_member write_behavior_members[] = {{"mode", VD_J_STRING},
+                                                   {"expected_when", VD_J_ARRAY}};
 
 /* Decode {"session": {...}} into *r; 400 naming the field otherwise. */
 static vd_error decode_session(vd_ctx *ctx, const cJSON *body, vd_session_report *r)
@@ -169,6 +192,12 @@ static vd_error decode_session(vd_ctx *ctx, const cJSON *body, vd_session_report
         return vd_fail(ctx, VD_ERR_MISSING_FIELD, "session", "'session' is required");
     if (!cJSON_IsObject(s))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "session", "'session' must be an object");
+    const cJSON *wb = cJSON_GetObjectItemCaseSensitive(s, "write_behavior");
+    if ((rc = VD_MEMBERS_CHECK(((vd_field){ctx, s, "session"}), session_members)) ||
+        (cJSON_IsObject(wb) &&
+         (rc = VD_MEMBERS_CHECK(((vd_field){ctx, wb, "session.write_behavior"}),
+                                write_behavior_members))))
+        return rc;
     rc = vd_session_report_from_json(s, ctx->cfg->max_consecutive_retries, r, &field);
     if (rc)
         return vd_fail(ctx, rc, field, "'%s' is %s", field ? field : "session",
@@ -180,13 +209,15 @@ static vd_error decode_session(vd_ctx *ctx, const cJSON *body, vd_session_report
 
 vd_error vd_h_adjudications(vd_ctx *ctx)
 {
+    static const vd_member members[] = {{"session", VD_J_OBJECT}};
     const cJSON *body = NULL;
     vd_session_report r;
     vd_adjudication a;
     vd_error rc = vd_body_object(ctx, &body);
     memset(&a, 0, sizeof(a));
     vd_session_report_init(&r);
-    if (rc || (rc = decode_session(ctx, body, &r)))
+    if (rc || (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
+        (rc = decode_session(ctx, body, &r)))
         return rc;
     rc = vd_adjudicate(&r, &a);
     if (rc == VD_OK) {
@@ -205,6 +236,8 @@ vd_error vd_h_adjudications(vd_ctx *ctx)
 
 vd_error vd_h_session_outcome(vd_ctx *ctx)
 {
+    static const vd_member members[] = {
+        {"claim_token", VD_J_STRING}, {"apply", VD_J_BOOL}, {"session", VD_J_OBJECT}};
     const cJSON *body = NULL;
     vd_session_report r;
     vd_session_result res = {0};
@@ -216,8 +249,8 @@ vd_error vd_h_session_outcome(vd_ctx *ctx)
     if (rc || (rc = vd_body_object(ctx, &body)))
         return rc;
     vd_field f = {ctx, body, NULL};
-    if ((rc = vd_get_token(f, &call.token)) || (rc = vd_get_bool(f, "apply", true, &call.apply)) ||
-        (rc = decode_session(ctx, body, &r)))
+    if ((rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_get_token(f, &call.token)) ||
+        (rc = vd_get_bool(f, "apply", true, &call.apply)) || (rc = decode_session(ctx, body, &r)))
         return rc;
     if ((rc = vd_ctx_db(ctx, &c)))
         goto out;

@@ -15,6 +15,8 @@
 #include "verdict/jobs.h"
 #include "verdict/store.h"
 
+#include "input.h"
+
 #define VD_MAX_PARAMS 2
 #define VD_PARAM_MAX 256
 #define VD_JSON_MAX_DEPTH 32
@@ -34,6 +36,9 @@ typedef struct vd_route {
 
 extern const vd_route vd_routes[];
 extern const size_t vd_route_count;
+/* The query arguments route r takes, space-separated ("limit after state"), from the one table
+ * of routes.c; NULL: none. Any other is 400 invalid_query (vd_request_check_query). */
+const char *vd_route_query(const vd_route *r);
 
 typedef enum vd_match_result {
     VD_MATCH_FOUND = 0,
@@ -140,8 +145,26 @@ vd_error vd_get_string(vd_field f, const char *key, bool required, size_t min, s
 vd_error vd_get_int(vd_field f, const char *key, bool required, int64_t min, int64_t max,
                     int64_t def, int64_t *out);
 vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out);
-/* 400 naming the first member of f's object that is not one of allowed[0..n). */
-vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n);
+/* One member a request body may carry and the JSON types it may have (VD_J_*, or'ed). */
+#define VD_J_STRING 1u
+#define VD_J_NUMBER 2u /* vd_get_int then checks it is whole and in range */
+#define VD_J_BOOL 4u
+#define VD_J_OBJECT 8u
+#define VD_J_ARRAY 16u
+#define VD_J_ANY 31u
+#define VD_J_NOT_NULL 32u /* null is refused, not read as absent: dry_run */
+typedef struct vd_member {
+    const char *name;
+    unsigned types;
+} vd_member;
+/* Strict input (docs/decisions/0025): every member of f's object must be declared in
+ * table[0..n) with one of its types; the first that is not is a 400 invalid_field naming it
+ * ("items[2].priorty"). null passes as "absent" unless the member has VD_J_NOT_NULL. Each body
+ * (and each nested object a handler reads member by member) has one table, checked by this
+ * function before any member is read. */
+vd_error vd_members_check(vd_field f, const vd_member *table, size_t n);
+#define VD_MEMBERS_CHECK(f, table)                                                                 \
+    vd_members_check((f), (table), sizeof(table) / sizeof((table)[0]))
 /* An optional object member, redacted at any depth (vd_json_redact), as the JSON text to
  * store (malloc'd into *out; NULL when absent): engine_data, a checkpoint. Serialised larger
  * than max bytes: the error too_large naming the field. */
@@ -164,13 +187,18 @@ typedef struct vd_target {
     vd_field f;
 } vd_target;
 vd_error vd_target_read(vd_ctx *ctx, const char *noun, vd_target *t);
+/* The decoded path: 400 invalid_path when it holds a control byte (0x00-0x1F, 0x7F; a NUL
+ * decoded from %00 arrives as 0x7F: server.c's unescape callback is vd_url_unescape). */
+vd_error vd_request_check_path(vd_ctx *ctx);
+/* The query of the matched route: 400 invalid_query naming the first argument that the route
+ * does not declare (vd_route.query), that is repeated, or whose name or value holds a
+ * control byte. */
+vd_error vd_request_check_query(vd_ctx *ctx);
 /* Query string argument (NULL when absent). */
 const char *vd_query(vd_ctx *ctx, const char *key);
 /* Query integer within [min,max] or default; 400 naming the argument. */
 vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, int64_t def,
                       int64_t *out);
-/* Whether s is a UUID in text form (8-4-4-4-12 hex digits). Pure. */
-bool vd_is_uuid(const char *s);
 /* Optional query string of 1..max bytes of UTF-8 (NULL when absent); 400 naming it. */
 vd_error vd_query_str(vd_ctx *ctx, const char *key, size_t max, const char **out);
 /* The `order` query argument: asc (default) or desc. */

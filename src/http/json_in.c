@@ -13,6 +13,8 @@
 #include "verdict/json_scan.h"
 #include "verdict/util.h"
 
+#include "input.h"
+
 vd_error vd_json_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen,
                        char *field, size_t fieldlen)
 {
@@ -162,20 +164,49 @@ vd_error vd_get_bool(vd_field f, const char *key, bool def, bool *out)
     return VD_OK;
 }
 
-vd_error vd_only_members(vd_field f, const char *const *allowed, size_t n)
+/* The name of the first type of mask ("a string", ...) and whether v is one of mask's. */
+static bool type_ok(const cJSON *v, unsigned mask, const char **want)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+        cJSON_bool (*is)(const cJSON *);
+    } types[] = {{VD_J_STRING, "a string", cJSON_IsString},
+                 {VD_J_NUMBER, "a number", cJSON_IsNumber},
+                 {VD_J_BOOL, "true or false", cJSON_IsBool},
+                 {VD_J_OBJECT, "an object", cJSON_IsObject},
+                 {VD_J_ARRAY, "an array", cJSON_IsArray}};
+    *want = NULL;
+    if (cJSON_IsNull(v) && !(mask & VD_J_NOT_NULL))
+        return true; /* null means absent (SPEC §2), unless the member says otherwise */
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (!(mask & types[i].bit))
+            continue;
+        if (types[i].is(v))
+            return true;
+        if (!*want)
+            *want = types[i].name;
+    }
+    return false;
+}
+
+vd_error vd_members_check(vd_field f, const vd_member *table, size_t n)
 {
     char name[200];
     const cJSON *m = NULL;
     cJSON_ArrayForEach(m, f.obj)
     {
-        bool known = false;
-        for (size_t i = 0; i < n && !known; i++)
-            known = strcmp(m->string, allowed[i]) == 0;
-        if (!known) {
-            vd_field_name(f, m->string, name, sizeof(name));
+        const vd_member *d = NULL;
+        const char *want = NULL;
+        for (size_t i = 0; i < n && !d; i++)
+            d = strcmp(m->string, table[i].name) == 0 ? &table[i] : NULL;
+        vd_field_name(f, m->string, name, sizeof(name));
+        if (!d)
             return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name,
                            "'%s' is not a member of this request", name);
-        }
+        if (!type_ok(m, d->types, &want))
+            return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name, "'%s' must be %s%s", name,
+                           want ? want : "of another type", cJSON_IsNull(m) ? ", not null" : "");
     }
     return VD_OK;
 }
@@ -245,13 +276,8 @@ vd_error vd_body_object(vd_ctx *ctx, const cJSON **out)
 vd_error vd_param_id(vd_ctx *ctx, int i, const char *what, int64_t *out)
 {
     const char *s = ctx->match.params[i];
-    char *end = NULL;
-    long long v = 0;
-    if (*s >= '0' && *s <= '9' && strlen(s) <= 18)
-        v = strtoll(s, &end, 10);
-    if (!end || *end != '\0' || v <= 0)
+    if (s[0] == '0' || !vd_parse_i64(s, strlen(s), 1, VD_MAX_ID, out))
         return vd_fail(ctx, VD_ERR_NOT_FOUND, NULL, "%s '%s' does not exist", what, s);
-    *out = v;
     return VD_OK;
 }
 
@@ -267,6 +293,72 @@ vd_error vd_target_read(vd_ctx *ctx, const char *noun, vd_target *t)
     return VD_OK;
 }
 
+vd_error vd_request_check_path(vd_ctx *ctx)
+{
+    char shown[200];
+    if (!vd_has_control(ctx->path))
+        return VD_OK;
+    vd_utf8_scrub(shown, sizeof(shown), ctx->path);
+    return vd_fail(ctx, VD_ERR_INVALID_PATH, NULL,
+                   "the path holds a control byte (0x00-0x1F or 0x7F, here or percent-encoded); "
+                   "no id or name contains one: '%s'",
+                   shown);
+}
+
+/* Whether name is one of the space-separated words of list; its index in *at. */
+static bool declared(const char *list, const char *name, size_t *at)
+{
+    size_t n = strlen(name), i = 0;
+    for (const char *p = list; p && *p; i++) {
+        size_t len = strcspn(p, " ");
+        if (len == n && n > 0 && memcmp(p, name, n) == 0) {
+            *at = i;
+            return true;
+        }
+        p += len;
+        p += *p == ' ';
+    }
+    return false;
+}
+
+/* What the query check found: the first refused argument and why. */
+typedef struct query_scan {
+    const char *list;
+    uint64_t seen; /* bit i: the i-th declared argument was given */
+    const char *bad, *why;
+} query_scan;
+
+static enum MHD_Result scan_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    query_scan *q = cls;
+    size_t at = 0;
+    (void)kind;
+    if (vd_has_control(key) || (value && vd_has_control(value)))
+        q->why = "holds a control byte (0x00-0x1F or 0x7F, here or percent-encoded)";
+    else if (!declared(q->list, key, &at))
+        q->why = "is not an argument of this endpoint";
+    else if (at < 64 && (q->seen & (1ULL << at)))
+        q->why = "is given more than once";
+    else if (at < 64)
+        q->seen |= 1ULL << at;
+    if (q->why)
+        q->bad = key;
+    return q->why ? MHD_NO : MHD_YES;
+}
+
+vd_error vd_request_check_query(vd_ctx *ctx)
+{
+    char name[100];
+    query_scan q = {vd_route_query(ctx->route), 0, NULL, NULL};
+    MHD_get_connection_values(ctx->conn, MHD_GET_ARGUMENT_KIND, scan_argument, &q);
+    if (!q.bad)
+        return VD_OK;
+    vd_utf8_scrub(name, sizeof(name), q.bad);
+    return vd_fail(ctx, VD_ERR_INVALID_QUERY, name, "query argument '%s' %s (%s takes: %s)", name,
+                   q.why, ctx->route ? ctx->route->pattern : ctx->path, q.list ? q.list : "none");
+}
+
 const char *vd_query(vd_ctx *ctx, const char *key)
 {
     return MHD_lookup_connection_value(ctx->conn, MHD_GET_ARGUMENT_KIND, key);
@@ -276,17 +368,13 @@ vd_error vd_query_int(vd_ctx *ctx, const char *key, int64_t min, int64_t max, in
                       int64_t *out)
 {
     const char *s = vd_query(ctx, key);
-    char *end = NULL;
-    long long v = 0;
     *out = def;
     if (!s || !*s)
         return VD_OK;
-    v = strtoll(s, &end, 10);
-    if (*end != '\0' || v < min || v > max || strlen(s) > 19)
+    if (!vd_parse_i64(s, strlen(s), min, max, out))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, key,
                        "query argument '%s' must be a whole number from %lld to %lld", key,
                        (long long)min, (long long)max);
-    *out = v;
     return VD_OK;
 }
 
@@ -320,20 +408,6 @@ vd_error vd_idempotency_key(vd_ctx *ctx, const char **key)
                        "the Idempotency-Key header must be 1 to 255 bytes");
     *key = k;
     return VD_OK;
-}
-
-bool vd_is_uuid(const char *s)
-{
-    static const char shape[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
-    if (strlen(s) != sizeof(shape) - 1)
-        return false;
-    for (size_t i = 0; shape[i]; i++) {
-        char c = s[i];
-        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (shape[i] == '-' ? c != '-' : !hex)
-            return false;
-    }
-    return true;
 }
 
 vd_error vd_get_token(vd_field f, const char **out)

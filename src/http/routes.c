@@ -2,6 +2,8 @@
  * metrics name. openapi/verdict.yaml documents exactly these (tests/unit/test_routes.c). */
 #include "http_internal.h"
 
+#include <string.h>
+
 const vd_route vd_routes[] = {
     {"GET", "/healthz", VD_ROLE_NONE, vd_h_healthz, "healthz"},
     {"GET", "/readyz", VD_ROLE_NONE, vd_h_readyz, "readyz"},
@@ -55,3 +57,26 @@ const vd_route vd_routes[] = {
 };
 
 const size_t vd_route_count = sizeof(vd_routes) / sizeof(vd_routes[0]);
+
+/* The query arguments of each route that takes any, by its metrics name (openapi/verdict.yaml
+ * lists the same; tests/unit/test_http.c holds them equal). A route not here takes none. */
+static const struct {
+    const char *name;
+    const char *query;
+} route_queries[] = {
+    {"items.list", "limit after flow_step_id state reason_code worker_id order"},
+    {"jobs.list", "limit after item_id flow_step_id status since reason_code worker_id order"},
+    {"transitions", "after limit flow_step_id"},
+    {"tool_incidents.list", "limit after flow_step_id state"},
+    {"tool_definitions", "format"},
+    {"stats", "flow_step_id"},
+};
+
+const char *vd_route_query(const vd_route *r)
+{
+    for (size_t i = 0; r && i < sizeof(route_queries) / sizeof(route_queries[0]); i++) {
+        if (strcmp(r->name, route_queries[i].name) == 0)
+            return route_queries[i].query;
+    }
+    return NULL;
+}

@@ -141,6 +141,8 @@ static vd_error dispatch(vd_ctx *ctx, vd_req *r)
     char msg[200];
     vd_match_result m =
         vd_route_match(vd_routes, vd_route_count, ctx->method, ctx->path, &ctx->match);
+    if (vd_request_check_path(ctx))
+        return ctx->err;
     if (m == VD_MATCH_NOT_FOUND)
         return vd_fail(ctx, VD_ERR_NOT_FOUND, NULL, "no endpoint %s %s", ctx->method, ctx->path);
     if (m == VD_MATCH_BAD_METHOD)
@@ -148,6 +150,8 @@ static vd_error dispatch(vd_ctx *ctx, vd_req *r)
                        "%s is not allowed on %s (allowed: %s)", ctx->method, ctx->path,
                        ctx->match.allow);
     ctx->route = &vd_routes[ctx->match.route_index];
+    if (vd_request_check_query(ctx))
+        return ctx->err;
     if (ctx->route->role != VD_ROLE_NONE) {
         vd_error rc = authenticate(ctx);
         if (rc)
@@ -411,16 +415,22 @@ static vd_error refuse_early(vd_ctx *ctx)
                        "Content-Length or 'Transfer-Encoding: chunked'",
                        te);
     if (cl && !te) {
-        char *end = NULL;
-        unsigned long long n;
-        errno = 0;
-        n = strtoull(cl, &end, 10);
-        if (cl[0] < '0' || cl[0] > '9' || *end != '\0' || errno == ERANGE ||
-            n > ctx->cfg->max_body_bytes)
+        int64_t n = 0;
+        if (!vd_parse_i64(cl, strlen(cl), 0, INT64_MAX, &n) ||
+            (uint64_t)n > ctx->cfg->max_body_bytes)
             return vd_fail(ctx, VD_ERR_PAYLOAD_TOO_LARGE, "Content-Length",
                            "the declared body is larger than %zu bytes", ctx->cfg->max_body_bytes);
     }
     return VD_OK;
+}
+
+/* libmicrohttpd's percent-decoding of the path and the query, which keeps a %00 visible
+ * (input.h): without it "a%00b" would reach a handler as "a". */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    return vd_url_unescape(s);
 }
 
 static bool is_healthz(const char *method, const char *url)
@@ -595,7 +605,8 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         srv, MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
         connection_cap(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections_per_ip, MHD_OPTION_END);
+        (unsigned)cfg->max_connections_per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape, (void *)NULL,
+        MHD_OPTION_END);
     if (!srv->daemon) {
         int e = errno;
         vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,

@@ -674,9 +674,11 @@ async function items() {
   };
   for (const [what, [raw, field]] of Object.entries(strict)) await call('registerItems', { expect: 400, error: 'invalid_json', field, raw, label: what });
   await call('registerItems', { expect: 400, error: 'invalid_json', raw: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), label: 'invalid UTF-8' });
-  // an unknown field is ignored; null for an optional field is absent (info.description says
-  // so; the request schemas do not allow null, so the schema check is off for this one)
-  await call('registerItems', { expect: 200, json: { items: [mk('a1')], whatever: { x: 1 } }, label: 'unknown field' });
+  // strict input: an unknown member is refused (naming it), never ignored
+  await call('registerItems', { expect: 400, error: 'invalid_field', field: 'whatever', json: { items: [mk('a1')], whatever: { x: 1 } }, label: 'unknown field' });
+  await call('registerItems', { expect: 400, error: 'invalid_field', field: 'items[0].priorty', json: { items: [{ ...mk('a1'), priorty: 1 }] }, label: 'unknown item field' });
+  // null for an optional field is absent (info.description says so; the request schemas do
+  // not allow null, so the schema check is off for this one)
   await call('registerItems', { expect: 200, json: { items: [mk('a1', { payload: null, priority: null })] }, label: 'null is absent', specAccepts: false });
 
   // lookup
@@ -701,6 +703,9 @@ async function items() {
   await call('listItems', { expect: 400, error: 'invalid_field', field: 'limit', query: { limit: 'ten' } });
   await call('listItems', { expect: 400, error: 'invalid_field', field: 'after', query: { after: -1 } });
   await call('listItems', { expect: 400, error: 'invalid_field', field: 'flow_step_id', query: { flow_step_id: 'f'.repeat(201) } });
+  // an argument the endpoint does not declare is refused, never ignored (a misspelt filter would list everything)
+  await call('listItems', { expect: 400, error: 'invalid_query', field: 'sate', query: { sate: 'failed' } });
+  await call('listItems', { expect: 400, error: 'invalid_query', field: 'flow_step_id', query: { flow_step_id: 'a\nb' } });
 
   // one
   const one = await call('getItem', { expect: 200, params: { item_id: ctx.items[0].id } });

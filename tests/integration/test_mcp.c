@@ -93,7 +93,11 @@ static void test_mcp_claim_header(void **state)
                {"", true, ""},
                {"1::", true, ""},
                {"1:", true, ":"},
-               {"01:", true, ""}};
+               {"01:", true, ""},
+               {"9223372036854775808:", true, ""},
+               {"18446744073709551616:", true, ""},
+               {"99999999999999999999999999:", true, ""},
+               {"+1:", true, ""}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(hdr, sizeof(hdr), "%s%s%s", bad[i].pre, bad[i].token ? claim_a.token : "",
                  bad[i].post);
