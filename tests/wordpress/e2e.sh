@@ -12,7 +12,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 source "$ROOT/scripts/lib.sh"
 VERDICTD=$(realpath "$1")
 MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd) # /usr/sbin is not on every PATH
-for f in php "$MARIADBD" mariadb-install-db mariadb curl /usr/share/wordpress/wp-load.php; do
+for f in php "$MARIADBD" mariadb-install-db mariadb curl jq /usr/share/wordpress/wp-load.php; do
   command -v "$f" >/dev/null 2>&1 || [ -e "$f" ] || { echo "skip: $f is missing (scripts/test.sh installs it)"; exit 77; }
 done
 php -r 'exit(extension_loaded("mysqli") && function_exists("curl_init") ? 0 : 1);' ||
@@ -36,9 +36,15 @@ fail() { echo "e2e: $*" >&2; for f in "$TMP"/*.log; do echo "--- $f"; tail -20 "
 vd_pg_start "$TMP/pg"
 VPORT=$(vd_free_port)
 KEY="wp-e2e-admin-$RANDOM$RANDOM"
-VERDICT_DATABASE_URL="$VD_PG_URL" VERDICT_LISTEN="127.0.0.1:$VPORT" VERDICT_THREADS=2 VERDICT_LOG_LEVEL=warn \
-  VERDICT_API_KEYS="wordpress:admin:$KEY" "$VERDICTD" serve >"$TMP/verdictd.log" 2>&1 &
-VD_PID=$!
+vd_up() {
+  VERDICT_DATABASE_URL="$VD_PG_URL" VERDICT_LISTEN="127.0.0.1:$VPORT" VERDICT_THREADS=2 VERDICT_LOG_LEVEL=warn \
+    VERDICT_API_KEYS="wordpress:admin:$KEY" "$VERDICTD" serve >>"$TMP/verdictd.log" 2>&1 &
+  VD_PID=$!
+  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$VPORT/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  fail "verdictd did not come up"
+}
+vd_down() { kill "$VD_PID" && wait "$VD_PID" 2>/dev/null; VD_PID=; }
+vd_up
 
 # MariaDB in a temp dir, on a free loopback port (as the mysql user when we are root)
 mkdir -p "$TMP/db"
@@ -57,7 +63,6 @@ for _ in $(seq 1 150); do
   sleep 0.1
 done
 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$DBPORT" -u root -e 'CREATE DATABASE wp' || fail "MariaDB did not come up"
-for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$VPORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 
 # WordPress: a copy of Debian's with our own wp-config.php; the plugin with its bundled client
 cp -a /usr/share/wordpress "$TMP/wp"
@@ -102,7 +107,29 @@ export E2E_FLOW="wp-e2e"
 step() { php "$HERE/wp.php" "$WP" "$@"; }
 step install >"$TMP/install.log" 2>&1 || fail "wp_install failed"
 step activate || fail "activation failed"
+
+# the outbox: verdict is down while 5 posts are published; nothing is lost, nothing doubled
+vd_down
+out=$(step outage-posts) || fail "publishing with verdict down failed"
+echo "verdict down, 5 posts published: $out"
+jq -e '.pending == 5 and .slowest_publish_s < 1.5' <<<"$out" >/dev/null || fail "the outbox does not hold the 5 registrations, or a publish waited too long"
+step cron >"$TMP/cron-down.log" 2>&1 || fail "wp-cron.php failed (verdict down)"
+out=$(step outbox)
+echo "after a cron run with verdict down: $out"
+jq -e '.pending == 5 and .failures == 1 and .next_attempt_at > 0 and (.last_error | test("verdict|connect|Connection|refused"; "i"))' <<<"$out" >/dev/null ||
+  fail "a failed resend is not recorded with a pause"
+vd_up
+step cron >"$TMP/cron-pause.log" 2>&1 || fail "wp-cron.php failed (paused)"
+jq -e '.pending == 5' <<<"$(step outbox)" >/dev/null || fail "the outbox was sent during its pause"
+step time-passes
+step cron >"$TMP/cron-up.log" 2>&1 || fail "wp-cron.php failed (verdict up)"
+out=$(step outbox)
+echo "verdict up again, after the pause: $out"
+jq -e '.pending == 0 and .failed == 0 and .failures == 0' <<<"$out" >/dev/null || fail "the outbox was not emptied"
+step outage-check >"$TMP/outage.txt" || fail "an outage post did not reach verdict exactly once"
+php "$HERE/check.php" "http://127.0.0.1:$VPORT" "$KEY" "$E2E_FLOW" "$TMP/outage.txt" outage || fail "verdict disagrees about the outage posts"
 step posts | tee "$TMP/posts.txt" || fail "posts failed"
+step time-passes
 t_cron=$(date +%s.%N)
 step cron >"$TMP/cron.log" 2>&1 || fail "wp-cron.php failed"
 t_cron_end=$(date +%s.%N)
@@ -119,7 +146,7 @@ grep -q '"wp_error":"verdict_transport_error"' <<<"$health" || fail "the facade 
 step admin >"$TMP/admin.html" 2>"$TMP/admin.log" || fail "the admin page did not render"
 html="$TMP/admin.html"
 for want in '<h1>verdict</h1>' 'Review queue \(manual_review\)' 'class="widefat striped verdict-counts"' \
-  'data-state="processed">1<' 'data-state="manual_review">1<' 'data-state="rejected">1<' 'Mark processed|only requeue is offered' \
+  'data-state="processed">6<' 'data-state="manual_review">1<' 'data-state="rejected">1<' 'Mark processed|only requeue is offered' \
   'name="op" value="requeue"' '</html>'; do
   grep -Eq "$want" "$html" || { grep -o "wrap verdict-pipeline.*" "$html" | head -c 2000; fail "the admin page lacks: $want"; }
 done

@@ -60,6 +60,62 @@ switch ($e2e_step) {
         }
         break;
 
+    case 'outage-posts':
+        // verdict is down: each publish waits at most a second and the registration waits in the outbox
+        require $e2e_root . '/wp-load.php';
+        $slowest = 0.0;
+        for ($n = 1; $n <= 5; $n++) {
+            $t = microtime(true);
+            $id = wp_insert_post(['post_title' => "outage $n", 'post_content' => 'x', 'post_status' => 'publish', 'post_author' => 1], true);
+            $slowest = max($slowest, microtime(true) - $t);
+            if (is_wp_error($id) || ($GLOBALS['verdict_e2e_last_result'] ?? '') !== 'verdict_queued') {
+                e2e_fail("outage post $n: " . (is_wp_error($id) ? $id->get_error_message() : 'result ' . ($GLOBALS['verdict_e2e_last_result'] ?? 'none')));
+            }
+        }
+        echo json_encode(['slowest_publish_s' => round($slowest, 3)] + Verdict_Pipeline_Outbox::summary()), "\n";
+        break;
+
+    case 'outbox':
+        require $e2e_root . '/wp-load.php';
+        echo json_encode(Verdict_Pipeline_Outbox::summary() + ['failures' => Verdict_Pipeline_Outbox::state()['failures'],
+            'attempts' => array_map('intval', array_column(Verdict_Pipeline_Outbox::rows(), 'attempts'))]), "\n";
+        break;
+
+    case 'time-passes':
+        // a minute (and the outbox's pause) has passed: the test does not wait for them
+        require $e2e_root . '/wp-load.php';
+        $state = Verdict_Pipeline_Outbox::state();
+        update_option(Verdict_Pipeline_Outbox::STATE_OPTION, ['next_attempt_at' => 0] + $state, false);
+        $flushAt = wp_next_scheduled(Verdict_Pipeline_Outbox::FLUSH_HOOK);
+        if ($state['failures'] > 0 && ($flushAt === false || $flushAt <= time())) {
+            e2e_fail('no resend was scheduled after the pause');
+        }
+        foreach ([Verdict_Pipeline_Outbox::FLUSH_HOOK, Verdict_Pipeline::CRON_HOOK] as $hook) {
+            $event = wp_get_scheduled_event($hook);
+            if ($event !== false) {
+                wp_unschedule_event($event->timestamp, $hook);
+                $event->schedule
+                    ? wp_schedule_event(time() - 1, $event->schedule, $hook)
+                    : wp_schedule_single_event(time() - 1, $hook);
+            }
+        }
+        echo $flushAt ? 'the resend was due in ' . ($flushAt - time()) . " s\n" : '';
+        break;
+
+    case 'outage-check':
+        // every outage post reached verdict exactly once, and the site kept the item id
+        require $e2e_root . '/wp-load.php';
+        $count = get_option('verdict_e2e_registered', []);
+        foreach (get_posts(['s' => 'outage', 'post_status' => 'publish', 'numberposts' => -1]) as $p) {
+            $item = (int) get_post_meta($p->ID, '_verdict_item_id', true);
+            $times = $count['post-' . $p->ID] ?? 0;
+            if ($item < 1 || $times !== 1) {
+                e2e_fail("post-{$p->ID} ({$p->post_title}): item $item, registered $times times");
+            }
+            echo "post-{$p->ID} {$p->post_title} item $item\n";
+        }
+        break;
+
     case 'cron':
         // WP-Cron as a system cron job runs it: php wp-cron.php
         chdir($e2e_root);
