@@ -27,18 +27,24 @@ switch ($e2e_step) {
         $GLOBALS['wp_filter']['pre_wp_mail'][10][] = ['function' => '__return_false', 'accepted_args' => 1]; // no sendmail here
         require $e2e_root . '/wp-load.php';
         require_once ABSPATH . 'wp-admin/includes/upgrade.php';
-        $r = wp_install('verdict e2e', 'admin', 'admin@example.invalid', false, '', 'e2e-password-' . wp_rand());
+        $r = wp_install('verdict e2e', 'admin', 'admin@example.invalid', false, '', (string) getenv('E2E_PASS'));
+        update_option('show_avatars', 0); // no Gravatar requests from the offline test
         echo "installed user {$r['user_id']}\n";
         break;
 
     case 'activate':
         require $e2e_root . '/wp-load.php';
+        // installed from the zip and activated in the browser (screens.mjs install)
         require_once ABSPATH . 'wp-admin/includes/plugin.php';
-        $r = activate_plugin('verdict-pipeline/verdict-pipeline.php', '', false, false);
-        if (is_wp_error($r)) {
-            e2e_fail('activation: ' . $r->get_error_message());
+        if (!is_plugin_active('verdict-pipeline/verdict-pipeline.php') || !is_file(WP_PLUGIN_DIR . '/verdict-pipeline/lib/client/src/Client.php')) {
+            e2e_fail('the plugin is not active, or its bundled client is missing');
+        }
+        global $wpdb;
+        if ($wpdb->get_var('SHOW TABLES LIKE \'' . Verdict_Pipeline_Outbox::table() . '\'') === null) {
+            e2e_fail('activation did not create the outbox table');
         }
         update_option('verdict_pipeline_settings', ['flow_step_id' => getenv('E2E_FLOW'), 'batch' => 3, 'max_items' => 20]);
+        echo 'outbox table ' . Verdict_Pipeline_Outbox::table() . '; ';
         if (!wp_next_scheduled('verdict_pipeline_work')) {
             e2e_fail('the cron event was not scheduled');
         }
@@ -113,6 +119,41 @@ switch ($e2e_step) {
                 e2e_fail("post-{$p->ID} ({$p->post_title}): item $item, registered $times times");
             }
             echo "post-{$p->ID} {$p->post_title} item $item\n";
+        }
+        break;
+
+    case 'late-post':
+        // verdict is down: one more post waits in the outbox, and 20 minutes pass
+        require $e2e_root . '/wp-load.php';
+        wp_insert_post(['post_title' => 'late post', 'post_content' => 'x', 'post_status' => 'publish', 'post_author' => 1], true);
+        if (($GLOBALS['verdict_e2e_last_result'] ?? '') !== 'verdict_queued') {
+            e2e_fail('the late post was not queued');
+        }
+        global $wpdb;
+        $wpdb->query('UPDATE ' . Verdict_Pipeline_Outbox::table() . ' SET created_at = created_at - 1200');
+        $health = Verdict_Pipeline::siteHealthOutbox();
+        if ($health['status'] !== 'recommended') {
+            e2e_fail('Site Health does not warn about the outbox: ' . $health['status']);
+        }
+        echo "late post queued; Site Health: {$health['status']}\n";
+        break;
+
+    case 'edit':
+        // edit a published post; its item in verdict must then be in state $argv[4]
+        [, , , $ident, $want] = $argv + [null, null, null, null, null];
+        require $e2e_root . '/wp-load.php';
+        $id = (int) substr((string) $ident, 5);
+        $r = wp_update_post(['ID' => $id, 'post_content' => 'edited at ' . microtime(true)], true);
+        if (is_wp_error($r)) {
+            e2e_fail('edit: ' . $r->get_error_message());
+        }
+        $c = Verdict_Pipeline::client()->client();
+        $known = $c->lookupItems((string) getenv('E2E_FLOW'), 'wp_post', [$ident]);
+        $state = $known[$ident]['state'] ?? 'unknown';
+        $requeues = count(array_filter($c->getItem($known[$ident]['id'])->transitions, static fn ($t) => $t['cause'] === 'requeue'));
+        echo "edited $ident: its item is $state ($requeues requeue transitions); reprocess on update " . (Verdict_Pipeline::setting('reprocess_on_update') ? 'on' : 'off') . "\n";
+        if ($state !== $want || $requeues !== ($want === 'available' ? 1 : 0)) {
+            e2e_fail("$ident is $state with $requeues requeues, wanted $want");
         }
         break;
 
