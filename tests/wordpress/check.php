@@ -57,7 +57,7 @@ if ($mode === 'outage') {
     exit($failures ? 1 : 0);
 }
 
-$want = ['good news' => 'processed', 'spam offer' => 'rejected', 'flaky source' => 'deferred', 'needs review' => 'manual_review',
+$want = ['good news' => 'processed', 'spam offer' => 'rejected', 'flaky source' => 'deferred', 'broken page' => 'failed', 'needs review' => 'manual_review',
     'come back later' => 'deferred', 'undecided' => 'available'];
 $items = [];
 foreach (file($postsFile, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) as $line) {

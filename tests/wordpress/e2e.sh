@@ -175,7 +175,7 @@ step edit "$good_post" processed || fail "an edit requeued the item with reproce
 step admin >"$TMP/admin.html" 2>"$TMP/admin.log" || fail "the admin page did not render"
 html="$TMP/admin.html"
 for want in '<h1 class="wp-heading-inline">verdict</h1>' 'class="wp-list-table' 'data-state="processed"[^>]*>processed <span class="count">\(6\)' \
-  'data-state="manual_review"[^>]*>manual_review <span class="count">\(1\)' 'data-state="failed"[^>]*>failed <span class="count">\(0\)' \
+  'data-state="manual_review"[^>]*>manual_review <span class="count">\(1\)' 'data-state="failed"[^>]*>failed <span class="count">\(1\)' \
   'class="notice inline notice-success verdict-outbox"' 'details class="verdict-log"' 'name="_wpnonce"' '</html>'; do
   grep -Eq "$want" "$html" || { grep -o "wrap verdict-pipeline.*" "$html" | head -c 3000; fail "the admin page lacks: $want"; }
 done

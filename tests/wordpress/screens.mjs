@@ -49,6 +49,7 @@ async function itemOf(identifier) {
 let n = 0;
 async function shot(page, name) {
   n++;
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(SHOTS, `${phase}-${String(n).padStart(2, '0')}-${name}.png`), fullPage: true });
 }
 const tools = (q = '') => `${WP}/wp-admin/tools.php?page=verdict-pipeline${q}`;
@@ -140,6 +141,14 @@ async function phaseMain(page) {
   check(new RegExp(`#${review.id} processed`).test(await notice(page)), `resolved #${review.id} (${await notice(page)})`);
   check((await api('GET', `/v1/items/${review.id}`)).item.state === 'processed', 'verdict has the item processed');
 
+  // resolve as rejected on the failed item
+  await go(page, tools('&item_state=failed'));
+  await page.locator('table.wp-list-table tbody tr').first().hover();
+  await Promise.all([page.waitForNavigation(), page.locator('a.verdict-resolve-rejected').first().click()]);
+  await page.locator('#verdict-reason').fill('the page is gone for good');
+  await Promise.all([page.waitForNavigation(), page.locator('#verdict-confirm').click()]);
+  check(/ rejected/.test(await notice(page)) && await viewCount(page, 'failed') === 0, `resolved the failed item as rejected (${await notice(page)})`);
+
   // release (row action) on the claimed item
   await go(page, tools('&item_state=claimed'));
   check(await page.locator('a.verdict-requeue').count() === 0, 'a claimed item offers no requeue');
@@ -185,7 +194,7 @@ async function phaseMain(page) {
   const section = page.locator('#health-check-accordion-block-verdict-pipeline');
   await page.locator('button[aria-controls="health-check-accordion-block-verdict-pipeline"]').click();
   const info = await section.innerText();
-  check(/Base URL/.test(info) && /Key role\s+admin/.test(info) && /Flow step/.test(info) && /Outbox\s+0 waiting/.test(info) && /Last cron run/.test(info),
+  check(/Base URL/.test(info) && /Key role\s+admin/.test(info) && /Flow step/.test(info) && /Outbox\s+empty/.test(info) && /Last cron run/.test(info),
     'Site Health -> Info has the verdict section');
   await shot(page, 'site-health-info');
 }

@@ -4,7 +4,7 @@
  * own plugin would use verdict-pipeline: it registers every published post as an item (from
  * the transition_post_status callback) and decides items in the verdict_process_item filter
  * by the post's title: "good" completes, "spam" rejects the source, "flaky" reports a tool
- * failure and defers, "review" asks for manual review, "later" defers for an hour, anything
+ * failure and defers, "broken" fails for good, "review" asks for manual review, "later" defers for an hour, anything
  * else returns no decision (the claim is released).
  */
 
@@ -50,6 +50,9 @@ add_filter('verdict_process_item', static function ($decision, array $item, \Ver
         $envelope = $ctx->toolFailure('fetch_page', ['url' => 'https://upstream.invalid/' . $item['id']], 'HTTP 503 from upstream', 'transient');
         update_option('verdict_e2e_envelope', $envelope->toArray(), false);
         return ['disposition' => 'defer_item', 'reason_code' => 'tool_error', 'reason' => 'fetch_page failed', 'retry_after_seconds' => 3600];
+    }
+    if (str_contains($title, 'broken')) {
+        return \Verdict\Decision::fail('the page cannot be parsed', false);
     }
     if (str_contains($title, 'review')) {
         return \Verdict\Decision::defer('low_confidence', 'a person should look', true);

@@ -53,7 +53,7 @@ switch ($e2e_step) {
 
     case 'posts':
         require $e2e_root . '/wp-load.php';
-        foreach (['good news', 'spam offer', 'flaky source', 'needs review', 'come back later', 'undecided'] as $title) {
+        foreach (['good news', 'spam offer', 'flaky source', 'broken page', 'needs review', 'come back later', 'undecided'] as $title) {
             $id = wp_insert_post(['post_title' => $title, 'post_content' => 'x', 'post_status' => 'publish', 'post_author' => 1], true);
             if (is_wp_error($id)) {
                 e2e_fail('post: ' . $id->get_error_message());

@@ -30,6 +30,15 @@ final class Verdict_Pipeline_Admin
         add_filter('post_row_actions', [self::class, 'postRowActions'], 10, 2);
         add_filter('page_row_actions', [self::class, 'postRowActions'], 10, 2);
         add_action('admin_notices', [self::class, 'postNotice']);
+        add_action('admin_head-tools_page_' . self::PAGE, [self::class, 'styles']);
+    }
+
+    /** A few widths for the item list (no stylesheet file to load). */
+    public static function styles(): void
+    {
+        echo '<style>.verdict-pipeline .column-log{width:34%}.verdict-pipeline .column-state{width:9em}.verdict-pipeline .column-budgets{width:8em}'
+            . '.verdict-pipeline .column-updated{width:10em}.verdict-log ol{margin:.5em 0 0 1.5em}.verdict-log li{margin:0 0 .25em}'
+            . '.verdict-log time{color:#646970;font-variant-numeric:tabular-nums}.verdict-confirm{max-width:40em}</style>';
     }
 
     /** A link into verdict's operator console (VERDICT_CONSOLE_URL when it is not at the base URL). */

@@ -196,7 +196,7 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
             'state' => sprintf('<span class="verdict-state verdict-state-%1$s">%1$s</span>', esc_html($item->state)),
             'budgets' => esc_html(sprintf('%d / %d / %d', $item->attempts, $item->failures, $item->defers)),
             'reason' => esc_html(trim(($item->lastReasonCode ?? '') . ' ' . ($item->lastReason ?? ''))),
-            'updated' => esc_html((string) ($item->raw['updated_at'] ?? '')),
+            'updated' => esc_html(self::when((string) ($item->raw['updated_at'] ?? ''))),
             'log' => $this->log($item),
             default => '',
         };
@@ -211,13 +211,20 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
         }
         $rows = '';
         foreach ($d->transitions as $t) {
-            $rows .= sprintf('<li><code>%s</code> %s: %s &rarr; %s%s%s</li>', esc_html((string) ($t['at'] ?? '')), esc_html((string) ($t['cause'] ?? '')),
+            $rows .= sprintf('<li><time>%s</time> <strong>%s</strong>: %s &rarr; %s%s%s</li>', esc_html(self::when((string) ($t['at'] ?? ''))), esc_html((string) ($t['cause'] ?? '')),
                 esc_html((string) ($t['from_state'] ?? '-')), esc_html((string) ($t['to_state'] ?? '')),
                 isset($t['reason_code']) ? ' (' . esc_html((string) $t['reason_code']) . ')' : '',
                 isset($t['actor']) ? ' <span class="description">' . esc_html((string) $t['actor']) . '</span>' : '');
         }
         return sprintf('<details class="verdict-log"><summary>%s</summary><ol>%s</ol></details>',
             esc_html(sprintf(_n('%d transition', '%d transitions', count($d->transitions), 'verdict-pipeline'), count($d->transitions))), $rows);
+    }
+
+    /** verdict's RFC 3339 time in the site's time zone, to the second. */
+    private static function when(string $iso): string
+    {
+        $t = strtotime($iso);
+        return $t === false ? $iso : wp_date('Y-m-d H:i:s', $t);
     }
 
     /** verdict pages by a cursor: first page, and the next one while there is one. */

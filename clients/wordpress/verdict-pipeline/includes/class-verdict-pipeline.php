@@ -249,8 +249,10 @@ final class Verdict_Pipeline
                 'role' => ['label' => __('Key role', 'verdict-pipeline'), 'value' => $role],
                 'flow_step' => ['label' => __('Flow step', 'verdict-pipeline'), 'value' => (string) self::setting('flow_step_id')],
                 'reprocess_on_update' => ['label' => __('Reprocess on update', 'verdict-pipeline'), 'value' => self::setting('reprocess_on_update') ? 'on' : 'off'],
-                'outbox' => ['label' => __('Outbox', 'verdict-pipeline'), 'value' => sprintf(__('%1$d waiting (oldest %2$s), %3$d failed; last error: %4$s', 'verdict-pipeline'),
-                    $o['pending'], $fmt($o['oldest_at']), $o['failed'], $o['last_error'] ?? '-')],
+                'outbox' => ['label' => __('Outbox', 'verdict-pipeline'), 'value' => ($o['pending'] > 0
+                    ? sprintf(__('%1$d waiting (the oldest since %2$s); last error: %3$s', 'verdict-pipeline'), $o['pending'], $fmt($o['oldest_at']), $o['last_error'] ?? '-')
+                    : __('empty', 'verdict-pipeline')) . ($o['failed'] > 0 ? '; ' . sprintf(__('%d refused by verdict', 'verdict-pipeline'), $o['failed']) : '')],
+                'outbox_last_error' => ['label' => __('Outbox: last failed send', 'verdict-pipeline'), 'value' => $o['last_error_at'] ? $fmt($o['last_error_at']) . ': ' . ($o['last_error'] ?? '') : __('never', 'verdict-pipeline')],
                 'last_cron_run' => ['label' => __('Last cron run', 'verdict-pipeline'), 'value' => is_array($last) ? $fmt((int) $last['at']) . (isset($last['error']) ? ': ' . $last['error'] : '') : __('never', 'verdict-pipeline')],
                 'scheduler' => ['label' => __('Outbox resends by', 'verdict-pipeline'), 'value' => function_exists('as_enqueue_async_action') ? 'Action Scheduler' : 'WP-Cron'],
             ],
