@@ -49,4 +49,8 @@ curl -fsS "$VERDICT_PHP_BASE_URL/readyz" >/dev/null || { cat "$TMP/verdictd.log"
 status=0
 phpunit --configuration "$HERE/../phpunit.xml" "${@:2}" || status=$?
 [ $status -eq 0 ] || tail -30 "$TMP/verdictd.log"
+# the Composer repository entries the README documents (skipped without composer)
+crc=0
+"$HERE/composer.sh" || crc=$?
+[ $crc -eq 0 ] || [ $crc -eq 77 ] || status=1
 exit $status

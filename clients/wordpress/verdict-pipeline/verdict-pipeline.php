@@ -4,7 +4,7 @@
  * Description:       Process items claimed from verdict in WP-Cron through the verdict_process_item filter; a Site Health check, and a Tools -> verdict page with the flow step's counts and its review queue.
  * Version:           0.1.0
  * Requires at least: 6.1
- * Requires PHP:      8.2
+ * Requires PHP:      8.1
  * License:           MIT
  * Text Domain:       verdict-pipeline
  */
