@@ -67,18 +67,20 @@ switch ($e2e_step) {
         break;
 
     case 'outage-posts':
-        // verdict is down: each publish waits at most a second and the registration waits in the outbox
+        // verdict hangs: each publish waits at most a second and the registration waits in the outbox
         require $e2e_root . '/wp-load.php';
-        $slowest = 0.0;
+        $times = [];
         for ($n = 1; $n <= 5; $n++) {
             $t = microtime(true);
             $id = wp_insert_post(['post_title' => "outage $n", 'post_content' => 'x', 'post_status' => 'publish', 'post_author' => 1], true);
-            $slowest = max($slowest, microtime(true) - $t);
+            $times[] = microtime(true) - $t;
             if (is_wp_error($id) || ($GLOBALS['verdict_e2e_last_result'] ?? '') !== 'verdict_queued') {
                 e2e_fail("outage post $n: " . (is_wp_error($id) ? $id->get_error_message() : 'result ' . ($GLOBALS['verdict_e2e_last_result'] ?? 'none')));
             }
         }
-        echo json_encode(['slowest_publish_s' => round($slowest, 3)] + Verdict_Pipeline_Outbox::summary()), "\n";
+        // the first publish waits the 1 s timeout; the others queue behind it without waiting
+        echo json_encode(['first_publish_s' => round($times[0], 3), 'slowest_publish_s' => round(max($times), 3),
+            'publish_s' => array_map(static fn ($t) => round($t, 3), $times)] + Verdict_Pipeline_Outbox::summary()), "\n";
         break;
 
     case 'outbox':

@@ -145,9 +145,9 @@ final class Verdict_Pipeline_Outbox
         }
         $registered = $c->registerItems($body['items'], $key);
         /**
-         * The items reached verdict: in the editor's request (outbox id 0 is never used: the row
-         * id is passed) or later from the outbox. $registered lists RegisteredItem in the order
-         * of $items; store the ids here when you keep them (e.g. in post meta).
+         * The items reached verdict: in the editor's request or later from the outbox
+         * ($outboxId is the row either way). $registered lists RegisteredItem in the order of
+         * $items; store the ids here when you keep them (e.g. in post meta).
          */
         do_action('verdict_pipeline_registered', $body['items'], $registered, $outboxId);
         return $registered;

@@ -89,6 +89,7 @@ final class Verdict_Pipeline
     public static function deactivate(): void
     {
         wp_clear_scheduled_hook(self::CRON_HOOK);
+        wp_clear_scheduled_hook(Verdict_Pipeline_Outbox::FLUSH_HOOK); // the outbox's rows stay: reactivation sends them
     }
 
     /** @param array<string, array<string, mixed>> $schedules */
