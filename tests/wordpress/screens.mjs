@@ -118,6 +118,27 @@ async function phaseMain(page) {
     await shot(page, `view-${state}`);
   }
 
+  // paging: Screen Options -> 5 items per page, then First / Next page through all of them
+  await go(page, tools());
+  await page.locator('#show-settings-link').click();
+  await page.locator('#verdict_pipeline_per_page, input[name="wp_screen_options[value]"]').first().fill('5');
+  await Promise.all([page.waitForNavigation(), page.locator('#screen-options-apply').click()]);
+  const total = Number((await text(page, 'ul.subsubsub li.all .count')).replace(/[()]/g, ''));
+  const seen = [];
+  for (let p = 1; ; p++) {
+    const ids = await page.locator('table.wp-list-table tbody tr th.check-column input').evaluateAll((els) => els.map((e) => Number(e.value)));
+    check(ids.length === Math.min(5, total - seen.length), `page ${p} shows ${ids.length} items`);
+    seen.push(...ids);
+    if (p === 2) await shot(page, 'paging');
+    if (await page.locator('.tablenav.top a.next-page').count() === 0) break;
+    await Promise.all([page.waitForNavigation(), page.locator('.tablenav.top a.next-page').click()]);
+  }
+  check(seen.length === total && new Set(seen).size === total && seen.every((id, i) => i === 0 || id < seen[i - 1]),
+    `the pages hold all ${total} items once each, newest first`);
+  await page.locator('#show-settings-link').click();
+  await page.locator('input[name="wp_screen_options[value]"]').fill('20');
+  await Promise.all([page.waitForNavigation(), page.locator('#screen-options-apply').click()]);
+
   // search by identifier, and the log column
   const review = await itemOf(process.env.E2E_REVIEW_POST);
   await go(page, tools(`&s=${encodeURIComponent(process.env.E2E_REVIEW_POST)}`));

@@ -31,6 +31,7 @@ final class Verdict_Pipeline_Admin
         add_filter('page_row_actions', [self::class, 'postRowActions'], 10, 2);
         add_action('admin_notices', [self::class, 'postNotice']);
         add_action('admin_head-tools_page_' . self::PAGE, [self::class, 'styles']);
+        add_filter('set_screen_option_verdict_pipeline_per_page', static fn ($keep, string $option, $value) => max(1, min(100, (int) $value)), 10, 3);
     }
 
     /** A few widths for the item list (no stylesheet file to load). */
@@ -50,7 +51,13 @@ final class Verdict_Pipeline_Admin
 
     public static function menus(): void
     {
-        add_management_page(__('verdict', 'verdict-pipeline'), __('verdict', 'verdict-pipeline'), 'manage_options', self::PAGE, [self::class, 'renderTools']);
+        $hook = add_management_page(__('verdict', 'verdict-pipeline'), __('verdict', 'verdict-pipeline'), 'manage_options', self::PAGE, [self::class, 'renderTools']);
+        if ($hook) {
+            // Screen Options -> "Items per page", as on WordPress's own lists
+            add_action('load-' . $hook, static function (): void {
+                add_screen_option('per_page', ['label' => __('Items per page', 'verdict-pipeline'), 'default' => 20, 'option' => 'verdict_pipeline_per_page']);
+            });
+        }
         add_options_page(__('verdict pipeline', 'verdict-pipeline'), __('verdict pipeline', 'verdict-pipeline'), 'manage_options', self::SETTINGS_PAGE, [self::class, 'renderSettings']);
     }
 

@@ -21,6 +21,8 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
     /** verdict's item states, in the order of the views. */
     public const STATES = ['available', 'claimed', 'processed', 'rejected', 'deferred', 'manual_review', 'failed'];
     public const PER_PAGE = 20;
+    /** The user option behind Screen Options -> "Items per page". */
+    public const PER_PAGE_OPTION = 'verdict_pipeline_per_page';
 
     /** @var array<string, int> */
     private array $counts;
@@ -105,7 +107,8 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
             return;
         }
         $after = max(0, (int) ($_GET['after'] ?? 0));
-        $page = $this->verdict->listItems($this->flow, $state === 'all' ? null : $state, self::PER_PAGE, $after, 'desc');
+        $perPage = max(1, min(100, $this->get_items_per_page(self::PER_PAGE_OPTION, self::PER_PAGE)));
+        $page = $this->verdict->listItems($this->flow, $state === 'all' ? null : $state, $perPage, $after, 'desc');
         if (is_wp_error($page)) {
             $this->error = $page->get_error_message();
             $this->items = [];
@@ -114,7 +117,7 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
         $this->items = $page->entries;
         $this->nextAfter = $page->nextAfter;
         $total = $state === 'all' ? array_sum($this->counts) : (int) ($this->counts[$state] ?? 0);
-        $this->set_pagination_args(['total_items' => $total, 'per_page' => self::PER_PAGE]);
+        $this->set_pagination_args(['total_items' => $total, 'per_page' => $perPage]);
     }
 
     /** The search: an identifier of the configured source type, or "type:identifier". @return list<Item> */
