@@ -1,7 +1,7 @@
 <?php
 /**
  * Plugin Name:       verdict pipeline
- * Description:       Process items claimed from verdict in WP-Cron through the verdict_process_item filter; a Site Health check, and a Tools -> verdict page with the flow step's counts and its review queue.
+ * Description:       Register items in verdict without losing one (a local outbox resent by WP-Cron or Action Scheduler), process claimed items in WP-Cron through the verdict_process_item filter, reprocess edited posts; Tools -> verdict lists every item with its history and actions; Site Health checks and info.
  * Version:           0.1.0
  * Requires at least: 6.1
  * Requires PHP:      8.1
