@@ -53,7 +53,7 @@ fi
 
 vd_apt_install "${VD_BUILD_PACKAGES[@]}" prometheus gnutls-bin chromium pgbouncer
 # the PHP client's PHPUnit suite and the WordPress end-to-end test (ctest label slow)
-vd_apt_install php-cli php-curl php-mysql php-xml php-mbstring phpunit wordpress mariadb-server
+vd_apt_install php-cli php-curl php-mysql php-xml php-mbstring phpunit wordpress mariadb-server composer zip
 command -v npm >/dev/null 2>&1 || vd_apt_install nodejs npm
 vd_apt_install clang-format git
 

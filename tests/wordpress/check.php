@@ -9,6 +9,7 @@
 declare(strict_types=1);
 
 [, $base, $key, $flow, $postsFile] = $argv;
+$mode = $argv[5] ?? 'posts';
 
 function api(string $method, string $path, ?array $body = null): array
 {
@@ -36,7 +37,27 @@ function expect(bool $ok, string $what): void
     $failures += $ok ? 0 : 1;
 }
 
-$want = ['good news' => 'processed', 'spam offer' => 'rejected', 'flaky source' => 'deferred', 'needs review' => 'manual_review',
+if ($mode === 'outage') {
+    // the 5 posts published while verdict was down: each is one item, registered once, processed once
+    $lines = file($postsFile, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES);
+    expect(count($lines) === 5, 'the site knows 5 outage posts (' . count($lines) . ')');
+    $idents = [];
+    foreach ($lines as $line) {
+        preg_match('/^(post-\d+) (.+) item (\d+)$/', $line, $m);
+        $idents[$m[1]] = (int) $m[3];
+    }
+    $known = api('POST', '/v1/items/lookup', ['flow_step_id' => $flow, 'source_type' => 'wp_post', 'item_identifiers' => array_keys($idents)])['items'];
+    expect(count($known) === 5, 'verdict knows the 5 outage posts');
+    foreach ($known as $k) {
+        $d = api('GET', '/v1/items/' . $k['id']);
+        $causes = array_count_values(array_column($d['transitions'], 'cause'));
+        expect($idents[$k['item_identifier']] === (int) $k['id'] && ($causes['register'] ?? 0) === 1 && $d['item']['state'] === 'processed'
+            && $d['item']['attempts'] === 1, "{$k['item_identifier']}: one item, registered once, processed in one attempt (" . json_encode($causes) . ')');
+    }
+    exit($failures ? 1 : 0);
+}
+
+$want = ['good news' => 'processed', 'spam offer' => 'rejected', 'flaky source' => 'deferred', 'broken page' => 'failed', 'needs review' => 'manual_review',
     'come back later' => 'deferred', 'undecided' => 'available'];
 $items = [];
 foreach (file($postsFile, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) as $line) {

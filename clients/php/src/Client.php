@@ -125,10 +125,16 @@ final class Client
         return $this->registerItems([$item])[0];
     }
 
-    /** @return Page<Item> */
-    public function listItems(?string $flowStepId = null, ?string $state = null, int $limit = 100, int $after = 0): Page
+    /**
+     * GET /v1/items, a page at a time: pass the Page's nextAfter as $after for the next one.
+     * $order `asc` (oldest first, the default) or `desc` (newest first).
+     *
+     * @return Page<Item>
+     */
+    public function listItems(?string $flowStepId = null, ?string $state = null, int $limit = 100, int $after = 0, ?string $order = null): Page
     {
-        $out = $this->call('GET', '/v1/items', query: ['flow_step_id' => $flowStepId, 'state' => $state, 'limit' => $limit, 'after' => $after ?: null]);
+        $out = $this->call('GET', '/v1/items', query: ['flow_step_id' => $flowStepId, 'state' => $state, 'limit' => $limit, 'after' => $after ?: null,
+            'order' => $order]);
         return new Page(array_map(static fn (array $i): Item => Item::fromArray($i), $out['items']),
             isset($out['next_after']) ? (int) $out['next_after'] : null);
     }
@@ -340,6 +346,21 @@ final class Client
     {
         $body = ['reset_budgets' => $resetBudgets] + ($reason !== null ? ['reason' => $reason] : []);
         return Item::fromArray($this->call('POST', "/v1/items/$itemId/requeue", $body)['item']);
+    }
+
+    /**
+     * Reprocess an item you know by its identifier: POST /v1/items/lookup, then POST
+     * /v1/items/{id}/requeue (admin). Answers the requeued item, or null when verdict knows no
+     * such item. A claimed item is a ConflictException (invalid_transition): try again after
+     * its disposition.
+     */
+    public function requeueByIdentifier(string $flowStepId, string $sourceType, string $itemIdentifier, ?string $reason = null, bool $resetBudgets = false): ?Item
+    {
+        $known = $this->lookupItems($flowStepId, $sourceType, [$itemIdentifier]);
+        if (!isset($known[$itemIdentifier])) {
+            return null;
+        }
+        return $this->requeue($known[$itemIdentifier]['id'], $reason, $resetBudgets);
     }
 
     /** POST /v1/items/requeue: returns how many items were requeued. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clients/php/tests/run.sh VERDICTD - the PHP client's PHPUnit suite against a real verdictd
+# clients/php/tests/run.sh VERDICTD [PHPUNIT ARGS] - the PHP client's PHPUnit suite against a real verdictd
 # and its own throwaway PostgreSQL (started here with scripts/lib.sh's vd_pg_start, so the
 # outage test may stop and start it without touching anyone else's database). ctest runs it
 # (tests/CMakeLists.txt, label slow); scripts/test.sh installs php-cli, php-curl and phpunit.
@@ -47,6 +47,10 @@ done
 curl -fsS "$VERDICT_PHP_BASE_URL/readyz" >/dev/null || { cat "$TMP/verdictd.log"; exit 1; }
 
 status=0
-phpunit --configuration "$HERE/../phpunit.xml" || status=$?
+phpunit --configuration "$HERE/../phpunit.xml" "${@:2}" || status=$?
 [ $status -eq 0 ] || tail -30 "$TMP/verdictd.log"
+# the Composer repository entries the README documents (skipped without composer)
+crc=0
+"$HERE/composer.sh" || crc=$?
+[ $crc -eq 0 ] || [ $crc -eq 77 ] || status=1
 exit $status

@@ -1,10 +1,10 @@
 <?php
 /**
  * Plugin Name:       verdict pipeline
- * Description:       Process items claimed from verdict in WP-Cron through the verdict_process_item filter; a Site Health check, and a Tools -> verdict page with the flow step's counts and its review queue.
+ * Description:       Register items in verdict without losing one (a local outbox resent by WP-Cron or Action Scheduler), process claimed items in WP-Cron through the verdict_process_item filter, reprocess edited posts; Tools -> verdict lists every item with its history and actions; Site Health checks and info.
  * Version:           0.1.0
  * Requires at least: 6.1
- * Requires PHP:      8.2
+ * Requires PHP:      8.1
  * License:           MIT
  * Text Domain:       verdict-pipeline
  */
@@ -50,27 +50,48 @@ if (!class_exists(\Verdict\Client::class)) {
 }
 
 require_once __DIR__ . '/includes/class-verdict-pipeline.php';
+require_once __DIR__ . '/includes/class-verdict-pipeline-outbox.php';
 require_once __DIR__ . '/includes/class-verdict-pipeline-admin.php';
 
 register_activation_hook(__FILE__, [Verdict_Pipeline::class, 'activate']);
 register_deactivation_hook(__FILE__, [Verdict_Pipeline::class, 'deactivate']);
 Verdict_Pipeline::boot();
+Verdict_Pipeline_Outbox::boot();
 Verdict_Pipeline_Admin::boot();
 
 /**
  * Register items in verdict from any plugin: each item is {source_type, item_identifier,
  * payload?, priority?, ...}; flow_step_id defaults to the configured flow step.
  *
+ * The registration is written to the site's outbox first and then sent, waiting at most one
+ * second for verdict. Answers the list of \Verdict\Model\RegisteredItem when verdict took it
+ * now; a WP_Error `verdict_queued` when it waits in the outbox (WP-Cron sends it later, in
+ * order; nothing is lost); another WP_Error when verdict refused the items themselves (e.g.
+ * `verdict_invalid_field`: nothing is kept). Either way the items reached verdict when the
+ * action `verdict_pipeline_registered` ($items, $registered, $outbox_id) fires: keep item ids
+ * there.
+ *
  * @param list<array<string, mixed>> $items
  * @return list<\Verdict\Model\RegisteredItem>|WP_Error
  */
 function verdict_pipeline_register_items(array $items)
 {
-    $client = Verdict_Pipeline::client();
-    if (is_wp_error($client)) {
-        return $client;
-    }
-    $flow = Verdict_Pipeline::setting('flow_step_id');
-    $items = array_map(static fn (array $i): array => $i + ['flow_step_id' => $flow], $items);
-    return $client->registerItems($items);
+    $flow = (string) Verdict_Pipeline::setting('flow_step_id');
+    $items = array_map(static fn (array $i): array => $i + ['flow_step_id' => $flow], array_values($items));
+    return Verdict_Pipeline_Outbox::submit('register', ['items' => $items]);
+}
+
+/**
+ * Process an item again (an edited post, say): verdict requeues it (it becomes available and
+ * is claimed again, with its history kept). Needs an admin key. The request goes through the
+ * outbox like a registration: a WP_Error `verdict_queued` means it will be sent later; a claimed
+ * item is requeued after its claim ends. The payload verdict holds is not changed: the
+ * verdict_process_item filter should read the current post.
+ *
+ * @return \Verdict\Model\Item|WP_Error
+ */
+function verdict_pipeline_reprocess(string $identifier, ?string $source_type = null, string $reason = 'reprocess requested by WordPress')
+{
+    return Verdict_Pipeline_Outbox::submit('reprocess', ['flow_step_id' => (string) Verdict_Pipeline::setting('flow_step_id'),
+        'source_type' => $source_type ?? (string) Verdict_Pipeline::setting('source_type'), 'item_identifier' => $identifier, 'reason' => $reason]);
 }

@@ -1,9 +1,10 @@
 <?php
 /**
  * The plugin's admin screens: Settings -> verdict pipeline (base URL, key, flow step, worker
- * sizes) and Tools -> verdict (the flow step's counts, the last cron run, and the review
- * queue: manual_review items with requeue, and resolve where the server serves it and the
- * key is an admin key).
+ * sizes, source type, reprocess on update) and Tools -> verdict (the outbox, the flow step's
+ * summary and last cron run, and the item list: Verdict_Pipeline_List_Table). Every action
+ * (requeue, resolve, release, one item or in bulk; send the outbox now; reprocess a post) goes
+ * through a confirmation screen or a nonce-checked link, and checks manage_options.
  */
 
 declare(strict_types=1);
@@ -14,18 +15,49 @@ final class Verdict_Pipeline_Admin
 {
     public const PAGE = 'verdict-pipeline';
     public const SETTINGS_PAGE = 'verdict-pipeline-settings';
+    public const CONFIRM_NONCE = 'verdict_pipeline_confirm';
     private const CAPS_TRANSIENT = 'verdict_pipeline_caps';
+    /** What each action does, for the confirmation screen and the notices. */
+    private const OPS = ['requeue', 'release', 'resolve_processed', 'resolve_rejected'];
 
     public static function boot(): void
     {
         add_action('admin_menu', [self::class, 'menus']);
         add_action('admin_init', [self::class, 'registerSettings']);
         add_action('admin_post_verdict_pipeline_action', [self::class, 'handleAction']);
+        add_action('admin_post_verdict_pipeline_flush', [self::class, 'handleFlush']);
+        add_action('admin_post_verdict_pipeline_reprocess_post', [self::class, 'handleReprocessPost']);
+        add_filter('post_row_actions', [self::class, 'postRowActions'], 10, 2);
+        add_filter('page_row_actions', [self::class, 'postRowActions'], 10, 2);
+        add_action('admin_notices', [self::class, 'postNotice']);
+        add_action('admin_head-tools_page_' . self::PAGE, [self::class, 'styles']);
+        add_filter('set_screen_option_verdict_pipeline_per_page', static fn ($keep, string $option, $value) => max(1, min(100, (int) $value)), 10, 3);
+    }
+
+    /** A few widths for the item list (no stylesheet file to load). */
+    public static function styles(): void
+    {
+        echo '<style>.verdict-pipeline .column-item{width:30%}.verdict-pipeline .column-log{width:28%}.verdict-pipeline .column-state{width:9em}.verdict-pipeline .column-budgets{width:8em}'
+            . '.verdict-pipeline .column-updated{width:10em}.verdict-log ol{margin:.5em 0 0 1.5em}.verdict-log li{margin:0 0 .25em}'
+            . '.verdict-log time{color:#646970;font-variant-numeric:tabular-nums}.verdict-confirm{max-width:40em}</style>';
+    }
+
+    /** A link into verdict's operator console (VERDICT_CONSOLE_URL when it is not at the base URL). */
+    public static function consoleUrl(string $fragment = ''): string
+    {
+        $base = defined('VERDICT_CONSOLE_URL') ? (string) constant('VERDICT_CONSOLE_URL') : rtrim((string) Verdict_Pipeline::setting('base_url'), '/') . '/ui/';
+        return $base . $fragment;
     }
 
     public static function menus(): void
     {
-        add_management_page(__('verdict', 'verdict-pipeline'), __('verdict', 'verdict-pipeline'), 'manage_options', self::PAGE, [self::class, 'renderTools']);
+        $hook = add_management_page(__('verdict', 'verdict-pipeline'), __('verdict', 'verdict-pipeline'), 'manage_options', self::PAGE, [self::class, 'renderTools']);
+        if ($hook) {
+            // Screen Options -> "Items per page", as on WordPress's own lists
+            add_action('load-' . $hook, static function (): void {
+                add_screen_option('per_page', ['label' => __('Items per page', 'verdict-pipeline'), 'default' => 20, 'option' => 'verdict_pipeline_per_page']);
+            });
+        }
         add_options_page(__('verdict pipeline', 'verdict-pipeline'), __('verdict pipeline', 'verdict-pipeline'), 'manage_options', self::SETTINGS_PAGE, [self::class, 'renderSettings']);
     }
 
@@ -48,6 +80,8 @@ final class Verdict_Pipeline_Admin
             'worker_id' => sanitize_text_field((string) ($in['worker_id'] ?? $old['worker_id'])),
             'batch' => max(1, min(100, (int) ($in['batch'] ?? $old['batch']))),
             'max_items' => max(1, min(1000, (int) ($in['max_items'] ?? $old['max_items']))),
+            'source_type' => sanitize_key((string) ($in['source_type'] ?? $old['source_type'])) ?: 'wp_post',
+            'reprocess_on_update' => !empty($in['reprocess_on_update']),
         ];
     }
 
@@ -74,6 +108,11 @@ final class Verdict_Pipeline_Admin
         self::field($name, 'worker_id', __('Worker id', 'verdict-pipeline'), (string) $s['worker_id']);
         self::field($name, 'batch', __('Items per claim', 'verdict-pipeline'), (string) $s['batch'], 'number');
         self::field($name, 'max_items', __('Items per cron run', 'verdict-pipeline'), (string) $s['max_items'], 'number');
+        self::field($name, 'source_type', __('Source type of posts', 'verdict-pipeline'), (string) $s['source_type']);
+        echo '<tr><th scope="row">' . esc_html__('Reprocess on update', 'verdict-pipeline') . '</th><td><label><input type="checkbox" id="verdict-reprocess-on-update" name="'
+            . esc_attr($name) . '[reprocess_on_update]" value="1"' . checked((bool) $s['reprocess_on_update'], true, false) . '> '
+            . esc_html__('Requeue a published post\'s item in verdict when its title, content or excerpt changes', 'verdict-pipeline') . '</label>'
+            . '<p class="description">' . esc_html__('Off by default: an edited post that verdict has processed is left as it is (registration is idempotent). The item is found as source type + "post-<ID>"; needs an admin key.', 'verdict-pipeline') . '</p></td></tr>';
         echo '</table>';
         submit_button();
         echo '</form></div>';
@@ -127,46 +166,147 @@ final class Verdict_Pipeline_Admin
     public static function renderTools(): void
     {
         if (!current_user_can('manage_options')) {
-            return;
+            wp_die(esc_html__('Not allowed.', 'verdict-pipeline'), 403);
         }
         $flow = (string) Verdict_Pipeline::setting('flow_step_id');
-        echo '<div class="wrap verdict-pipeline"><h1>' . esc_html__('verdict', 'verdict-pipeline') . '</h1>';
+        echo '<div class="wrap verdict-pipeline"><h1 class="wp-heading-inline">' . esc_html__('verdict', 'verdict-pipeline') . '</h1>';
+        printf(' <a class="page-title-action" href="%s" target="_blank" rel="noopener">%s</a><hr class="wp-header-end">', esc_url(self::consoleUrl()), esc_html__('Open verdict\'s console', 'verdict-pipeline'));
         echo '<p>' . esc_html(sprintf(__('Flow step %1$s at %2$s.', 'verdict-pipeline'), $flow, (string) Verdict_Pipeline::setting('base_url'))) . '</p>';
         if (isset($_GET['verdict_notice'])) {
-            echo '<div class="notice notice-info"><p>' . esc_html(sanitize_text_field(wp_unslash((string) $_GET['verdict_notice']))) . '</p></div>';
+            echo '<div class="notice notice-info is-dismissible verdict-notice"><p>' . esc_html(sanitize_text_field(wp_unslash((string) $_GET['verdict_notice']))) . '</p></div>';
         }
+        self::renderOutbox();
         $client = Verdict_Pipeline::client();
         $stats = is_wp_error($client) ? $client : $client->stats($flow);
         if (is_wp_error($stats)) {
             echo '<div class="notice notice-error"><p>' . esc_html($stats->get_error_message()) . '</p></div></div>';
             return;
         }
-        self::renderCounts($stats->flowStep($flow));
+        $caps = self::capabilities($client);
+        $action = self::requestedAction();
+        if ($action !== null) {
+            self::renderConfirm($action[0], $action[1], $caps);
+            echo '</div>';
+            return;
+        }
+        $fs = $stats->flowStep($flow);
+        self::renderSummary($fs);
         self::renderLastRun();
-        self::renderQueue($client, $flow);
+        if ($caps['role'] !== 'admin') {
+            echo '<p class="verdict-role">' . esc_html(sprintf(__('The key\'s role is %s: requeue, resolve and release need an admin key.', 'verdict-pipeline'), $caps['role'])) . '</p>';
+        } elseif (!$caps['resolve']) {
+            echo '<p class="verdict-no-resolve">' . esc_html__('This verdict does not serve POST /v1/items/{item_id}/resolve, so resolve is not offered.', 'verdict-pipeline') . '</p>';
+        }
+        require_once __DIR__ . '/class-verdict-pipeline-list-table.php';
+        $counts = array_fill_keys(Verdict_Pipeline_List_Table::STATES, 0);
+        foreach ($fs?->items ?? [] as $state => $n) {
+            $counts[$state] = (int) $n;
+        }
+        $table = new Verdict_Pipeline_List_Table($client, $flow, $counts, $caps);
+        $table->prepare_items();
+        $table->views();
+        echo '<form method="get" class="verdict-items">';
+        echo '<input type="hidden" name="page" value="' . esc_attr(self::PAGE) . '">';
+        if ($table->currentState() !== 'all') {
+            echo '<input type="hidden" name="item_state" value="' . esc_attr($table->currentState()) . '">';
+        }
+        $table->search_box(__('Search identifier', 'verdict-pipeline'), 'verdict-item');
+        $table->display();
+        echo '</form></div>';
+    }
+
+    /**
+     * The action asked for by a row action link or the bulk action form, its nonce checked.
+     *
+     * @return array{0: string, 1: list<int>}|null
+     */
+    private static function requestedAction(): ?array
+    {
+        $op = sanitize_key((string) ($_GET['action'] ?? ''));
+        if ($op === '' || $op === '-1') {
+            $op = sanitize_key((string) ($_GET['action2'] ?? ''));
+        }
+        if (!in_array($op, self::OPS, true)) {
+            return null;
+        }
+        $nonce = (string) ($_GET['_wpnonce'] ?? '');
+        if (!wp_verify_nonce($nonce, self::CONFIRM_NONCE) && !wp_verify_nonce($nonce, 'bulk-items')) {
+            wp_die(esc_html__('The link has expired: go back and try again.', 'verdict-pipeline'), 403);
+        }
+        $ids = array_values(array_filter(array_map('intval', (array) ($_GET['item'] ?? [])), static fn (int $i): bool => $i > 0));
+        return $ids ? [$op, $ids] : null;
+    }
+
+    /** @param list<int> $ids @param array{resolve: bool, role: string} $caps */
+    private static function renderConfirm(string $op, array $ids, array $caps): void
+    {
+        $labels = ['requeue' => __('Requeue', 'verdict-pipeline'), 'release' => __('Release the claim of', 'verdict-pipeline'),
+            'resolve_processed' => __('Resolve as processed', 'verdict-pipeline'), 'resolve_rejected' => __('Resolve as rejected', 'verdict-pipeline')];
+        echo '<div class="card verdict-confirm"><h2>' . esc_html(sprintf(_n('%1$s %2$d item?', '%1$s %2$d items?', count($ids), 'verdict-pipeline'), $labels[$op], count($ids))) . '</h2>';
+        echo '<p>' . esc_html(sprintf(__('Items: %s', 'verdict-pipeline'), implode(', ', array_map(static fn (int $i): string => '#' . $i, $ids)))) . '</p>';
+        if ($caps['role'] !== 'admin') {
+            echo '<p>' . esc_html__('The key is not an admin key: verdict will refuse this.', 'verdict-pipeline') . '</p>';
+        }
+        echo '<form method="post" action="' . esc_url(admin_url('admin-post.php')) . '">';
+        wp_nonce_field('verdict_pipeline_' . $op);
+        echo '<input type="hidden" name="action" value="verdict_pipeline_action"><input type="hidden" name="op" value="' . esc_attr($op) . '">';
+        foreach ($ids as $id) {
+            echo '<input type="hidden" name="item_ids[]" value="' . esc_attr((string) $id) . '">';
+        }
+        $resolve = str_starts_with($op, 'resolve');
+        printf('<p><label for="verdict-reason">%s</label><br><input type="text" id="verdict-reason" name="reason" class="regular-text"%s></p>',
+            esc_html($resolve ? __('Reason (required; recorded in verdict\'s audit trail)', 'verdict-pipeline') : __('Reason (optional; recorded in verdict\'s audit trail)', 'verdict-pipeline')),
+            $resolve ? ' required' : '');
+        if ($op === 'requeue') {
+            echo '<p><label><input type="checkbox" name="reset_budgets" value="1"> ' . esc_html__('Also reset the failure and defer budgets', 'verdict-pipeline') . '</label></p>';
+        }
+        submit_button(__('Confirm', 'verdict-pipeline'), 'primary', 'submit', false, ['id' => 'verdict-confirm']);
+        printf(' <a class="button" href="%s">%s</a>', esc_url(admin_url('tools.php?page=' . self::PAGE)), esc_html__('Cancel', 'verdict-pipeline'));
+        echo '</form></div>';
+    }
+
+    private static function renderOutbox(): void
+    {
+        $o = Verdict_Pipeline_Outbox::summary();
+        $class = $o['pending'] > 0 ? 'notice-warning' : 'notice-success';
+        echo '<div class="notice inline ' . esc_attr($class) . ' verdict-outbox"><p><strong>' . esc_html__('Outbox', 'verdict-pipeline') . ':</strong> ';
+        if ($o['pending'] === 0) {
+            echo esc_html__('empty: every registration reached verdict.', 'verdict-pipeline');
+        } else {
+            echo esc_html(sprintf(_n('%1$d registration waits, the oldest since %2$s (%3$s ago).', '%1$d registrations wait, the oldest since %2$s (%3$s ago).', $o['pending'], 'verdict-pipeline'),
+                $o['pending'], wp_date('Y-m-d H:i:s', (int) $o['oldest_at']), human_time_diff((int) $o['oldest_at'])));
+            if ($o['next_attempt_at'] > time()) {
+                echo ' ' . esc_html(sprintf(__('Next attempt at %s.', 'verdict-pipeline'), wp_date('H:i:s', $o['next_attempt_at'])));
+            }
+        }
+        if ($o['failed'] > 0) {
+            echo ' ' . esc_html(sprintf(_n('%d was refused by verdict and is kept for inspection.', '%d were refused by verdict and are kept for inspection.', $o['failed'], 'verdict-pipeline'), $o['failed']));
+        }
+        if ($o['pending'] > 0 && $o['last_error'] !== null) {
+            echo '<br><span class="verdict-outbox-error">' . esc_html(sprintf(__('Last error: %s', 'verdict-pipeline'), $o['last_error'])) . '</span>';
+        }
+        echo '</p>';
+        if ($o['pending'] > 0) {
+            echo '<form method="post" action="' . esc_url(admin_url('admin-post.php')) . '"><p>';
+            wp_nonce_field('verdict_pipeline_flush');
+            echo '<input type="hidden" name="action" value="verdict_pipeline_flush">';
+            submit_button(__('Send now', 'verdict-pipeline'), 'secondary small', 'submit', false, ['id' => 'verdict-flush']);
+            echo '</p></form>';
+        }
         echo '</div>';
     }
 
-    private static function renderCounts(?\Verdict\Model\FlowStepStats $fs): void
+    private static function renderSummary(?\Verdict\Model\FlowStepStats $fs): void
     {
-        echo '<h2>' . esc_html__('Items by state', 'verdict-pipeline') . '</h2>';
         if ($fs === null) {
-            echo '<p>' . esc_html__('verdict knows no items of this flow step yet.', 'verdict-pipeline') . '</p>';
+            echo '<p class="verdict-summary">' . esc_html__('verdict knows no items of this flow step yet.', 'verdict-pipeline') . '</p>';
             return;
         }
-        echo '<table class="widefat striped verdict-counts"><thead><tr>';
-        foreach (array_keys($fs->items) as $state) {
-            echo '<th scope="col">' . esc_html($state) . '</th>';
-        }
-        echo '</tr></thead><tbody><tr>';
-        foreach ($fs->items as $state => $n) {
-            echo '<td data-state="' . esc_attr($state) . '">' . esc_html((string) $n) . '</td>';
-        }
-        echo '</tr></tbody></table>';
-        printf('<p>%s</p>', esc_html(sprintf(__('Paused: %1$s. Stuck claims: %2$d. Oldest claimable: %3$s s. Jobs in the last hour: %4$s.', 'verdict-pipeline'),
-            $fs->paused ? __('yes', 'verdict-pipeline') : __('no', 'verdict-pipeline'), $fs->stuckClaims,
-            $fs->oldestClaimableAgeSeconds === null ? '-' : (string) $fs->oldestClaimableAgeSeconds,
-            implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($fs->jobsLastHour), $fs->jobsLastHour)))));
+        $oldest = $fs->oldestClaimableAgeSeconds === null ? __('nothing waits to be claimed', 'verdict-pipeline')
+            : sprintf(__('the oldest claimable item has waited %s', 'verdict-pipeline'), human_time_diff(time() - $fs->oldestClaimableAgeSeconds));
+        printf('<p class="verdict-summary">%s</p>', esc_html(sprintf(__('Paused: %1$s. Stuck claims: %2$d. %3$s. Jobs in the last hour: %4$s.', 'verdict-pipeline'),
+            $fs->paused ? __('yes', 'verdict-pipeline') : __('no', 'verdict-pipeline'), $fs->stuckClaims, ucfirst($oldest),
+            $fs->jobsLastHour ? implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($fs->jobsLastHour), $fs->jobsLastHour)) : __('none', 'verdict-pipeline'))));
     }
 
     private static function renderLastRun(): void
@@ -175,85 +315,101 @@ final class Verdict_Pipeline_Admin
         if (!is_array($last)) {
             return;
         }
-        echo '<h2>' . esc_html__('Last cron run', 'verdict-pipeline') . '</h2><p class="verdict-last-run">';
+        echo '<p class="verdict-last-run"><strong>' . esc_html__('Last cron run', 'verdict-pipeline') . ':</strong> ';
         echo esc_html(wp_date('Y-m-d H:i:s', (int) $last['at'])) . ': ';
         if (isset($last['error'])) {
             echo esc_html($last['error']);
         } else {
             echo esc_html(sprintf(__('%1$d claimed; %2$s', 'verdict-pipeline'), $last['claimed'],
-                implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($last['dispositions']), $last['dispositions']))));
+                implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($last['dispositions']), $last['dispositions'])) ?: __('nothing decided', 'verdict-pipeline')));
         }
         echo '</p>';
     }
 
-    private static function renderQueue(WpClient $client, string $flow): void
-    {
-        echo '<h2>' . esc_html__('Review queue (manual_review)', 'verdict-pipeline') . '</h2>';
-        $page = $client->listItems($flow, 'manual_review', 50);
-        if (is_wp_error($page)) {
-            echo '<div class="notice notice-error"><p>' . esc_html($page->get_error_message()) . '</p></div>';
-            return;
-        }
-        $caps = self::capabilities($client);
-        $admin = $caps['role'] === 'admin';
-        if (!$admin) {
-            echo '<p class="verdict-role">' . esc_html(sprintf(__('The key\'s role is %s: requeue and resolve need an admin key.', 'verdict-pipeline'), $caps['role'])) . '</p>';
-        } elseif (!$caps['resolve']) {
-            echo '<p class="verdict-no-resolve">' . esc_html__('This verdict does not serve POST /v1/items/{item_id}/resolve, so only requeue is offered.', 'verdict-pipeline') . '</p>';
-        }
-        if (!$page->entries) {
-            echo '<p class="verdict-queue-empty">' . esc_html__('Nothing waits for review.', 'verdict-pipeline') . '</p>';
-            return;
-        }
-        echo '<table class="widefat striped verdict-queue"><thead><tr><th scope="col">id</th><th scope="col">' . esc_html__('Item', 'verdict-pipeline')
-            . '</th><th scope="col">' . esc_html__('Reason', 'verdict-pipeline') . '</th><th scope="col">' . esc_html__('Actions', 'verdict-pipeline') . '</th></tr></thead><tbody>';
-        foreach ($page->entries as $item) {
-            echo '<tr data-item-id="' . esc_attr((string) $item->id) . '"><td>' . esc_html((string) $item->id) . '</td><td>' . esc_html($item->sourceType . ': ' . $item->itemIdentifier)
-                . '</td><td>' . esc_html(trim(($item->lastReasonCode ?? '') . ' ' . ($item->lastReason ?? ''))) . '</td><td>';
-            if ($admin) {
-                self::actionButton($item->id, 'requeue', __('Requeue', 'verdict-pipeline'));
-                if ($caps['resolve']) {
-                    self::actionButton($item->id, 'resolve_processed', __('Mark processed', 'verdict-pipeline'));
-                    self::actionButton($item->id, 'resolve_rejected', __('Reject', 'verdict-pipeline'));
-                }
-            }
-            echo '</td></tr>';
-        }
-        echo '</tbody></table>';
-    }
-
-    private static function actionButton(int $itemId, string $op, string $label): void
-    {
-        echo '<form method="post" action="' . esc_url(admin_url('admin-post.php')) . '" style="display:inline">';
-        wp_nonce_field('verdict_pipeline_' . $op . '_' . $itemId);
-        printf('<input type="hidden" name="action" value="verdict_pipeline_action"><input type="hidden" name="op" value="%s"><input type="hidden" name="item_id" value="%d">',
-            esc_attr($op), $itemId);
-        if (str_starts_with($op, 'resolve')) {
-            echo '<input type="text" name="reason" required placeholder="' . esc_attr__('reason', 'verdict-pipeline') . '" aria-label="' . esc_attr__('reason', 'verdict-pipeline') . '">';
-        }
-        submit_button($label, 'secondary small', 'submit', false, ['id' => "verdict-$op-$itemId"]);
-        echo '</form> ';
-    }
-
-    /** admin-post.php?action=verdict_pipeline_action: requeue or resolve one item. */
+    /** admin-post.php?action=verdict_pipeline_action: requeue, release or resolve the confirmed items. */
     public static function handleAction(): void
     {
         $op = sanitize_key((string) ($_POST['op'] ?? ''));
-        $id = (int) ($_POST['item_id'] ?? 0);
-        if (!current_user_can('manage_options') || !check_admin_referer('verdict_pipeline_' . $op . '_' . $id)) {
+        if (!current_user_can('manage_options') || !in_array($op, self::OPS, true) || !check_admin_referer('verdict_pipeline_' . $op)) {
             wp_die(esc_html__('Not allowed.', 'verdict-pipeline'), 403);
         }
+        $ids = array_values(array_filter(array_map('intval', (array) ($_POST['item_ids'] ?? [])), static fn (int $i): bool => $i > 0));
         $user = wp_get_current_user()->user_login;
         $reason = sanitize_text_field(wp_unslash((string) ($_POST['reason'] ?? '')));
         $client = Verdict_Pipeline::client();
-        $result = match (true) {
-            is_wp_error($client) => $client,
-            $op === 'requeue' => $client->requeue($id, "requeued from wp-admin by $user"),
-            $op === 'resolve_processed', $op === 'resolve_rejected' => $client->resolve($id, substr($op, 8), "$reason (wp-admin, $user)"),
-            default => new WP_Error('verdict_unknown_action', 'unknown action'),
-        };
-        $notice = is_wp_error($result) ? $result->get_error_message() : sprintf(__('Item %1$d is now %2$s.', 'verdict-pipeline'), $id, $result->state);
+        $done = [];
+        $errors = [];
+        foreach ($ids as $id) {
+            $why = ($reason !== '' ? $reason . ' ' : '') . "(wp-admin, $user)";
+            $result = match (true) {
+                is_wp_error($client) => $client,
+                str_starts_with($op, 'resolve') && $reason === '' => new WP_Error('verdict_missing_reason', __('A resolve needs a reason.', 'verdict-pipeline')),
+                $op === 'requeue' => $client->requeue($id, $why, !empty($_POST['reset_budgets'])),
+                $op === 'release' => $client->releaseItem($id, $why),
+                default => $client->resolve($id, substr($op, 8), $why),
+            };
+            if (is_wp_error($result)) {
+                $errors[] = "#$id: " . $result->get_error_message();
+            } else {
+                $done[] = sprintf('#%d %s', $id, $result instanceof \Verdict\Model\JobResult ? $result->item->state : $result->state);
+            }
+        }
+        $notice = ($done ? sprintf(__('Done: %s.', 'verdict-pipeline'), implode(', ', $done)) : '') . ($errors ? ' ' . sprintf(__('Refused: %s', 'verdict-pipeline'), implode('; ', $errors)) : '');
+        wp_safe_redirect(add_query_arg(['page' => self::PAGE, 'verdict_notice' => rawurlencode(trim($notice))], admin_url('tools.php')));
+        exit;
+    }
+
+    /** admin-post.php?action=verdict_pipeline_flush: send the outbox now (its pause ignored). */
+    public static function handleFlush(): void
+    {
+        if (!current_user_can('manage_options') || !check_admin_referer('verdict_pipeline_flush')) {
+            wp_die(esc_html__('Not allowed.', 'verdict-pipeline'), 403);
+        }
+        $sent = Verdict_Pipeline_Outbox::flush(true);
+        $left = Verdict_Pipeline_Outbox::pendingCount();
+        $notice = sprintf(__('Outbox: %1$d sent, %2$d waiting.', 'verdict-pipeline'), $sent, $left);
         wp_safe_redirect(add_query_arg(['page' => self::PAGE, 'verdict_notice' => rawurlencode($notice)], admin_url('tools.php')));
         exit;
+    }
+
+    /**
+     * Posts -> All Posts: "Reprocess in verdict" under a published post.
+     *
+     * @param array<string, string> $actions
+     * @return array<string, string>
+     */
+    public static function postRowActions(array $actions, WP_Post $post): array
+    {
+        if ($post->post_status !== 'publish' || !current_user_can('manage_options') || Verdict_Pipeline::itemForPost($post) === null) {
+            return $actions;
+        }
+        $url = wp_nonce_url(add_query_arg(['action' => 'verdict_pipeline_reprocess_post', 'post' => $post->ID], admin_url('admin-post.php')),
+            'verdict_pipeline_reprocess_post_' . $post->ID);
+        $actions['verdict_reprocess'] = sprintf('<a href="%s" class="verdict-reprocess">%s</a>', esc_url($url), esc_html__('Reprocess in verdict', 'verdict-pipeline'));
+        return $actions;
+    }
+
+    public static function handleReprocessPost(): void
+    {
+        $id = (int) ($_GET['post'] ?? 0);
+        if (!current_user_can('manage_options') || !check_admin_referer('verdict_pipeline_reprocess_post_' . $id)) {
+            wp_die(esc_html__('Not allowed.', 'verdict-pipeline'), 403);
+        }
+        $post = get_post($id);
+        $item = $post instanceof WP_Post ? Verdict_Pipeline::itemForPost($post) : null;
+        $r = $item === null ? new WP_Error('verdict_no_item', __('This post is not an item in verdict.', 'verdict-pipeline'))
+            : verdict_pipeline_reprocess($item['item_identifier'], $item['source_type'], 'reprocess requested in wp-admin by ' . wp_get_current_user()->user_login);
+        $notice = is_wp_error($r) ? $r->get_error_message() : sprintf(__('verdict requeued %1$s (item #%2$d): it is %3$s.', 'verdict-pipeline'), $item['item_identifier'], $r->id, $r->state);
+        wp_safe_redirect(add_query_arg(['post_type' => $post->post_type ?? 'post', 'verdict_notice' => rawurlencode($notice)], admin_url('edit.php')));
+        exit;
+    }
+
+    /** The notice after "Reprocess in verdict" on the posts list. */
+    public static function postNotice(): void
+    {
+        global $pagenow;
+        if ($pagenow === 'edit.php' && isset($_GET['verdict_notice']) && current_user_can('manage_options')) {
+            echo '<div class="notice notice-info is-dismissible verdict-notice"><p>' . esc_html(sanitize_text_field(wp_unslash((string) $_GET['verdict_notice']))) . '</p></div>';
+        }
     }
 }

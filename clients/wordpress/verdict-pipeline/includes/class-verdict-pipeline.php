@@ -28,6 +28,8 @@ final class Verdict_Pipeline
         'worker_id' => '',
         'batch' => 5,
         'max_items' => 50,
+        'source_type' => 'wp_post',
+        'reprocess_on_update' => false,
     ];
 
     public static function boot(): void
@@ -35,10 +37,49 @@ final class Verdict_Pipeline
         add_filter('cron_schedules', [self::class, 'schedules']);
         add_action(self::CRON_HOOK, [self::class, 'work']);
         add_filter('site_status_tests', [self::class, 'siteHealthTests']);
+        add_filter('debug_information', [self::class, 'siteHealthInfo']);
+        add_action('post_updated', [self::class, 'postUpdated'], 10, 3);
+    }
+
+    /**
+     * The item a post is registered as: source type from the settings (wp_post), identifier
+     * post-<ID>. Filter verdict_pipeline_item_for_post to match how your code registers posts,
+     * or return null to leave the post out.
+     *
+     * @return array{source_type: string, item_identifier: string}|null
+     */
+    public static function itemForPost(WP_Post $post): ?array
+    {
+        $item = apply_filters('verdict_pipeline_item_for_post', ['source_type' => (string) self::setting('source_type'), 'item_identifier' => 'post-' . $post->ID], $post);
+        return is_array($item) && isset($item['item_identifier']) ? $item : null;
+    }
+
+    /** What "the content changed" means: a hash of title, content and excerpt (filter verdict_pipeline_content_hash). */
+    public static function contentHash(WP_Post $post): string
+    {
+        return (string) apply_filters('verdict_pipeline_content_hash', hash('sha256', $post->post_title . "\0" . $post->post_content . "\0" . $post->post_excerpt), $post);
+    }
+
+    /** "Reprocess on update" (off by default): a published post whose content hash changed is requeued in verdict. */
+    public static function postUpdated(int $postId, WP_Post $after, WP_Post $before): void
+    {
+        if (!self::setting('reprocess_on_update') || $after->post_status !== 'publish' || $before->post_status !== 'publish'
+            || wp_is_post_revision($postId) || wp_is_post_autosave($postId) || self::contentHash($after) === self::contentHash($before)) {
+            return;
+        }
+        $item = self::itemForPost($after);
+        if ($item === null) {
+            return;
+        }
+        $r = verdict_pipeline_reprocess($item['item_identifier'], $item['source_type'], 'the post changed in WordPress');
+        if (is_wp_error($r) && $r->get_error_code() !== 'verdict_queued') {
+            error_log('verdict-pipeline: reprocess of post ' . $postId . ': ' . $r->get_error_message());
+        }
     }
 
     public static function activate(): void
     {
+        Verdict_Pipeline_Outbox::install();
         add_filter('cron_schedules', [self::class, 'schedules']);
         if (!wp_next_scheduled(self::CRON_HOOK)) {
             wp_schedule_event(time(), self::SCHEDULE, self::CRON_HOOK);
@@ -48,6 +89,7 @@ final class Verdict_Pipeline
     public static function deactivate(): void
     {
         wp_clear_scheduled_hook(self::CRON_HOOK);
+        wp_clear_scheduled_hook(Verdict_Pipeline_Outbox::FLUSH_HOOK); // the outbox's rows stay: reactivation sends them
     }
 
     /** @param array<string, array<string, mixed>> $schedules */
@@ -84,7 +126,7 @@ final class Verdict_Pipeline
     }
 
     /** The client, or a WP_Error when the plugin is not configured or the library is missing. */
-    public static function client(): WpClient|WP_Error
+    public static function client(?float $timeout = null): WpClient|WP_Error
     {
         if (!class_exists(WpClient::class)) {
             return new WP_Error('verdict_missing_client', __('The verdict PHP client (verdict/client) is not installed.', 'verdict-pipeline'));
@@ -93,7 +135,10 @@ final class Verdict_Pipeline
         if ($url === '') {
             return new WP_Error('verdict_not_configured', __('Set the verdict base URL under Settings -> verdict pipeline.', 'verdict-pipeline'));
         }
-        return WpClient::create($url, (string) self::setting('api_key') ?: null, ['timeout' => 15.0, 'retry_budget' => 20.0]);
+        // an editor's request waits $timeout at most, once: the outbox tries again later
+        $opts = $timeout !== null ? ['timeout' => $timeout, 'connect_timeout' => $timeout, 'max_retries' => 0, 'retry_budget' => $timeout]
+            : ['timeout' => 15.0, 'retry_budget' => 20.0];
+        return WpClient::create($url, (string) self::setting('api_key') ?: null, $opts);
     }
 
     /**
@@ -104,6 +149,7 @@ final class Verdict_Pipeline
      */
     public static function work(): void
     {
+        Verdict_Pipeline_Outbox::flush(); // what waits in the outbox first: its items may be claimed in this run
         $client = self::client();
         if (is_wp_error($client)) {
             update_option(self::LAST_RUN, ['at' => time(), 'error' => $client->get_error_message()], false);
@@ -152,7 +198,67 @@ final class Verdict_Pipeline
     public static function siteHealthTests(array $tests): array
     {
         $tests['direct']['verdict_readyz'] = ['label' => __('verdict is ready', 'verdict-pipeline'), 'test' => [self::class, 'siteHealthReadyz']];
+        $tests['direct']['verdict_outbox'] = ['label' => __('verdict outbox', 'verdict-pipeline'), 'test' => [self::class, 'siteHealthOutbox']];
         return $tests;
+    }
+
+    /** @return array<string, mixed> good while nothing has waited in the outbox for more than 15 minutes */
+    public static function siteHealthOutbox(): array
+    {
+        $o = Verdict_Pipeline_Outbox::summary();
+        $age = $o['oldest_at'] !== null ? time() - $o['oldest_at'] : 0;
+        $result = [
+            'label' => __('Registrations reach verdict', 'verdict-pipeline'),
+            'status' => 'good',
+            'badge' => ['label' => 'verdict', 'color' => 'blue'],
+            'description' => '<p>' . esc_html(sprintf(_n('%d registration waits in the outbox.', '%d registrations wait in the outbox.', $o['pending'], 'verdict-pipeline'), $o['pending'])) . '</p>',
+            'actions' => '',
+            'test' => 'verdict_outbox',
+        ];
+        if ($age > Verdict_Pipeline_Outbox::STALE_AFTER) {
+            $result['status'] = 'recommended';
+            $result['badge']['color'] = 'orange';
+            $result['label'] = __('Registrations have waited in the verdict outbox for more than 15 minutes', 'verdict-pipeline');
+            $result['description'] = '<p>' . esc_html(sprintf(__('%1$d waiting, the oldest for %2$s. Last error: %3$s', 'verdict-pipeline'), $o['pending'],
+                human_time_diff((int) $o['oldest_at']), $o['last_error'] ?? '-')) . '</p><p>' . esc_html__('Nothing is lost: WP-Cron sends them once verdict answers. Check that verdict runs and that WP-Cron runs.', 'verdict-pipeline') . '</p>';
+            $result['actions'] = '<a href="' . esc_url(admin_url('tools.php?page=verdict-pipeline')) . '">' . esc_html__('Tools -> verdict', 'verdict-pipeline') . '</a>';
+        }
+        return $result;
+    }
+
+    /**
+     * Site Health -> Info: a verdict section.
+     *
+     * @param array<string, array<string, mixed>> $info
+     */
+    public static function siteHealthInfo(array $info): array
+    {
+        $o = Verdict_Pipeline_Outbox::summary();
+        $last = get_option(self::LAST_RUN);
+        $role = 'unknown';
+        $client = self::client();
+        if (!is_wp_error($client)) {
+            $role = Verdict_Pipeline_Admin::capabilities($client)['role'];
+        }
+        $fmt = static fn (?int $t): string => $t ? wp_date('Y-m-d H:i:s', $t) : __('never', 'verdict-pipeline');
+        $info['verdict-pipeline'] = [
+            'label' => __('verdict pipeline', 'verdict-pipeline'),
+            'fields' => [
+                'base_url' => ['label' => __('Base URL', 'verdict-pipeline'), 'value' => (string) self::setting('base_url')],
+                'key' => ['label' => __('API key', 'verdict-pipeline'), 'value' => self::keyFromConstant() ? __('from VERDICT_API_KEY', 'verdict-pipeline')
+                    : ((string) self::setting('api_key') !== '' ? __('stored in the settings', 'verdict-pipeline') : __('none', 'verdict-pipeline')), 'private' => true],
+                'role' => ['label' => __('Key role', 'verdict-pipeline'), 'value' => $role],
+                'flow_step' => ['label' => __('Flow step', 'verdict-pipeline'), 'value' => (string) self::setting('flow_step_id')],
+                'reprocess_on_update' => ['label' => __('Reprocess on update', 'verdict-pipeline'), 'value' => self::setting('reprocess_on_update') ? 'on' : 'off'],
+                'outbox' => ['label' => __('Outbox', 'verdict-pipeline'), 'value' => ($o['pending'] > 0
+                    ? sprintf(__('%1$d waiting (the oldest since %2$s); last error: %3$s', 'verdict-pipeline'), $o['pending'], $fmt($o['oldest_at']), $o['last_error'] ?? '-')
+                    : __('empty', 'verdict-pipeline')) . ($o['failed'] > 0 ? '; ' . sprintf(__('%d refused by verdict', 'verdict-pipeline'), $o['failed']) : '')],
+                'outbox_last_error' => ['label' => __('Outbox: last failed send', 'verdict-pipeline'), 'value' => $o['last_error_at'] ? $fmt($o['last_error_at']) . ': ' . ($o['last_error'] ?? '') : __('never', 'verdict-pipeline')],
+                'last_cron_run' => ['label' => __('Last cron run', 'verdict-pipeline'), 'value' => is_array($last) ? $fmt((int) $last['at']) . (isset($last['error']) ? ': ' . $last['error'] : '') : __('never', 'verdict-pipeline')],
+                'scheduler' => ['label' => __('Outbox resends by', 'verdict-pipeline'), 'value' => function_exists('as_enqueue_async_action') ? 'Action Scheduler' : 'WP-Cron'],
+            ],
+        ];
+        return $info;
     }
 
     /** @return array<string, mixed> the Site Health result of GET /readyz */
