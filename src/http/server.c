@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "verdict/listen.h"
 #include "verdict/server.h"
@@ -37,6 +38,7 @@ struct vd_server {
     vd_tls tls;            /* optional HTTPS (tls.c) */
     vd_waiters *waiters;   /* parked long-poll claims */
     vd_listener *listener; /* their notifications (store/listen.c) */
+    int stopping;          /* vd_server_stop began: refuse new requests (atomic) */
 };
 
 typedef enum req_state {
@@ -216,7 +218,8 @@ static void add_console_headers(const vd_ctx *ctx, struct MHD_Response *resp)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ctx->etag);
 }
 
-static enum MHD_Result queue_answer(vd_ctx *ctx)
+/* close: the server is stopping; the client is told not to send another request here. */
+static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
 {
     struct MHD_Response *resp = NULL;
     enum MHD_Result ret;
@@ -255,6 +258,8 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, ctx->location);
     if (ctx->console)
         add_console_headers(ctx, resp);
+    if (close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     ret = MHD_queue_response(ctx->conn, (unsigned)ctx->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -370,7 +375,8 @@ static void on_claimable(void *arg, const char *flow_step_id, long count)
 static enum MHD_Result finish(vd_req *r)
 {
     vd_ctx *ctx = &r->ctx;
-    enum MHD_Result ret = queue_answer(ctx);
+    enum MHD_Result ret =
+        queue_answer(ctx, __atomic_load_n(&r->srv->stopping, __ATOMIC_SEQ_CST) != 0);
     double secs = vd_monotonic() - r->started;
     r->state = REQ_QUEUED;
     vd_metrics_observe_http(ctx->route ? (long)ctx->match.route_index : -1, ctx->status, secs);
@@ -447,6 +453,10 @@ static enum MHD_Result start_request(vd_server *srv, vd_req *r)
     }
     if (vd_workers_push(srv->workers, r, suspend))
         return MHD_YES;
+    if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
+        vd_fail(&r->ctx, VD_ERR_SHUTTING_DOWN, NULL, "the server is stopping: send it again");
+        return finish(r);
+    }
     vd_fail(&r->ctx, VD_ERR_OVERLOADED, NULL,
             "every worker is busy and %d requests are waiting; try again shortly",
             srv->cfg->queue_depth);
@@ -469,7 +479,11 @@ static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn
      * again, with authentication, once the request is read */
     if (vd_route_match(vd_routes, vd_route_count, method, url, &r->ctx.match) == VD_MATCH_FOUND)
         r->ctx.route = &vd_routes[r->ctx.match.route_index];
-    if (refuse_early(&r->ctx))
+    if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST))
+        vd_fail(&r->ctx, VD_ERR_SHUTTING_DOWN, NULL, "the server is stopping: send it again");
+    else
+        refuse_early(&r->ctx);
+    if (r->ctx.err)
         return finish(r); /* libmicrohttpd then reads no body and closes the connection */
     return MHD_YES;
 }
@@ -549,7 +563,7 @@ static void server_free(vd_server *srv)
 {
     vd_store_listen_stop(srv->listener);
     vd_waiters_drain(srv->waiters);
-    vd_workers_stop(srv->workers);
+    vd_workers_free(srv->workers);
     vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
@@ -614,23 +628,39 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     return srv;
 }
 
-void vd_server_stop(vd_server *srv)
+/* Wait, up to secs, until every request begun is answered (its last byte written). */
+static void await_answers(vd_server *srv, double secs)
 {
-    if (!srv)
-        return;
-    MHD_quiesce_daemon(srv->daemon);
-    /* every parked long-poll claim is answered (one last claim), then the workers finish
-     * what is queued and resume those connections; then the answers are given a moment to
-     * be written before the daemon closes every connection */
-    vd_store_listen_stop(srv->listener);
-    srv->listener = NULL;
-    vd_waiters_drain(srv->waiters);
-    vd_workers_stop(srv->workers);
-    srv->workers = NULL;
-    for (int i = 0; i < 500 && __atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0; i++) {
+    double end = vd_monotonic() + secs;
+    while (__atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0 && vd_monotonic() < end) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    if (__atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0)
+        vd_logf(VD_LOG_WARN, "stop: %d requests unanswered after %.0f s; closing them",
+                __atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST), secs);
+}
+
+/* The drain: from here every new request (a kept-alive connection's next one included) is
+ * answered 503 shutting_down with Connection: close; every answer carries Connection: close.
+ * Parked long-poll claims are answered (one last claim), the workers finish what is queued
+ * (each transaction commits or rolls back) and resume those connections, the answers are
+ * written, and only then does the daemon close the idle connections. The pool is freed
+ * after the daemon, so no request can reach a freed pool. */
+void vd_server_stop(vd_server *srv)
+{
+    MHD_socket lsock;
+    if (!srv)
+        return;
+    __atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
+    lsock = MHD_quiesce_daemon(srv->daemon);
+    vd_store_listen_stop(srv->listener);
+    srv->listener = NULL;
+    vd_waiters_drain(srv->waiters);
+    vd_workers_stop(srv->workers); /* joined; vd_workers_push refuses from now on */
+    await_answers(srv, srv->cfg->read_timeout_ms / 1000.0 + 5.0);
     MHD_stop_daemon(srv->daemon);
+    if (lsock != MHD_INVALID_SOCKET)
+        close(lsock);
     server_free(srv);
 }

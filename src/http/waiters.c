@@ -247,9 +247,12 @@ void vd_waiters_drain(vd_waiters *ws)
             pthread_mutex_lock(&ws->mu);
         }
     }
-    if (ws->head)
-        vd_logf(VD_LOG_WARN, "%d long-poll claims could not be answered before the stop",
+    if (ws->head) { /* answered without a claim: nothing may stay suspended at the stop */
+        vd_logf(VD_LOG_WARN, "%d long-poll claims answered empty at the stop (no worker free)",
                 ws->count);
+        while (ws->head)
+            wake_one(ws, ws->head, VD_WAKE_GONE);
+    }
     pthread_mutex_unlock(&ws->mu);
     if (ws->started)
         pthread_join(ws->thread, NULL);

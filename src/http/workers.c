@@ -61,7 +61,7 @@ vd_workers *vd_workers_start(int threads, int depth, vd_work_fn fn)
         w->nthreads++;
     }
     if (w->nthreads == 0) {
-        vd_workers_stop(w);
+        vd_workers_free(w);
         return NULL;
     }
     return w;
@@ -92,6 +92,14 @@ void vd_workers_stop(vd_workers *w)
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->nthreads; i++)
         pthread_join(w->threads[i], NULL);
+    w->nthreads = 0;
+}
+
+void vd_workers_free(vd_workers *w)
+{
+    if (!w)
+        return;
+    vd_workers_stop(w);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->ring);

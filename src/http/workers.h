@@ -15,8 +15,11 @@ vd_workers *vd_workers_start(int threads, int depth, vd_work_fn fn);
 /* Queue item; false (nothing queued) when the queue is full or the pool is stopping. When
  * there is room, accepted(item) runs first, before any worker can take the item. */
 bool vd_workers_push(vd_workers *w, void *item, vd_work_fn accepted);
-/* Run what is queued, join the workers, free the pool. NULL is a no-op. */
+/* Refuse new items (vd_workers_push answers false from now on), run what is queued and join
+ * the workers. The pool stays valid for vd_workers_push until vd_workers_free. NULL: no-op. */
 void vd_workers_stop(vd_workers *w);
+/* Stop (when not stopped yet) and free the pool. NULL is a no-op. */
+void vd_workers_free(vd_workers *w);
 
 /* The connection guard: every connection must deliver a request's headers and body within
  * read_timeout_ms of its accept (or of the previous answer on a kept-alive connection);
