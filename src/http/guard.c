@@ -46,13 +46,7 @@ static void *guard_main(void *arg)
     double period = g->timeout / 4 < 0.25 ? g->timeout / 4 : 0.25;
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
-        struct timespec ts;
-        double at;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + period;
-        ts.tv_sec = (time_t)at;
-        ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+        vd_cond_wait_until(&g->cv, &g->mu, vd_monotonic() + period);
         reap(g, vd_monotonic());
     }
     pthread_mutex_unlock(&g->mu);
@@ -61,17 +55,13 @@ static void *guard_main(void *arg)
 
 vd_guard *vd_guard_start(int read_timeout_ms)
 {
-    pthread_condattr_t ca;
     vd_guard *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->head.next = g->head.prev = &g->head;
     g->timeout = read_timeout_ms / 1000.0;
     pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    vd_cond_init(&g->cv);
     if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->cv);

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "verdict/util.h"
+
 struct vd_workers {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -54,7 +56,7 @@ vd_workers *vd_workers_start(int threads, int depth, vd_work_fn fn)
     w->cap = depth;
     w->fn = fn;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    vd_cond_init(&w->cv); /* untimed waits; monotonic like every condition variable */
     for (int i = 0; i < threads; i++) {
         if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
             break;
