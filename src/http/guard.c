@@ -15,8 +15,10 @@ typedef struct link {
     struct link *prev, *next;
     vd_guard *g;
     int fd;
-    double since; /* when the current request's read window opened */
+    double since; /* when the current request's read (or idle) window opened */
     bool busy;    /* the request is read: being handled or answered */
+    bool kept;    /* answered once: kept alive, idle until a request line arrives */
+    bool reading; /* a request line arrived: the read window applies */
     bool shut;
 } link_t;
 
@@ -26,6 +28,7 @@ struct vd_guard {
     pthread_t thread;
     link_t head; /* circular list sentinel */
     double timeout;
+    double idle; /* a kept-alive connection's wait for its next request line */
     bool stop;
 };
 
@@ -33,7 +36,8 @@ struct vd_guard {
 static void reap(vd_guard *g, double now)
 {
     for (link_t *l = g->head.next; l != &g->head; l = l->next) {
-        if (!l->busy && !l->shut && now - l->since > g->timeout) {
+        double limit = l->kept && !l->reading ? g->idle : g->timeout;
+        if (!l->busy && !l->shut && now - l->since > limit) {
             shutdown(l->fd, SHUT_RDWR); /* the fd stays open (MHD closes it): no reuse race */
             l->shut = true;
         }
@@ -53,13 +57,14 @@ static void *guard_main(void *arg)
     return NULL;
 }
 
-vd_guard *vd_guard_start(int read_timeout_ms)
+vd_guard *vd_guard_start(int read_timeout_ms, int idle_ms)
 {
     vd_guard *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->head.next = g->head.prev = &g->head;
     g->timeout = read_timeout_ms / 1000.0;
+    g->idle = idle_ms / 1000.0;
     pthread_mutex_init(&g->mu, NULL);
     vd_cond_init(&g->cv);
     if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
@@ -140,7 +145,24 @@ void vd_guard_busy(struct MHD_Connection *c, bool busy)
         return;
     pthread_mutex_lock(&l->g->mu);
     l->busy = busy;
-    if (!busy)
+    if (!busy) {
         l->since = vd_monotonic();
+        l->kept = true;
+        l->reading = false;
+    }
+    pthread_mutex_unlock(&l->g->mu);
+}
+
+void vd_guard_reading(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    link_t *l = ci ? ci->socket_context : NULL;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->g->mu);
+    if (l->kept && !l->reading)
+        l->since = vd_monotonic();
+    l->reading = true;
     pthread_mutex_unlock(&l->g->mu);
 }

@@ -258,8 +258,13 @@ static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, ctx->location);
     if (ctx->console)
         add_console_headers(ctx, resp);
-    if (close)
+    if (close) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    } else { /* how long a kept-alive connection may stay idle (guard.c) */
+        char ka[32];
+        snprintf(ka, sizeof(ka), "timeout=%d", ctx->cfg->idle_seconds);
+        MHD_add_response_header(resp, "Keep-Alive", ka);
+    }
     ret = MHD_queue_response(ctx->conn, (unsigned)ctx->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -529,6 +534,16 @@ static bool resolve(const char *host, int port, struct sockaddr_storage *ss)
     return true;
 }
 
+/* The request line arrived (before its headers): the guard's read window starts. What is
+ * returned becomes *req_cls: nothing, so on_access sees its first call as before. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)uri;
+    vd_guard_reading(c);
+    return NULL;
+}
+
 /* libmicrohttpd's own diagnostics (a failed bind, thread or epoll setup) go to our log. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -593,7 +608,7 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         return NULL;
     }
     srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
-    srv->guard = vd_guard_start(cfg->read_timeout_ms);
+    srv->guard = vd_guard_start(cfg->read_timeout_ms, cfg->idle_seconds * 1000);
     srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
     if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
@@ -606,9 +621,10 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        srv, MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
-        connection_cap(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        srv, MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, (void *)NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->idle_seconds > 55 ? cfg->idle_seconds + 5 : 60),
+        MHD_OPTION_CONNECTION_LIMIT, connection_cap(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)cfg->max_connections_per_ip, MHD_OPTION_END);
     if (!srv->daemon) {
         int e = errno;

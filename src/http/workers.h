@@ -22,11 +22,12 @@ void vd_workers_stop(vd_workers *w);
 void vd_workers_free(vd_workers *w);
 
 /* The connection guard: every connection must deliver a request's headers and body within
- * read_timeout_ms of its accept (or of the previous answer on a kept-alive connection);
- * trickling bytes does not extend it. A thread checks a few times per read timeout and shuts
- * the socket of a late connection down (libmicrohttpd then closes it as usual). */
+ * read_timeout_ms of its accept, or, on a kept-alive connection, of the moment its next
+ * request line arrived; trickling bytes does not extend it. A kept-alive connection may wait
+ * idle_ms after an answer for that request line. A thread checks a few times per read timeout
+ * and shuts the socket of a late connection down (libmicrohttpd then closes it as usual). */
 typedef struct vd_guard vd_guard;
-vd_guard *vd_guard_start(int read_timeout_ms);
+vd_guard *vd_guard_start(int read_timeout_ms, int idle_ms);
 /* Join the checking thread and free the guard (after the daemon is stopped). */
 void vd_guard_stop(vd_guard *g);
 /* MHD_OPTION_NOTIFY_CONNECTION callback; cls is the guard. */
@@ -35,5 +36,8 @@ void vd_guard_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 /* busy: the request was read (the guard leaves it alone); !busy: it was answered, and the
  * next request's read window starts now. */
 void vd_guard_busy(struct MHD_Connection *c, bool busy);
+/* The request line of the connection's next request arrived (MHD_OPTION_URI_LOG_CALLBACK):
+ * on a kept-alive connection the read window starts now. */
+void vd_guard_reading(struct MHD_Connection *c);
 
 #endif
