@@ -282,6 +282,8 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
                 errlen) &&
         env_int(get, "VERDICT_MAX_CONNECTIONS_PER_IP", 128, 0, 60000, &cfg->max_connections_per_ip,
                 err, errlen) &&
+        env_int(get, "VERDICT_CONNECTION_RESERVE_PERCENT", 25, 0, 90,
+                &cfg->connection_reserve_percent, err, errlen) &&
         env_int(get, "VERDICT_READ_TIMEOUT_MS", 10000, 100, 600000, &cfg->read_timeout_ms, err,
                 errlen) &&
         env_int(get, "VERDICT_HTTP_IDLE_SECONDS", 0, 0, 3600, &cfg->idle_seconds, err, errlen) &&

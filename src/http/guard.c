@@ -28,7 +28,9 @@ struct vd_guard {
     pthread_t thread;
     link_t head; /* circular list sentinel */
     double timeout;
-    double idle; /* a kept-alive connection's wait for its next request line */
+    double idle;  /* a kept-alive connection's wait for its next request line */
+    int cap;      /* connections in all (0: no eviction) */
+    int slow_cap; /* of them, with no request answered yet */
     bool stop;
 };
 
@@ -96,6 +98,62 @@ void vd_guard_stop(vd_guard *g)
     free(g);
 }
 
+void vd_guard_set_cap(vd_guard *g, int cap, int reserve_percent)
+{
+    g->cap = cap;
+    g->slow_cap = cap - cap * reserve_percent / 100;
+}
+
+/* Which connection goes first (lower first); -1: never (being handled, or shut already). */
+static int evict_rank(const link_t *l)
+{
+    if (l->busy || l->shut)
+        return -1;
+    if (!l->kept)
+        return l->reading ? 1 : 0; /* an incomplete request: no request line first */
+    return l->reading ? 1 : 2;     /* kept alive: its next request incomplete, or idle */
+}
+
+/* The victim (lowest rank, oldest within it), not counting skip; unproven: only among those
+ * with no request answered yet. NULL when none. */
+static link_t *pick(vd_guard *g, const link_t *skip, bool unproven)
+{
+    link_t *best = NULL;
+    int best_rank = 3;
+    for (link_t *l = g->head.next; l != &g->head; l = l->next) {
+        int r = evict_rank(l);
+        if (l == skip || r < 0 || (unproven && l->kept))
+            continue;
+        if (!best || r < best_rank || (r == best_rank && l->since < best->since)) {
+            best = l;
+            best_rank = r;
+        }
+    }
+    return best;
+}
+
+/* A connection arrived (newest, linked already): keep the cap and the reserve; under the
+ * mutex. */
+static void make_room(vd_guard *g, link_t *newest)
+{
+    int total = 0, unproven = 0;
+    link_t *victim = NULL;
+    for (link_t *l = g->head.next; l != &g->head; l = l->next) {
+        total += !l->shut;
+        unproven += !l->shut && !l->kept && !l->busy;
+    }
+    if (g->cap > 0 && unproven > g->slow_cap)
+        victim = pick(g, newest, true);
+    else if (g->cap > 0 && total > g->cap)
+        victim = pick(g, newest, false);
+    else
+        return;
+    if (!victim)
+        victim = newest;
+    shutdown(victim->fd, SHUT_RDWR); /* libmicrohttpd closes it, as for a late one */
+    victim->shut = true;
+}
+
 static void link_add(vd_guard *g, struct MHD_Connection *c, void **socket_context)
 {
     const union MHD_ConnectionInfo *ci =
@@ -113,6 +171,7 @@ static void link_add(vd_guard *g, struct MHD_Connection *c, void **socket_contex
     l->prev = &g->head;
     g->head.next->prev = l;
     g->head.next = l;
+    make_room(g, l);
     pthread_mutex_unlock(&g->mu);
     *socket_context = l;
 }

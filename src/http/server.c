@@ -557,14 +557,21 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     vd_logf(VD_LOG_WARN, "libmicrohttpd: %s", msg);
 }
 
-/* The global connection cap, lowered to what the process may open: each connection is a
- * descriptor, and the pool, the listener and libraries need some too. */
+/* Connections the guard lets a cap-keeping eviction leave open for a moment (shut down, not
+ * yet closed by libmicrohttpd): libmicrohttpd's own limit is the cap plus this. */
+static long eviction_slack(long cap)
+{
+    return cap / 8 + 8;
+}
+
+/* The global connection cap (guard.c keeps it), lowered to what the process may open: each
+ * connection is a descriptor, and the pool, the listener and libraries need some too. */
 static unsigned connection_cap(const vd_config *cfg)
 {
     struct rlimit rl;
     long cap = cfg->max_connections;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        long room = (long)rl.rlim_cur - cfg->db_pool_size - 64;
+        long room = (long)rl.rlim_cur - cfg->db_pool_size - 64 - eviction_slack(cap);
         if (room < cap) {
             vd_logf(VD_LOG_WARN, "VERDICT_MAX_CONNECTIONS %ld lowered to %ld (open file limit %ld)",
                     cap, room < 16 ? 16 : room, (long)rl.rlim_cur);
@@ -583,6 +590,31 @@ static void server_free(vd_server *srv)
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
     free(srv);
+}
+
+/* The daemon: one I/O thread (handlers run on the workers, so it only moves bytes). */
+static bool start_daemon(vd_server *srv, unsigned flags, struct sockaddr_storage *ss)
+{
+    const vd_config *cfg = srv->cfg;
+    unsigned cap = connection_cap(cfg);
+    vd_guard_set_cap(srv->guard, (int)cap, cfg->connection_reserve_percent);
+    errno = 0;
+    srv->daemon = MHD_start_daemon(
+        flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, (void *)NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->idle_seconds > 55 ? cfg->idle_seconds + 5 : 60),
+        MHD_OPTION_CONNECTION_LIMIT, cap + (unsigned)eviction_slack(cap),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip, MHD_OPTION_END);
+    if (!srv->daemon) {
+        int e = errno;
+        vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,
+                e ? strerror(e) : "see the libmicrohttpd message above");
+        return false;
+    }
+    return true;
 }
 
 vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
@@ -615,21 +647,7 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         server_free(srv);
         return NULL;
     }
-    errno = 0;
-    /* one I/O thread: handlers run on the workers, so it only moves bytes */
-    srv->daemon = MHD_start_daemon(
-        flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        srv, MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard, MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, (void *)NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)(cfg->idle_seconds > 55 ? cfg->idle_seconds + 5 : 60),
-        MHD_OPTION_CONNECTION_LIMIT, connection_cap(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections_per_ip, MHD_OPTION_END);
-    if (!srv->daemon) {
-        int e = errno;
-        vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,
-                e ? strerror(e) : "see the libmicrohttpd message above");
+    if (!start_daemon(srv, flags, &ss)) {
         server_free(srv);
         return NULL;
     }

@@ -28,6 +28,15 @@ void vd_workers_free(vd_workers *w);
  * and shuts the socket of a late connection down (libmicrohttpd then closes it as usual). */
 typedef struct vd_guard vd_guard;
 vd_guard *vd_guard_start(int read_timeout_ms, int idle_ms);
+/* The global connection cap, kept by eviction rather than by refusing the newcomer
+ * (libmicrohttpd's own limit is set a little above it). When a connection arrives and more
+ * than cap are open, one is shut down: the oldest that has not delivered a complete request
+ * (no request line first, then incomplete headers), else the longest-idle kept-alive one,
+ * else the newcomer itself; a connection being handled is never chosen. Connections that
+ * have not had a request answered may hold at most (100 - reserve_percent)% of cap: past it
+ * the oldest of them is shut down, so that share of slots stays for connections that
+ * complete requests. Call before the daemon starts. */
+void vd_guard_set_cap(vd_guard *g, int cap, int reserve_percent);
 /* Join the checking thread and free the guard (after the daemon is stopped). */
 void vd_guard_stop(vd_guard *g);
 /* MHD_OPTION_NOTIFY_CONNECTION callback; cls is the guard. */
