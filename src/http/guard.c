@@ -4,6 +4,8 @@
  * shuts down the socket of any connection still reading its request after the deadline. */
 #include "workers.h"
 
+#include "metrics.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -152,6 +154,7 @@ static void make_room(vd_guard *g, link_t *newest)
         victim = newest;
     shutdown(victim->fd, SHUT_RDWR); /* libmicrohttpd closes it, as for a late one */
     victim->shut = true;
+    vd_metrics_connection_evicted();
 }
 
 static void link_add(vd_guard *g, struct MHD_Connection *c, void **socket_context)

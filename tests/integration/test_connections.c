@@ -151,6 +151,11 @@ static void test_connections_many_addresses_cannot_lock_out(void **state)
     assert_true(answered * 10 >= PROBES * 9);
     assert_true(kept_ok);
     assert_true(atomic_load(&reopened) > 0); /* the cap was reached: slow ones were shut */
+    vt_resp m = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    const char *p = m.body ? strstr(m.body, "\nverdict_http_connections_evicted_total ") : NULL;
+    assert_non_null(p);
+    assert_true(strtol(p + strlen("\nverdict_http_connections_evicted_total "), NULL, 10) > 0);
+    vt_resp_free(&m);
 }
 
 int main(void)
