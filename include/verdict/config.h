@@ -60,7 +60,10 @@ typedef struct vd_config {
     bool db_pool_transaction; /* VERDICT_DB_POOL_MODE=transaction: no session state */
     int max_connections;      /* libmicrohttpd's global connection cap */
     int max_connections_per_ip;
-    int read_timeout_ms; /* a request's headers and body must arrive within this */
+    int connection_reserve_percent; /* of max_connections, kept from connections with no
+                                       request answered yet */
+    int read_timeout_ms;            /* a request's headers and body must arrive within this */
+    int idle_seconds;    /* a kept-alive connection may wait this long for its next request */
     int queue_depth;     /* requests waiting for a worker before 503 */
     int max_waiters;     /* long-poll claims parked at once; beyond, answered at once */
     int wait_retry_ms;   /* every parked claim is tried again at least this often */

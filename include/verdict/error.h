@@ -74,6 +74,9 @@
        "Retry the same request after the Retry-After delay.")                                      \
     XX(OVERLOADED, "overloaded", 503, true,                                                        \
        "Every worker is busy: retry the same request after the Retry-After delay.")                \
+    XX(SHUTTING_DOWN, "shutting_down", 503, true,                                                  \
+       "This server is stopping and did not start the request: send it again (a new connection "   \
+       "reaches another replica or the restarted server).")                                        \
     XX(UNSUPPORTED_TRANSFER_CODING, "unsupported_transfer_coding", 501, false,                     \
        "Send the body with a Content-Length, or with 'Transfer-Encoding: chunked'.")               \
     XX(INTERNAL, "internal", 500, false,                                                           \

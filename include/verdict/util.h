@@ -5,6 +5,7 @@
 #ifndef VERDICT_UTIL_H
 #define VERDICT_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,13 @@ size_t vd_utf8_count(const char *s, size_t len);
 void vd_now_rfc3339(char *out, size_t len);
 /* Monotonic clock in seconds. */
 double vd_monotonic(void);
+/* Every timed wait of verdict: a condition variable made by vd_cond_init measures its
+ * deadlines on CLOCK_MONOTONIC, so a step of the wall clock (NTP, an operator, a VM resumed)
+ * neither stalls nor hurries a wait. vd_cond_wait_until waits on cv (mu held) until it is
+ * signalled or the vd_monotonic() deadline passes; false when the deadline passed. Spurious
+ * wake-ups return true too: callers re-check their predicate, as with pthread_cond_wait. */
+int vd_cond_init(pthread_cond_t *cv);
+bool vd_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline);
 
 /* Logging: one JSON object per line on stderr. `fields` is a pre-rendered JSON fragment
  * (`"k":v,...`, no braces) or NULL; msg is escaped; both are

@@ -280,14 +280,35 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
                 errlen) &&
         env_int(get, "VERDICT_MAX_CONNECTIONS_PER_IP", 128, 0, 60000, &cfg->max_connections_per_ip,
                 err, errlen) &&
+        env_int(get, "VERDICT_CONNECTION_RESERVE_PERCENT", 25, 0, 90,
+                &cfg->connection_reserve_percent, err, errlen) &&
         env_int(get, "VERDICT_READ_TIMEOUT_MS", 10000, 100, 600000, &cfg->read_timeout_ms, err,
                 errlen) &&
+        env_int(get, "VERDICT_HTTP_IDLE_SECONDS", 0, 0, 3600, &cfg->idle_seconds, err, errlen) &&
         env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen) &&
         env_int(get, "VERDICT_MAX_WAITERS", 1000, 0, 100000, &cfg->max_waiters, err, errlen) &&
         env_int(get, "VERDICT_WAIT_RETRY_MS", 1000, 100, 60000, &cfg->wait_retry_ms, err, errlen);
     if (ok)
         cfg->max_body_bytes = (size_t)body;
     return ok;
+}
+
+/* VERDICT_HTTP_IDLE_SECONDS: 0 (unset) is 30 s, or one second past the read deadline when
+ * that is longer; a value set must be longer than the read deadline (an idle keep-alive
+ * connection that may send a request must be given the time to send it). */
+static bool idle_limit(vd_config *cfg, char *err, size_t errlen)
+{
+    int read_s = (cfg->read_timeout_ms + 999) / 1000;
+    if (cfg->idle_seconds == 0) {
+        cfg->idle_seconds = read_s + 1 > 30 ? read_s + 1 : 30;
+        return true;
+    }
+    if ((long)cfg->idle_seconds * 1000 <= cfg->read_timeout_ms)
+        return fail(err, errlen,
+                    "VERDICT_HTTP_IDLE_SECONDS: %d s is not longer than VERDICT_READ_TIMEOUT_MS "
+                    "(%d ms)",
+                    cfg->idle_seconds, cfg->read_timeout_ms);
+    return true;
 }
 
 bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
@@ -316,6 +337,8 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
         cfg->db_pool_size = cfg->threads + 1;
     if (cfg->queue_depth == 0)
         cfg->queue_depth = 64 * cfg->threads;
+    if (!idle_limit(cfg, err, errlen))
+        goto bad;
     if (!env_or_file(get, "VERDICT_DATABASE_URL", ' ', &cfg->database_url, err, errlen))
         goto bad;
     s = get("VERDICT_LISTEN");

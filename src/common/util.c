@@ -1,9 +1,11 @@
-/* util.c - randomness, constant-time compare, UTF-8 checks, clocks and the JSON-lines
- * logger (every line redacted, redact.c). Depends only on libc and the kernel (getrandom). */
+/* util.c - randomness, constant-time compare, UTF-8 checks, clocks, monotonic waits and the
+ * JSON-lines logger (every line redacted, redact.c). Depends only on libc and the kernel
+ * (getrandom). */
 #include "verdict/util.h"
 
 #include "verdict/redact.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -169,6 +171,35 @@ double vd_monotonic(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int vd_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    int rc = pthread_condattr_init(&ca);
+    if (rc)
+        return rc;
+    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return rc;
+}
+
+bool vd_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline)
+{
+    struct timespec ts;
+    double whole;
+    if (deadline <= vd_monotonic())
+        return false;
+    whole = (double)(long long)deadline;
+    ts.tv_sec = (time_t)whole;
+    ts.tv_nsec = (long)((deadline - whole) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) { /* rounding */
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT;
 }
 
 void vd_log_set_level(vd_log_level level)

@@ -4,6 +4,8 @@
  * shuts down the socket of any connection still reading its request after the deadline. */
 #include "workers.h"
 
+#include "metrics.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -15,8 +17,10 @@ typedef struct link {
     struct link *prev, *next;
     vd_guard *g;
     int fd;
-    double since; /* when the current request's read window opened */
+    double since; /* when the current request's read (or idle) window opened */
     bool busy;    /* the request is read: being handled or answered */
+    bool kept;    /* answered once: kept alive, idle until a request line arrives */
+    bool reading; /* a request line arrived: the read window applies */
     bool shut;
 } link_t;
 
@@ -26,6 +30,9 @@ struct vd_guard {
     pthread_t thread;
     link_t head; /* circular list sentinel */
     double timeout;
+    double idle;  /* a kept-alive connection's wait for its next request line */
+    int cap;      /* connections in all (0: no eviction) */
+    int slow_cap; /* of them, with no request answered yet */
     bool stop;
 };
 
@@ -33,7 +40,8 @@ struct vd_guard {
 static void reap(vd_guard *g, double now)
 {
     for (link_t *l = g->head.next; l != &g->head; l = l->next) {
-        if (!l->busy && !l->shut && now - l->since > g->timeout) {
+        double limit = l->kept && !l->reading ? g->idle : g->timeout;
+        if (!l->busy && !l->shut && now - l->since > limit) {
             shutdown(l->fd, SHUT_RDWR); /* the fd stays open (MHD closes it): no reuse race */
             l->shut = true;
         }
@@ -46,32 +54,23 @@ static void *guard_main(void *arg)
     double period = g->timeout / 4 < 0.25 ? g->timeout / 4 : 0.25;
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
-        struct timespec ts;
-        double at;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + period;
-        ts.tv_sec = (time_t)at;
-        ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+        vd_cond_wait_until(&g->cv, &g->mu, vd_monotonic() + period);
         reap(g, vd_monotonic());
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
 }
 
-vd_guard *vd_guard_start(int read_timeout_ms)
+vd_guard *vd_guard_start(int read_timeout_ms, int idle_ms)
 {
-    pthread_condattr_t ca;
     vd_guard *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->head.next = g->head.prev = &g->head;
     g->timeout = read_timeout_ms / 1000.0;
+    g->idle = idle_ms / 1000.0;
     pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    vd_cond_init(&g->cv);
     if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->cv);
@@ -101,6 +100,63 @@ void vd_guard_stop(vd_guard *g)
     free(g);
 }
 
+void vd_guard_set_cap(vd_guard *g, int cap, int reserve_percent)
+{
+    g->cap = cap;
+    g->slow_cap = cap - cap * reserve_percent / 100;
+}
+
+/* Which connection goes first (lower first); -1: never (being handled, or shut already). */
+static int evict_rank(const link_t *l)
+{
+    if (l->busy || l->shut)
+        return -1;
+    if (!l->kept)
+        return l->reading ? 1 : 0; /* an incomplete request: no request line first */
+    return l->reading ? 1 : 2;     /* kept alive: its next request incomplete, or idle */
+}
+
+/* The victim (lowest rank, oldest within it), not counting skip; unproven: only among those
+ * with no request answered yet. NULL when none. */
+static link_t *pick(vd_guard *g, const link_t *skip, bool unproven)
+{
+    link_t *best = NULL;
+    int best_rank = 3;
+    for (link_t *l = g->head.next; l != &g->head; l = l->next) {
+        int r = evict_rank(l);
+        if (l == skip || r < 0 || (unproven && l->kept))
+            continue;
+        if (!best || r < best_rank || (r == best_rank && l->since < best->since)) {
+            best = l;
+            best_rank = r;
+        }
+    }
+    return best;
+}
+
+/* A connection arrived (newest, linked already): keep the cap and the reserve; under the
+ * mutex. */
+static void make_room(vd_guard *g, link_t *newest)
+{
+    int total = 0, unproven = 0;
+    link_t *victim = NULL;
+    for (link_t *l = g->head.next; l != &g->head; l = l->next) {
+        total += !l->shut;
+        unproven += !l->shut && !l->kept && !l->busy;
+    }
+    if (g->cap > 0 && unproven > g->slow_cap)
+        victim = pick(g, newest, true);
+    else if (g->cap > 0 && total > g->cap)
+        victim = pick(g, newest, false);
+    else
+        return;
+    if (!victim)
+        victim = newest;
+    shutdown(victim->fd, SHUT_RDWR); /* libmicrohttpd closes it, as for a late one */
+    victim->shut = true;
+    vd_metrics_connection_evicted();
+}
+
 static void link_add(vd_guard *g, struct MHD_Connection *c, void **socket_context)
 {
     const union MHD_ConnectionInfo *ci =
@@ -118,6 +174,7 @@ static void link_add(vd_guard *g, struct MHD_Connection *c, void **socket_contex
     l->prev = &g->head;
     g->head.next->prev = l;
     g->head.next = l;
+    make_room(g, l);
     pthread_mutex_unlock(&g->mu);
     *socket_context = l;
 }
@@ -150,7 +207,24 @@ void vd_guard_busy(struct MHD_Connection *c, bool busy)
         return;
     pthread_mutex_lock(&l->g->mu);
     l->busy = busy;
-    if (!busy)
+    if (!busy) {
         l->since = vd_monotonic();
+        l->kept = true;
+        l->reading = false;
+    }
+    pthread_mutex_unlock(&l->g->mu);
+}
+
+void vd_guard_reading(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    link_t *l = ci ? ci->socket_context : NULL;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->g->mu);
+    if (l->kept && !l->reading)
+        l->since = vd_monotonic();
+    l->reading = true;
     pthread_mutex_unlock(&l->g->mu);
 }

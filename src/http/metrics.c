@@ -254,6 +254,13 @@ void vd_metrics_waiters_add(int delta)
     __atomic_fetch_add(&claim_waiters, delta, __ATOMIC_RELAXED);
 }
 
+static unsigned long evicted; /* atomic */
+
+void vd_metrics_connection_evicted(void)
+{
+    __atomic_fetch_add(&evicted, 1, __ATOMIC_RELAXED);
+}
+
 void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
 {
     vd_buf_printf(out, "# HELP verdict_up Whether verdictd is serving.\n# TYPE verdict_up gauge\n"
@@ -268,6 +275,12 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   "# HELP verdict_claim_waiters Long-poll claims (wait_seconds) parked right "
                   "now.\n# TYPE verdict_claim_waiters gauge\nverdict_claim_waiters %d\n",
                   __atomic_load_n(&claim_waiters, __ATOMIC_RELAXED));
+    vd_buf_printf(out,
+                  "# HELP verdict_http_connections_evicted_total Connections closed to keep "
+                  "VERDICT_MAX_CONNECTIONS (an incomplete request first).\n"
+                  "# TYPE verdict_http_connections_evicted_total counter\n"
+                  "verdict_http_connections_evicted_total %lu\n",
+                  __atomic_load_n(&evicted, __ATOMIC_RELAXED));
     render_http(out);
     render_sweeper(out, in->sweeper);
     /* the database families are left out (not failed) while the database is down:

@@ -17,6 +17,8 @@ void vd_metrics_observe_adjudication(const char *outcome, const char *retry_reas
 void vd_metrics_observe_tool_failure(const char *kind, bool retryable);
 /* Long-poll claims parked (verdict_claim_waiters) changed by delta (waiters.c). */
 void vd_metrics_waiters_add(int delta);
+/* One connection closed to keep the global connection cap (guard.c). */
+void vd_metrics_connection_evicted(void);
 /* What one scrape shows besides the in-process counters. */
 typedef struct vd_metrics_input {
     int pool_in_use, pool_size;

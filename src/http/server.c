@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "verdict/listen.h"
 #include "verdict/server.h"
@@ -37,6 +38,7 @@ struct vd_server {
     vd_tls tls;            /* optional HTTPS (tls.c) */
     vd_waiters *waiters;   /* parked long-poll claims */
     vd_listener *listener; /* their notifications (store/listen.c) */
+    int stopping;          /* vd_server_stop began: refuse new requests (atomic) */
 };
 
 typedef enum req_state {
@@ -220,7 +222,8 @@ static void add_console_headers(const vd_ctx *ctx, struct MHD_Response *resp)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ctx->etag);
 }
 
-static enum MHD_Result queue_answer(vd_ctx *ctx)
+/* close: the server is stopping; the client is told not to send another request here. */
+static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
 {
     struct MHD_Response *resp = NULL;
     enum MHD_Result ret;
@@ -259,6 +262,13 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, ctx->location);
     if (ctx->console)
         add_console_headers(ctx, resp);
+    if (close) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    } else { /* how long a kept-alive connection may stay idle (guard.c) */
+        char ka[32];
+        snprintf(ka, sizeof(ka), "timeout=%d", ctx->cfg->idle_seconds);
+        MHD_add_response_header(resp, "Keep-Alive", ka);
+    }
     ret = MHD_queue_response(ctx->conn, (unsigned)ctx->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -374,7 +384,8 @@ static void on_claimable(void *arg, const char *flow_step_id, long count)
 static enum MHD_Result finish(vd_req *r)
 {
     vd_ctx *ctx = &r->ctx;
-    enum MHD_Result ret = queue_answer(ctx);
+    enum MHD_Result ret =
+        queue_answer(ctx, __atomic_load_n(&r->srv->stopping, __ATOMIC_SEQ_CST) != 0);
     double secs = vd_monotonic() - r->started;
     r->state = REQ_QUEUED;
     vd_metrics_observe_http(ctx->route ? (long)ctx->match.route_index : -1, ctx->status, secs);
@@ -457,6 +468,10 @@ static enum MHD_Result start_request(vd_server *srv, vd_req *r)
     }
     if (vd_workers_push(srv->workers, r, suspend))
         return MHD_YES;
+    if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
+        vd_fail(&r->ctx, VD_ERR_SHUTTING_DOWN, NULL, "the server is stopping: send it again");
+        return finish(r);
+    }
     vd_fail(&r->ctx, VD_ERR_OVERLOADED, NULL,
             "every worker is busy and %d requests are waiting; try again shortly",
             srv->cfg->queue_depth);
@@ -479,7 +494,11 @@ static enum MHD_Result begin_request(vd_server *srv, struct MHD_Connection *conn
      * again, with authentication, once the request is read */
     if (vd_route_match(vd_routes, vd_route_count, method, url, &r->ctx.match) == VD_MATCH_FOUND)
         r->ctx.route = &vd_routes[r->ctx.match.route_index];
-    if (refuse_early(&r->ctx))
+    if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST))
+        vd_fail(&r->ctx, VD_ERR_SHUTTING_DOWN, NULL, "the server is stopping: send it again");
+    else
+        refuse_early(&r->ctx);
+    if (r->ctx.err)
         return finish(r); /* libmicrohttpd then reads no body and closes the connection */
     return MHD_YES;
 }
@@ -525,6 +544,16 @@ static bool resolve(const char *host, int port, struct sockaddr_storage *ss)
     return true;
 }
 
+/* The request line arrived (before its headers): the guard's read window starts. What is
+ * returned becomes *req_cls: nothing, so on_access sees its first call as before. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)uri;
+    vd_guard_reading(c);
+    return NULL;
+}
+
 /* libmicrohttpd's own diagnostics (a failed bind, thread or epoll setup) go to our log. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -538,14 +567,21 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     vd_logf(VD_LOG_WARN, "libmicrohttpd: %s", msg);
 }
 
-/* The global connection cap, lowered to what the process may open: each connection is a
- * descriptor, and the pool, the listener and libraries need some too. */
+/* Connections the guard lets a cap-keeping eviction leave open for a moment (shut down, not
+ * yet closed by libmicrohttpd): libmicrohttpd's own limit is the cap plus this. */
+static long eviction_slack(long cap)
+{
+    return cap / 8 + 8;
+}
+
+/* The global connection cap (guard.c keeps it), lowered to what the process may open: each
+ * connection is a descriptor, and the pool, the listener and libraries need some too. */
 static unsigned connection_cap(const vd_config *cfg)
 {
     struct rlimit rl;
     long cap = cfg->max_connections;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        long room = (long)rl.rlim_cur - cfg->db_pool_size - 64;
+        long room = (long)rl.rlim_cur - cfg->db_pool_size - 64 - eviction_slack(cap);
         if (room < cap) {
             vd_logf(VD_LOG_WARN, "VERDICT_MAX_CONNECTIONS %ld lowered to %ld (open file limit %ld)",
                     cap, room < 16 ? 16 : room, (long)rl.rlim_cur);
@@ -559,11 +595,37 @@ static void server_free(vd_server *srv)
 {
     vd_store_listen_stop(srv->listener);
     vd_waiters_drain(srv->waiters);
-    vd_workers_stop(srv->workers);
+    vd_workers_free(srv->workers);
     vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
     free(srv);
+}
+
+/* The daemon: one I/O thread (handlers run on the workers, so it only moves bytes). */
+static bool start_daemon(vd_server *srv, unsigned flags, struct sockaddr_storage *ss)
+{
+    const vd_config *cfg = srv->cfg;
+    unsigned cap = connection_cap(cfg);
+    vd_guard_set_cap(srv->guard, (int)cap, cfg->connection_reserve_percent);
+    errno = 0;
+    srv->daemon = MHD_start_daemon(
+        flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, (void *)NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->idle_seconds > 55 ? cfg->idle_seconds + 5 : 60),
+        MHD_OPTION_CONNECTION_LIMIT, cap + (unsigned)eviction_slack(cap),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, (void *)NULL, MHD_OPTION_END);
+    if (!srv->daemon) {
+        int e = errno;
+        vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,
+                e ? strerror(e) : "see the libmicrohttpd message above");
+        return false;
+    }
+    return true;
 }
 
 vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
@@ -589,28 +651,14 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         return NULL;
     }
     srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
-    srv->guard = vd_guard_start(cfg->read_timeout_ms);
+    srv->guard = vd_guard_start(cfg->read_timeout_ms, cfg->idle_seconds * 1000);
     srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
     if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
         server_free(srv);
         return NULL;
     }
-    errno = 0;
-    /* one I/O thread: handlers run on the workers, so it only moves bytes */
-    srv->daemon = MHD_start_daemon(
-        flags | srv->tls.flags, (uint16_t)cfg->listen_port, NULL, NULL, on_access, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_ARRAY, srv->tls.options,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        srv, MHD_OPTION_NOTIFY_CONNECTION, vd_guard_notify, srv->guard,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
-        connection_cap(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections_per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape, (void *)NULL,
-        MHD_OPTION_END);
-    if (!srv->daemon) {
-        int e = errno;
-        vd_logf(VD_LOG_ERROR, "cannot listen on %s:%d (%s)", cfg->listen_host, cfg->listen_port,
-                e ? strerror(e) : "see the libmicrohttpd message above");
+    if (!start_daemon(srv, flags, &ss)) {
         server_free(srv);
         return NULL;
     }
@@ -625,23 +673,39 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     return srv;
 }
 
-void vd_server_stop(vd_server *srv)
+/* Wait, up to secs, until every request begun is answered (its last byte written). */
+static void await_answers(vd_server *srv, double secs)
 {
-    if (!srv)
-        return;
-    MHD_quiesce_daemon(srv->daemon);
-    /* every parked long-poll claim is answered (one last claim), then the workers finish
-     * what is queued and resume those connections; then the answers are given a moment to
-     * be written before the daemon closes every connection */
-    vd_store_listen_stop(srv->listener);
-    srv->listener = NULL;
-    vd_waiters_drain(srv->waiters);
-    vd_workers_stop(srv->workers);
-    srv->workers = NULL;
-    for (int i = 0; i < 500 && __atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0; i++) {
+    double end = vd_monotonic() + secs;
+    while (__atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0 && vd_monotonic() < end) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    if (__atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST) > 0)
+        vd_logf(VD_LOG_WARN, "stop: %d requests unanswered after %.0f s; closing them",
+                __atomic_load_n(&srv->inflight, __ATOMIC_SEQ_CST), secs);
+}
+
+/* The drain: from here every new request (a kept-alive connection's next one included) is
+ * answered 503 shutting_down with Connection: close; every answer carries Connection: close.
+ * Parked long-poll claims are answered (one last claim), the workers finish what is queued
+ * (each transaction commits or rolls back) and resume those connections, the answers are
+ * written, and only then does the daemon close the idle connections. The pool is freed
+ * after the daemon, so no request can reach a freed pool. */
+void vd_server_stop(vd_server *srv)
+{
+    MHD_socket lsock;
+    if (!srv)
+        return;
+    __atomic_store_n(&srv->stopping, 1, __ATOMIC_SEQ_CST);
+    lsock = MHD_quiesce_daemon(srv->daemon);
+    vd_store_listen_stop(srv->listener);
+    srv->listener = NULL;
+    vd_waiters_drain(srv->waiters);
+    vd_workers_stop(srv->workers); /* joined; vd_workers_push refuses from now on */
+    await_answers(srv, srv->cfg->read_timeout_ms / 1000.0 + 5.0);
     MHD_stop_daemon(srv->daemon);
+    if (lsock != MHD_INVALID_SOCKET)
+        close(lsock);
     server_free(srv);
 }

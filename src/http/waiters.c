@@ -130,14 +130,7 @@ static void *tick_main(void *arg)
     vd_waiters *ws = arg;
     pthread_mutex_lock(&ws->mu);
     while (!ws->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += TICK_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&ws->cv, &ws->mu, &ts);
+        vd_cond_wait_until(&ws->cv, &ws->mu, vd_monotonic() + TICK_MS / 1000.0);
         if (!ws->stopping)
             tick(ws, vd_monotonic());
     }
@@ -155,7 +148,7 @@ vd_waiters *vd_waiters_start(int max, int retry_ms, vd_wake_fn wake, void *cls)
     ws->wake = wake;
     ws->cls = cls;
     pthread_mutex_init(&ws->mu, NULL);
-    pthread_cond_init(&ws->cv, NULL);
+    vd_cond_init(&ws->cv);
     if (pthread_create(&ws->thread, NULL, tick_main, ws) != 0) {
         vd_waiters_free(ws);
         return NULL;
@@ -247,9 +240,12 @@ void vd_waiters_drain(vd_waiters *ws)
             pthread_mutex_lock(&ws->mu);
         }
     }
-    if (ws->head)
-        vd_logf(VD_LOG_WARN, "%d long-poll claims could not be answered before the stop",
+    if (ws->head) { /* answered without a claim: nothing may stay suspended at the stop */
+        vd_logf(VD_LOG_WARN, "%d long-poll claims answered empty at the stop (no worker free)",
                 ws->count);
+        while (ws->head)
+            wake_one(ws, ws->head, VD_WAKE_GONE);
+    }
     pthread_mutex_unlock(&ws->mu);
     if (ws->started)
         pthread_join(ws->thread, NULL);

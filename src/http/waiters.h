@@ -52,8 +52,9 @@ vd_park vd_waiters_park(vd_waiters *ws, vd_waiter *w, uint64_t seq, bool may_ret
 void vd_waiters_notify(vd_waiters *ws, const char *flow_step, long count, bool by_tick);
 /* How many are parked. */
 int vd_waiters_count(vd_waiters *ws);
-/* Refuse new waiters, wake every parked one with FINAL (retrying a full queue for up to 5 s)
- * and join the tick thread. The registry stays valid for vd_waiters_park (REFUSED). */
+/* Refuse new waiters, wake every parked one with FINAL (retrying a full queue for up to 5 s;
+ * those still parked then are woken GONE: answered with no claim) and join the tick thread. The
+ * registry stays valid for vd_waiters_park (REFUSED). */
 void vd_waiters_drain(vd_waiters *ws);
 /* Free (after drain, once no worker can call in). NULL is a no-op. */
 void vd_waiters_free(vd_waiters *ws);

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "verdict/util.h"
+
 struct vd_workers {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -54,14 +56,14 @@ vd_workers *vd_workers_start(int threads, int depth, vd_work_fn fn)
     w->cap = depth;
     w->fn = fn;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    vd_cond_init(&w->cv); /* untimed waits; monotonic like every condition variable */
     for (int i = 0; i < threads; i++) {
         if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
             break;
         w->nthreads++;
     }
     if (w->nthreads == 0) {
-        vd_workers_stop(w);
+        vd_workers_free(w);
         return NULL;
     }
     return w;
@@ -92,6 +94,14 @@ void vd_workers_stop(vd_workers *w)
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->nthreads; i++)
         pthread_join(w->threads[i], NULL);
+    w->nthreads = 0;
+}
+
+void vd_workers_free(vd_workers *w)
+{
+    if (!w)
+        return;
+    vd_workers_stop(w);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->ring);

@@ -3,7 +3,6 @@
  * at once never double-apply. */
 #include "verdict/sweeper.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -104,15 +103,14 @@ static void *sweeper_main(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         long expired = 0, purged = 0;
-        struct timespec until;
+        double until;
         pthread_mutex_unlock(&s->mu);
         if (vd_sweeper_run_once(s->cfg, s->db, &expired, &purged) == VD_OK && (expired || purged))
             vd_logf(VD_LOG_INFO, "sweeper: %ld leases closed, %ld idempotency records purged",
                     expired, purged);
         pthread_mutex_lock(&s->mu);
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += s->cfg->sweep_interval_seconds;
-        while (!s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
+        until = vd_monotonic() + s->cfg->sweep_interval_seconds;
+        while (!s->stop && vd_cond_wait_until(&s->cv, &s->mu, until))
             ;
     }
     pthread_mutex_unlock(&s->mu);
@@ -127,7 +125,7 @@ vd_sweeper *vd_sweeper_start(const vd_config *cfg, vd_db *db)
     s->cfg = cfg;
     s->db = db;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    vd_cond_init(&s->cv);
     if (pthread_create(&s->thread, NULL, sweeper_main, s) != 0) {
         vd_logf(VD_LOG_ERROR, "cannot start the sweeper thread");
         pthread_mutex_destroy(&s->mu);

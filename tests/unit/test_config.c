@@ -231,6 +231,30 @@ static void test_config_long_poll(void **state)
     assert_non_null(strstr(err, "VERDICT_WAIT_RETRY_MS"));
 }
 
+/* VERDICT_HTTP_IDLE_SECONDS: 30 s by default, past the read deadline when that is longer; a
+ * value set must be longer than the read deadline. */
+static void test_config_idle(void **state)
+{
+    static const char *const defaults[] = {NULL};
+    static const char *const long_read[] = {"VERDICT_READ_TIMEOUT_MS=45500", NULL};
+    static const char *const set[] = {"VERDICT_HTTP_IDLE_SECONDS=11", NULL};
+    static const char *const bad[] = {"VERDICT_HTTP_IDLE_SECONDS=10", NULL};
+    static const char *const *const ok_envs[] = {defaults, long_read, set};
+    static const int want[] = {30, 47, 11};
+    vd_config cfg;
+    char err[256];
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        fake_env = ok_envs[i];
+        assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+        assert_int_equal(cfg.idle_seconds, want[i]);
+        vd_config_cleanup(&cfg);
+    }
+    fake_env = bad; /* 10 s is not longer than the default read deadline of 10,000 ms */
+    assert_false(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_non_null(strstr(err, "VERDICT_HTTP_IDLE_SECONDS"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_config_secret_file_errors),
         cmocka_unit_test(test_config_tls_files),
         cmocka_unit_test(test_config_long_poll),
+        cmocka_unit_test(test_config_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
