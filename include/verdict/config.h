@@ -58,6 +58,7 @@ typedef struct vd_config {
     int db_pool_size;
     int db_timeout_ms;        /* client-side bound of every database wait */
     bool db_pool_transaction; /* VERDICT_DB_POOL_MODE=transaction: no session state */
+    bool db_pool_forced;      /* VERDICT_DB_POOL_MODE was set: no detection of a pooler */
     int max_connections;      /* libmicrohttpd's global connection cap */
     int max_connections_per_ip;
     int read_timeout_ms; /* a request's headers and body must arrive within this */

@@ -314,6 +314,7 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
         goto bad;
     }
     cfg->db_pool_transaction = s && strcmp(s, "transaction") == 0;
+    cfg->db_pool_forced = s && *s;
     if (cfg->db_pool_size == 0)
         cfg->db_pool_size = cfg->threads + 1;
     if (cfg->queue_depth == 0)

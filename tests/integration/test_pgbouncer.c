@@ -1,8 +1,11 @@
-/* test_pgbouncer.c - VERDICT_DB_POOL_MODE=transaction behind a real PgBouncer (Debian's,
- * started here on loopback with pool_mode = transaction and fewer server connections than
- * verdictd has clients, so transactions of different connections share server backends):
- * 32 clients register, claim, heartbeat and complete items; every answer must be a 2xx, and
- * every acknowledged completion is in the database. Skips (77) without pgbouncer. */
+/* test_pgbouncer.c - verdictd behind a real transaction-pooling PgBouncer (Debian's, started
+ * here on loopback with pool_mode = transaction and fewer server connections than verdictd
+ * has clients, so transactions of different connections share server backends) WITHOUT
+ * VERDICT_DB_POOL_MODE: verdictd detects the pooler by itself (a backend pid that is not the
+ * connection's), says so in the log and in verdict_db_pool_mode_detected, and sends its
+ * statements unprepared. 32 clients register, claim, heartbeat and complete items; every
+ * answer must be a 2xx, and every acknowledged completion is in the database. Skips (77)
+ * without pgbouncer. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,6 +107,17 @@ static void test_pgbouncer_transaction_mode(void **state)
     assert_true(ok_calls > 300);
     assert_int_equal(bad_calls, 0);
     assert_int_equal(in_db, completed);
+    /* detected by itself: the metric and one warning in the log */
+    vt_resp m = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_non_null(strstr(m.body, "\nverdict_db_pool_mode_detected 1\n"));
+    assert_non_null(strstr(m.body, "\nverdict_db_unprepared 1\n"));
+    vt_resp_free(&m);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "test $(grep -c 'transaction-pooling proxy' %s) -eq 1",
+             srv.log_path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "! grep -q 'prepare .* failed' %s", srv.log_path);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* Write the PgBouncer config and start it (as postgres when root: it refuses root). */
@@ -165,11 +179,8 @@ int main(void)
              "VERDICT_DATABASE_URL=host=127.0.0.1 port=%d user=postgres"
              " %s sslmode=disable",
              port, strstr(url, "dbname=vt_"));
-    const char *env[] = {dburl,
-                         "VERDICT_DB_POOL_MODE=transaction",
-                         "VERDICT_THREADS=8",
-                         "VERDICT_DB_POOL_SIZE=32",
-                         "VERDICT_LOG_LEVEL=warn",
+    const char *env[] = {dburl, /* no VERDICT_DB_POOL_MODE: detected */
+                         "VERDICT_THREADS=8", "VERDICT_DB_POOL_SIZE=32", "VERDICT_LOG_LEVEL=warn",
                          NULL};
     for (int i = 0; i < 50 && access("/dev/null", F_OK) == 0; i++) {
         char pid[128];
