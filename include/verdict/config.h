@@ -67,6 +67,7 @@ typedef struct vd_config {
     int wait_retry_ms;   /* every parked claim is tried again at least this often */
     char *tls_cert_file; /* PEM certificate chain; NULL: plain HTTP */
     char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
+    char *tls_priority;  /* VERDICT_TLS_PRIORITY (GnuTLS priority string); NULL: the default */
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */
