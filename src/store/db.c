@@ -839,6 +839,7 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     /* nothing has reached the server in this transaction yet: a new connection will do */
     bool fresh = c->begin_pending && c->deferred < 0;
     *out = NULL;
+    c->last_vanished = false; /* per call: a stale flag would re-run a committed transaction */
     op_begin(c);
     if (!in_tx)
         return exec_alone(c, sql, n, params, false, out);
@@ -948,6 +949,7 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
         vd_sql_rollback(c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
+    c->last_vanished = false;
     op_begin(c);
     k = pending_steps(c, steps, (step){(int)sql, NULL, n, params});
     steps[k++] = COMMAND("COMMIT");
@@ -1023,6 +1025,7 @@ vd_error vd_sql_commit(vd_conn *c)
         conn_close(c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
+    c->last_vanished = false;
     op_begin(c);
     err = run_with_pending(c, COMMAND("COMMIT"), NULL);
     if (err)
