@@ -26,8 +26,12 @@ typedef struct pattern {
     int key;   /* KEYED: the capture group of the name */
 } pattern;
 
-/* A name as it appears before a value: a letter or _, then up to 63 name characters. */
-#define KEY "([A-Za-z_][A-Za-z0-9_.\\-]{0,63})"
+/* The stems of the secret words (the key rule below): a name without one is no secret, and
+ * the regex skips it without a call into the key rule (the cost of a text with many
+ * name=value pairs). */
+#define STEM "(?i:pass|pwd|secret|token|key|auth|cookie|sess|sig|cred|bearer|jwt)"
+/* A name as it appears before a value: a letter or _, name characters, one of them a stem. */
+#define KEY "((?=[A-Za-z_])[A-Za-z0-9_.\\-]{0,40}?" STEM "[A-Za-z0-9_.\\-]{0,40})"
 /* A double-quoted string with escapes, or a single-quoted one. */
 #define QUOTED "\"(?:[^\"\\\\]|\\\\.)*\"|'[^'\\n]*'"
 
@@ -63,7 +67,8 @@ static const pattern table[] = {
      0},
     /* --password SECRET, --token=SECRET, -api-key SECRET */
     {"flag",
-     "(?<![A-Za-z0-9_\\-])--?([A-Za-z][A-Za-z0-9_\\-]{0,63})(?:=|[ \\t]+)(?!-)"
+     "(?<![A-Za-z0-9_\\-])--?((?=[A-Za-z])[A-Za-z0-9_\\-]{0,40}?" STEM "[A-Za-z0-9_\\-]{0,40})"
+     "(?:=|[ \\t]+)(?!-)"
      "(" QUOTED "|[^\\s\"']+)",
      KEYED, 2, 1},
     /* "password": "SECRET" and 'password': 'SECRET' (JSON, Python, YAML flow) */
@@ -80,7 +85,9 @@ static const pattern table[] = {
      * pairs (access_token%3D...%26); a value that is an auth scheme is left to the rows
      * above */
     {"key_value",
-     "(?:(?<=%26)|(?<=%3[Ff])|(?<=%2526)|(?<=%253[Ff])|(?<![A-Za-z0-9_.\\-%]))" KEY
+     "(?=[A-Za-z_])(?:(?<=%26)|(?<=%3[Ff])|(?<=%2526)|(?<=%253[Ff])|(?<![A-Za-z0-9_.\\-%]))"
+     /* a separator after the name (one possessive scan), before the stem is looked for */
+     "(?=[A-Za-z0-9_.\\-]{1,81}+[ \\t]*(?:=|:|%3[Dd]|%253[Dd]))" KEY
      "[ \\t]*(?:=|:|%3[Dd]|%253[Dd])[ \\t]*(?!(?i:bearer|basic|digest|negotiate|token)\\s)"
      "(" QUOTED "|(?:(?!%26|%2526)[^\\s\"'&,;\\\\<>])+)",
      KEYED, 2, 1},
