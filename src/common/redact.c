@@ -166,7 +166,8 @@ static const char *const about_words[] = {
     "name",     "names",    "expires",  "expiry",    "expiration", "expired",  "ttl",   "lifetime",
     "hint",     "hints",    "policy",   "url",       "uri",        "endpoint", "path",  "file",
     "location", "format",   "version",  "algorithm", "alg",        "method",   "mode",  "scheme",
-    "enabled",  "required", "rotation", "rotated",   "created",    "updated",  "at",    NULL};
+    "enabled",  "required", "rotation", "rotated",   "created",    "updated",  "at",    "timeout",
+    "seconds",  "secs",     "ms",       "interval",  "duration",   "retries",  NULL};
 /* A word before it that makes the name a count (max_token, total_key_count). */
 static const char *const count_words[] = {"max", "min", "num", "total", "n", NULL};
 

@@ -131,6 +131,7 @@ static const redact_case cases[] = {
     {"password_hint: your pet; token_count=12; key_file=/etc/k.pem", NULL},
     {"max_token: 4096, session_count=3, token_type=bearer", NULL},
     {"token: expired; password=missing", NULL},
+    {"retry with --session-timeout 30 and auth: invalid", NULL},
     {"Error: invalid credentials for user bob", NULL},
     {"the session: SESS1234 expired", "the session: " R " expired"},
     {"key: value", "key: " R},
