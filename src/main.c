@@ -73,7 +73,7 @@ static int run_serve(const vd_config *cfg)
     if (!db)
         goto out;
     vd_db_set_timeout(db, cfg->db_timeout_ms);
-    vd_db_set_pool_mode(db, cfg->db_pool_transaction);
+    vd_db_set_pool_mode(db, cfg->db_pool_transaction, cfg->db_pool_forced);
     srv = vd_server_start(cfg, db);
     if (!srv)
         goto out;

@@ -58,6 +58,7 @@ typedef struct vd_config {
     int db_pool_size;
     int db_timeout_ms;        /* client-side bound of every database wait */
     bool db_pool_transaction; /* VERDICT_DB_POOL_MODE=transaction: no session state */
+    bool db_pool_forced;      /* VERDICT_DB_POOL_MODE was set: no detection of a pooler */
     int max_connections;      /* libmicrohttpd's global connection cap */
     int max_connections_per_ip;
     int connection_reserve_percent; /* of max_connections, kept from connections with no
@@ -69,6 +70,7 @@ typedef struct vd_config {
     int wait_retry_ms;   /* every parked claim is tried again at least this often */
     char *tls_cert_file; /* PEM certificate chain; NULL: plain HTTP */
     char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
+    char *tls_priority;  /* VERDICT_TLS_PRIORITY (GnuTLS priority string); NULL: the default */
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

@@ -28,8 +28,16 @@ void vd_db_set_timeout(vd_db *db, int timeout_ms);
 
 /* VERDICT_DB_POOL_MODE=transaction (a transaction-pooling PgBouncer between us and the
  * server): no named prepared statements (each statement is sent with its text, unnamed) and no
- * session state (the settings go with every transaction as SET LOCAL). Call before use. */
-void vd_db_set_pool_mode(vd_db *db, bool transaction);
+ * session state (the settings go with every transaction as SET LOCAL). `forced`: the mode was
+ * set (either way), so it is never switched by itself. Unforced session mode switches to
+ * transaction mode by itself, with a warning, when a new connection's backend pid is not the
+ * one the server announced (a pooler), or a prepared statement vanished (SQLSTATE 26000) or
+ * already existed (42P05). Call before use. */
+void vd_db_set_pool_mode(vd_db *db, bool transaction, bool forced);
+/* Whether statements are sent unprepared (configured or detected), and whether a pooler was
+ * detected by itself (the metrics). */
+bool vd_db_unprepared(const vd_db *db);
+bool vd_db_pool_mode_detected(const vd_db *db);
 
 /* Borrow a connected, prepared connection for the calling thread. Returns VD_OK and sets
  * *out, or VD_ERR_DATABASE_UNAVAILABLE (nothing to release). Waiting for a free connection

@@ -217,7 +217,8 @@ static bool env_or_file(vd_env_getter get, const char *var, char sep, char **out
     return *out ? true : fail(err, errlen, "%s: out of memory", var);
 }
 
-/* VERDICT_TLS_CERT_FILE and VERDICT_TLS_KEY_FILE: both or neither (server.c loads them). */
+/* VERDICT_TLS_CERT_FILE and VERDICT_TLS_KEY_FILE: both or neither (server.c loads them);
+ * VERDICT_TLS_PRIORITY (a GnuTLS priority string) only with them. */
 static bool load_tls(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
 {
     const char *cert = get("VERDICT_TLS_CERT_FILE"), *key = get("VERDICT_TLS_KEY_FILE");
@@ -226,11 +227,15 @@ static bool load_tls(vd_config *cfg, vd_env_getter get, char *err, size_t errlen
         return fail(err, errlen, "%s: set together with %s (a certificate needs its key)",
                     has_cert ? "VERDICT_TLS_KEY_FILE" : "VERDICT_TLS_CERT_FILE",
                     has_cert ? "VERDICT_TLS_CERT_FILE" : "VERDICT_TLS_KEY_FILE");
+    const char *prio = get("VERDICT_TLS_PRIORITY");
+    if (prio && *prio && !has_cert)
+        return fail(err, errlen, "VERDICT_TLS_PRIORITY: set without VERDICT_TLS_CERT_FILE");
     if (!has_cert)
         return true;
     cfg->tls_cert_file = strdup(cert);
     cfg->tls_key_file = strdup(key);
-    if (!cfg->tls_cert_file || !cfg->tls_key_file)
+    cfg->tls_priority = prio && *prio ? strdup(prio) : NULL;
+    if (!cfg->tls_cert_file || !cfg->tls_key_file || (prio && *prio && !cfg->tls_priority))
         return fail(err, errlen, "VERDICT_TLS_CERT_FILE: out of memory");
     return true;
 }
@@ -333,6 +338,7 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
         goto bad;
     }
     cfg->db_pool_transaction = s && strcmp(s, "transaction") == 0;
+    cfg->db_pool_forced = s && *s;
     if (cfg->db_pool_size == 0)
         cfg->db_pool_size = cfg->threads + 1;
     if (cfg->queue_depth == 0)
@@ -375,5 +381,6 @@ void vd_config_cleanup(vd_config *cfg)
     free(cfg->listen_host);
     free(cfg->tls_cert_file);
     free(cfg->tls_key_file);
+    free(cfg->tls_priority);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -63,8 +63,13 @@ vd_error vd_h_metrics(vd_ctx *ctx)
         db_up = vd_store_metrics(c, &db) == VD_OK;
         vd_db_release(ctx->db, c);
     }
-    vd_metrics_render(&out, &(vd_metrics_input){vd_db_in_use(ctx->db), vd_db_size(ctx->db), &sw,
-                                                db_up ? &db : NULL});
+    vd_metrics_render(&out,
+                      &(vd_metrics_input){.pool_in_use = vd_db_in_use(ctx->db),
+                                          .pool_size = vd_db_size(ctx->db),
+                                          .unprepared = vd_db_unprepared(ctx->db),
+                                          .pool_mode_detected = vd_db_pool_mode_detected(ctx->db),
+                                          .sweeper = &sw,
+                                          .db = db_up ? &db : NULL});
     vd_db_metrics_cleanup(&db);
     if (out.failed)
         rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory rendering metrics");

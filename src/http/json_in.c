@@ -51,8 +51,9 @@ bool vd_json_redact(cJSON *v)
 {
     bool ok = true;
     for (cJSON *e = v ? v->child : NULL; e && ok; e = e->next) {
-        if (cJSON_IsObject(v) && e->string && !cJSON_IsNull(e) &&
+        if (cJSON_IsObject(v) && e->string && !cJSON_IsNull(e) && !cJSON_IsBool(e) &&
             vd_redact_is_secret_key(e->string)) {
+            /* a secret's name: its value whatever its type (a boolean is never a secret) */
             /* by name (it copies the key; keys are unique: the scanner refused duplicates) */
             cJSON *mask = cJSON_CreateString(VD_REDACTED);
             ok = mask && cJSON_ReplaceItemInObjectCaseSensitive(v, e->string, mask);

@@ -272,6 +272,14 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   "# TYPE verdict_db_pool_size gauge\nverdict_db_pool_size %d\n",
                   in->pool_in_use, in->pool_size);
     vd_buf_printf(out,
+                  "# HELP verdict_db_unprepared Whether statements are sent unprepared (1: "
+                  "transaction pool mode, set or detected) or prepared (0).\n"
+                  "# TYPE verdict_db_unprepared gauge\nverdict_db_unprepared %d\n"
+                  "# HELP verdict_db_pool_mode_detected Whether verdictd detected a "
+                  "transaction pooler by itself and switched to unprepared statements (1).\n"
+                  "# TYPE verdict_db_pool_mode_detected gauge\nverdict_db_pool_mode_detected %d\n",
+                  in->unprepared ? 1 : 0, in->pool_mode_detected ? 1 : 0);
+    vd_buf_printf(out,
                   "# HELP verdict_claim_waiters Long-poll claims (wait_seconds) parked right "
                   "now.\n# TYPE verdict_claim_waiters gauge\nverdict_claim_waiters %d\n",
                   __atomic_load_n(&claim_waiters, __ATOMIC_RELAXED));

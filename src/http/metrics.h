@@ -22,6 +22,7 @@ void vd_metrics_connection_evicted(void);
 /* What one scrape shows besides the in-process counters. */
 typedef struct vd_metrics_input {
     int pool_in_use, pool_size;
+    bool unprepared, pool_mode_detected; /* vd_db_unprepared, vd_db_pool_mode_detected */
     const vd_sweeper_counts *sweeper;
     const vd_db_metrics *db; /* NULL: the database could not be read (verdict_db_up 0) */
 } vd_metrics_input;

@@ -1,7 +1,9 @@
 /* tls.c - loads the optional TLS certificate and key for the listener (tls.h) into the
  * memory options libmicrohttpd takes (MHD_OPTION_HTTPS_MEM_CERT/KEY, with MHD_USE_TLS:
  * Debian's libmicrohttpd is built with GnuTLS). Without them verdictd serves plain HTTP and,
- * off loopback, says at start that bearer tokens then travel in clear. */
+ * off loopback, says at start that bearer tokens then travel in clear. The protocol versions
+ * and suites offered are GnuTLS's priority string VD_TLS_DEFAULT_PRIORITY (TLS 1.2 and 1.3,
+ * forward-secret key exchange, AEAD ciphers only) or VERDICT_TLS_PRIORITY. */
 #include "tls.h"
 
 #include <errno.h>
@@ -37,6 +39,11 @@ static char *read_pem(const char *var, const char *path)
     return NULL;
 }
 
+const char *vd_tls_priority(const vd_config *cfg)
+{
+    return cfg->tls_priority ? cfg->tls_priority : VD_TLS_DEFAULT_PRIORITY;
+}
+
 bool vd_tls_load(const vd_config *cfg, vd_tls *out)
 {
     memset(out, 0, sizeof(*out));
@@ -63,7 +70,10 @@ bool vd_tls_load(const vd_config *cfg, vd_tls *out)
     out->flags = MHD_USE_TLS;
     out->options[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, out->cert};
     out->options[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, out->key};
-    out->options[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    out->options[2] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)vd_tls_priority(cfg)};
+    out->options[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    vd_logf(VD_LOG_INFO, "TLS priorities: %s", vd_tls_priority(cfg));
     return true;
 }
 

@@ -34,8 +34,23 @@ struct vd_db {
      * accept queue (which it would have to work through when it comes back). */
     bool suspect;
     bool probing;
-    bool txn_mode; /* VERDICT_DB_POOL_MODE=transaction */
+    /* Statements sent unprepared, settings per transaction (atomic): VERDICT_DB_POOL_MODE=
+     * transaction, or a transaction pooler detected by itself (mode_detected) unless
+     * VERDICT_DB_POOL_MODE was set (mode_forced) */
+    int txn_mode;
+    int mode_detected;
+    bool mode_forced;
+    /* the schema was found at this build's version once (atomic): the statements can be
+     * prepared; until then a connection only checks the version (no prepare warnings while
+     * migrations are still to run) */
+    int schema_ok;
+    int schema_logged; /* the schema version last logged as behind (atomic) */
 };
+
+static bool txn_mode(const vd_db *db)
+{
+    return __atomic_load_n(&db->txn_mode, __ATOMIC_ACQUIRE) != 0;
+}
 
 static void conn_close(vd_conn *c);
 
@@ -79,9 +94,39 @@ void vd_db_set_timeout(vd_db *db, int timeout_ms)
         db->conns[i].timeout_ms = timeout_ms;
 }
 
-void vd_db_set_pool_mode(vd_db *db, bool transaction)
+void vd_db_set_pool_mode(vd_db *db, bool transaction, bool forced)
 {
-    db->txn_mode = transaction;
+    __atomic_store_n(&db->txn_mode, transaction ? 1 : 0, __ATOMIC_RELEASE);
+    db->mode_forced = forced;
+}
+
+bool vd_db_unprepared(const vd_db *db)
+{
+    return txn_mode(db);
+}
+
+bool vd_db_pool_mode_detected(const vd_db *db)
+{
+    return __atomic_load_n(&db->mode_detected, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* A transaction pooler is in between (a backend pid that is not the connection's, a prepared
+ * statement that vanished or already existed): send every statement unprepared from now on,
+ * once, with a warning. Not when VERDICT_DB_POOL_MODE says which mode it is. */
+static bool detect_pooler(vd_db *db, const char *why)
+{
+    int was = 0;
+    if (db->mode_forced || txn_mode(db))
+        return false;
+    if (__atomic_compare_exchange_n(&db->mode_detected, &was, 1, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        vd_logf(VD_LOG_WARN,
+                "database: %s: a transaction-pooling proxy (PgBouncer?) is assumed; statements "
+                "are sent unprepared from now on (set VERDICT_DB_POOL_MODE=transaction to say "
+                "so, or =session to keep prepared statements)",
+                why);
+    __atomic_store_n(&db->txn_mode, 1, __ATOMIC_RELEASE);
+    return true;
 }
 
 void vd_db_destroy(vd_db *db)
@@ -245,7 +290,7 @@ static PGresult *conn_exec(vd_conn *c, const char *command)
  * statement (a transaction pooler may hand every transaction another server connection). */
 static bool send_sql(vd_conn *c, vd_sql sql, int n, const char *const *params)
 {
-    if (c->db->txn_mode)
+    if (txn_mode(c->db))
         return PQsendQueryParams(c->pg, vd_sql_statements[sql].text, n, NULL, params, NULL, NULL,
                                  0) == 1;
     return PQsendQueryPrepared(c->pg, vd_sql_statements[sql].name, n, params, NULL, NULL, 0) == 1;
@@ -314,8 +359,11 @@ static bool prepare_all(vd_conn *c)
         PGresult *res = NULL, *end = NULL;
         ok = next_result(c, &res) && res && next_result(c, &end) && !end;
         if (ok && PQresultStatus(res) != PGRES_COMMAND_OK) {
-            vd_logf(VD_LOG_WARN, "prepare %s failed: %s", vd_sql_statements[i].name,
-                    PQresultErrorMessage(res));
+            const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+            if (!(state && strcmp(state, "42P05") == 0 &&
+                  detect_pooler(c->db, "a statement was prepared already on a new connection")))
+                vd_logf(VD_LOG_WARN, "prepare %s failed: %s", vd_sql_statements[i].name,
+                        PQresultErrorMessage(res));
             ok = false;
         }
         PQclear(res);
@@ -329,21 +377,66 @@ static bool prepare_all(vd_conn *c)
     return ok;
 }
 
-/* Open the connection and prepare every statement, under the call's deadline; false leaves
- * it closed. */
+/* Whether the schema is at this build's version (found once, then remembered: it never goes
+ * back). Before that, statements are not prepared: on a database that `verdictd migrate` has
+ * not brought up yet they would fail, one warning each, on every connection. `table`: whether
+ * schema_migrations exists at all. */
+static bool schema_current(vd_conn *c, bool table)
+{
+    int v = 0, latest = vd_store_latest_version();
+    if (__atomic_load_n(&c->db->schema_ok, __ATOMIC_ACQUIRE))
+        return true;
+    if (table) {
+        PGresult *res = conn_exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+        bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+        v = ok ? (int)strtol(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+        PQclear(res);
+        if (!ok)
+            return false;
+    }
+    if (v >= latest) {
+        __atomic_store_n(&c->db->schema_ok, 1, __ATOMIC_RELEASE);
+        return true;
+    }
+    /* once per version seen: the operator learns what to run, the log is not flooded */
+    if (__atomic_exchange_n(&c->db->schema_logged, v + 1, __ATOMIC_ACQ_REL) != v + 1)
+        vd_logf(VD_LOG_WARN,
+                "database schema at version %d, this verdictd needs %d: answering 503 until "
+                "the migrations have run (verdictd migrate, or VERDICT_AUTO_MIGRATE=1)",
+                v, latest);
+    return false;
+}
+
+/* What a new connection learns from the server in one round trip: its backend pid (a pooler
+ * answers another than the one it announced to libpq: then statements go unprepared), and
+ * whether the schema is current. False: the connection is not usable yet. */
+static bool conn_probe(vd_conn *c)
+{
+    PGresult *res =
+        conn_exec(c, "SELECT pg_backend_pid(), to_regclass('schema_migrations') IS NOT NULL");
+    bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1, table = false;
+    if (ok && strtol(PQgetvalue(res, 0, 0), NULL, 10) != (long)PQbackendPID(c->pg))
+        detect_pooler(c->db, "the server's backend pid is not the one the connection announced");
+    table = ok && strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    PQclear(res);
+    return ok && schema_current(c, table);
+}
+
+/* Open the connection, check it (conn_probe) and, in session mode, set the session and
+ * prepare every statement, under the call's deadline; false leaves it closed. */
 static bool conn_open(vd_conn *c)
 {
     char setup[160];
     PGresult *res = NULL;
     conn_close(c);
-    if (!conn_connect(c))
+    if (!conn_connect(c) || !conn_probe(c))
         goto fail;
     /* the same settings, per transaction (pending_steps): nothing outlives a transaction */
     snprintf(c->settings, sizeof(c->settings),
              "SELECT set_config('statement_timeout', '%d', true),"
              " set_config('TimeZone', 'UTC', true), set_config('jit', 'off', true)",
              c->timeout_ms);
-    if (c->db->txn_mode) {
+    if (txn_mode(c->db)) {
         c->ready = true;
         return true;
     }
@@ -358,8 +451,11 @@ static bool conn_open(vd_conn *c)
         goto fail;
     PQclear(res);
     res = NULL;
-    if (!prepare_all(c))
+    if (!prepare_all(c)) {
+        if (txn_mode(c->db)) /* a statement existed already: a pooler, now detected */
+            return conn_open(c);
         goto fail;
+    }
     c->ready = true;
     return true;
 fail:
@@ -489,8 +585,17 @@ vd_error vd_sql_error(vd_conn *c, const PGresult *res)
         strncmp(state, "53", 2) == 0 || strcmp(state, "40001") == 0 ||
         strcmp(state, "40P01") == 0 || strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0)
         return VD_ERR_DATABASE_UNAVAILABLE;
+    /* a prepared statement that does not exist: the statement did not run. A transaction
+     * pooler gave us a server connection that never prepared it; the caller sends it again
+     * unprepared, on a new connection */
+    if (strcmp(state, "26000") == 0) {
+        c->last_vanished = detect_pooler(c->db, "a prepared statement vanished") ||
+                           (txn_mode(c->db) && !c->db->mode_forced);
+        c->ready = false;
+        return VD_ERR_DATABASE_UNAVAILABLE;
+    }
     /* undefined table/function: the schema is not migrated yet */
-    if (strcmp(state, "42P01") == 0 || strcmp(state, "42883") == 0 || strcmp(state, "26000") == 0) {
+    if (strcmp(state, "42P01") == 0 || strcmp(state, "42883") == 0) {
         c->ready = false;
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
@@ -574,7 +679,7 @@ static int pending_steps(vd_conn *c, step *out, step tail)
     int k = 0;
     if (c->begin_pending)
         out[k++] = COMMAND("BEGIN");
-    if (c->begin_pending && c->db->txn_mode)
+    if (c->begin_pending && txn_mode(c->db))
         out[k++] = COMMAND(c->settings);
     if (c->begin_pending && c->indexed_pending)
         out[k++] = COMMAND("SET LOCAL enable_seqscan = off");
@@ -681,10 +786,10 @@ static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *para
 {
     step steps[5];
     int k = 0, keep;
-    if (!generic && !c->db->txn_mode)
+    if (!generic && !txn_mode(c->db))
         return run_with_pending(c, (step){(int)sql, NULL, n, params}, out);
     steps[k++] = COMMAND("BEGIN");
-    if (c->db->txn_mode)
+    if (txn_mode(c->db))
         steps[k++] = COMMAND(c->settings);
     if (generic)
         steps[k++] = COMMAND("SET LOCAL plan_cache_mode = force_generic_plan");
@@ -708,9 +813,12 @@ static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *par
         probe_idle(c);
         if (!c->ready && !conn_open(c))
             return VD_ERR_DATABASE_UNAVAILABLE;
+        c->last_vanished = false;
         err = run_alone(c, sql, n, params, generic, out);
         if (err == VD_OK)
             return VD_OK;
+        if (c->last_vanished) /* it did not run: again, unprepared */
+            continue;
         if (c->ready) { /* the statement failed; only a conflict is worth another run */
             if (!c->last_conflict || !conflict_pause(c))
                 return err;
@@ -731,6 +839,7 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     /* nothing has reached the server in this transaction yet: a new connection will do */
     bool fresh = c->begin_pending && c->deferred < 0;
     *out = NULL;
+    c->last_vanished = false; /* per call: a stale flag would re-run a committed transaction */
     op_begin(c);
     if (!in_tx)
         return exec_alone(c, sql, n, params, false, out);
@@ -840,6 +949,7 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
         vd_sql_rollback(c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
+    c->last_vanished = false;
     op_begin(c);
     k = pending_steps(c, steps, (step){(int)sql, NULL, n, params});
     steps[k++] = COMMAND("COMMIT");
@@ -915,6 +1025,7 @@ vd_error vd_sql_commit(vd_conn *c)
         conn_close(c);
         return VD_ERR_DATABASE_UNAVAILABLE;
     }
+    c->last_vanished = false;
     op_begin(c);
     err = run_with_pending(c, COMMAND("COMMIT"), NULL);
     if (err)
@@ -944,6 +1055,7 @@ vd_error vd_sql_tx(vd_conn *c, vd_tx_fn fn, void *arg)
 {
     vd_error err = VD_OK;
     for (int attempt = 0; attempt < 6; attempt++) {
+        c->last_vanished = false;
         err = vd_sql_begin(c);
         if (err)
             return err;
@@ -952,6 +1064,12 @@ vd_error vd_sql_tx(vd_conn *c, vd_tx_fn fn, void *arg)
             err = vd_sql_commit(c);
         else
             vd_sql_rollback(c);
+        /* a prepared statement that vanished aborted the transaction before anything of it
+         * committed: the whole transaction runs again, unprepared, on a new connection */
+        if (err == VD_ERR_DATABASE_UNAVAILABLE && c->last_vanished) {
+            c->last_vanished = false;
+            continue;
+        }
         /* only a serialization failure or deadlock (rolled back by the server) is run
          * again: a lost connection may have taken a committed COMMIT with it */
         if (err != VD_ERR_DATABASE_UNAVAILABLE || !c->last_conflict || !c->ready ||

@@ -21,6 +21,8 @@ struct vd_conn {
     bool indexed_pending; /* begin_pending, and SET LOCAL enable_seqscan = off goes with it */
     bool last_conflict;   /* the last error was a serialization failure or deadlock */
     bool timed_out;       /* the last call passed its deadline (the connection was dropped) */
+    bool last_vanished;   /* the last error: a prepared statement did not exist (26000), so
+                           * nothing ran; a transaction pooler was detected by it */
     int index;
     const char *url;    /* borrowed from the pool */
     struct vd_db *db;   /* the pool it belongs to */

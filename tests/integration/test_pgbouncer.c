@@ -1,8 +1,14 @@
-/* test_pgbouncer.c - VERDICT_DB_POOL_MODE=transaction behind a real PgBouncer (Debian's,
- * started here on loopback with pool_mode = transaction and fewer server connections than
- * verdictd has clients, so transactions of different connections share server backends):
- * 32 clients register, claim, heartbeat and complete items; every answer must be a 2xx, and
- * every acknowledged completion is in the database. Skips (77) without pgbouncer. */
+/* test_pgbouncer.c - verdictd behind a real transaction-pooling PgBouncer (Debian's, started
+ * here on loopback with pool_mode = transaction and fewer server connections than verdictd
+ * has clients, so transactions of different connections share server backends) WITHOUT
+ * VERDICT_DB_POOL_MODE: verdictd detects the pooler by itself (a backend pid that is not the
+ * connection's), says so in the log and in verdict_db_pool_mode_detected, and sends its
+ * statements unprepared. 32 clients register, claim, heartbeat and complete items; every
+ * answer must be a 2xx, and every acknowledged completion is in the database. Skips (77)
+ * without pgbouncer. First, without PgBouncer: the other symptom, prepared statements that
+ * vanish under a direct connection (a trigger runs DEALLOCATE ALL once per backend), is
+ * detected too, and the statement that met it runs again unprepared: every call answers 2xx
+ * and nothing ran twice. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,7 +102,8 @@ static void test_pgbouncer_transaction_mode(void **state)
         assert_int_equal(pthread_create(&t[i], NULL, client, (void *)(intptr_t)i), 0);
     for (int i = 0; i < CLIENTS; i++)
         pthread_join(t[i], NULL);
-    long in_db = vt_sql_long("SELECT count(*) FROM jobs WHERE status = 'completed'");
+    long in_db = vt_sql_long("SELECT count(*) FROM jobs WHERE status = 'completed'"
+                             " AND flow_step_id LIKE 'pgb%%'");
     fprintf(stderr,
             "pgbouncer (transaction pooling): %ld calls, %ld errors, %ld completions"
             " acknowledged, %ld in the database\n",
@@ -104,6 +111,58 @@ static void test_pgbouncer_transaction_mode(void **state)
     assert_true(ok_calls > 300);
     assert_int_equal(bad_calls, 0);
     assert_int_equal(in_db, completed);
+    /* detected by itself: the metric and one warning in the log */
+    vt_resp m = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_non_null(strstr(m.body, "\nverdict_db_pool_mode_detected 1\n"));
+    assert_non_null(strstr(m.body, "\nverdict_db_unprepared 1\n"));
+    vt_resp_free(&m);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "test $(grep -c 'transaction-pooling proxy' %s) -eq 1",
+             srv.log_path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "! grep -q 'prepare .* failed' %s", srv.log_path);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Prepared statements vanish (SQLSTATE 26000) on a direct connection: the first job insert of
+ * each backend runs DEALLOCATE ALL, so the next prepared statement there does not exist. */
+static void test_pgbouncer_vanished_statements(void **state)
+{
+    (void)state;
+    vt_server direct;
+    char cmd[400];
+    vt_server_start(&direct, NULL); /* it migrates the fresh database */
+    free(vt_sql("CREATE FUNCTION vt_dealloc_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF current_setting('vt.dealloc_done', true) IS DISTINCT FROM 'y' THEN"
+                " EXECUTE 'DEALLOCATE ALL'; PERFORM set_config('vt.dealloc_done', 'y', false);"
+                " END IF; RETURN NULL; END $$"));
+    free(vt_sql("CREATE TRIGGER vt_dealloc AFTER INSERT ON jobs FOR EACH ROW"
+                " EXECUTE FUNCTION vt_dealloc_once()"));
+    for (int i = 0; i < 20; i++) {
+        char ident[16];
+        snprintf(ident, sizeof(ident), "v%d", i);
+        vt_register(&direct, "vanish", ident, NULL); /* each asserts a 2xx */
+        vt_claim c = vt_claim1(&direct, "vanish");
+        vt_resp d = vt_dispose(&direct, &c, "\"disposition\": \"complete\"");
+        assert_int_equal(d.status, 200);
+        vt_resp_free(&d);
+    }
+    vt_resp m = vt_http(&direct, "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_non_null(strstr(m.body, "\nverdict_db_pool_mode_detected 1\n"));
+    vt_resp_free(&m);
+    /* nothing ran twice: one job and three transitions per item */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'vanish'"), 20);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'vanish'"
+                                 " AND status = 'completed'"),
+                     20);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+                                 " i.id = t.item_id WHERE i.flow_step_id = 'vanish'"),
+                     60);
+    snprintf(cmd, sizeof(cmd), "test $(grep -c 'a prepared statement vanished' %s) -eq 1",
+             direct.log_path);
+    assert_int_equal(system(cmd), 0);
+    vt_server_stop(&direct);
+    free(vt_sql("DROP TRIGGER vt_dealloc ON jobs"));
 }
 
 /* Write the PgBouncer config and start it (as postgres when root: it refuses root). */
@@ -151,6 +210,9 @@ int main(void)
 {
     const char *url = vt_db_setup();
     const char *p = strstr(url, "port=");
+    const struct CMUnitTest direct[] = {cmocka_unit_test(test_pgbouncer_vanished_statements)};
+    if (cmocka_run_group_tests(direct, NULL, NULL) != 0)
+        return 1;
     if (access("/usr/sbin/pgbouncer", X_OK) != 0) {
         fprintf(stderr, "pgbouncer is not installed: skipping\n");
         return 77;
@@ -165,11 +227,8 @@ int main(void)
              "VERDICT_DATABASE_URL=host=127.0.0.1 port=%d user=postgres"
              " %s sslmode=disable",
              port, strstr(url, "dbname=vt_"));
-    const char *env[] = {dburl,
-                         "VERDICT_DB_POOL_MODE=transaction",
-                         "VERDICT_THREADS=8",
-                         "VERDICT_DB_POOL_SIZE=32",
-                         "VERDICT_LOG_LEVEL=warn",
+    const char *env[] = {dburl, /* no VERDICT_DB_POOL_MODE: detected */
+                         "VERDICT_THREADS=8", "VERDICT_DB_POOL_SIZE=32", "VERDICT_LOG_LEVEL=warn",
                          NULL};
     for (int i = 0; i < 50 && access("/dev/null", F_OK) == 0; i++) {
         char pid[128];

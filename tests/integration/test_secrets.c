@@ -228,6 +228,161 @@ static void test_secrets_redacted_everywhere_stored(void **state)
     free(args);
 }
 
+/* The seven shapes a reader key could read (issue 28), each secret marked SEKRIT, beside
+ * text that must stay (tokens_used: 40, keyword: cats). At most 500 bytes: it fits evidence. */
+#define SHAPES                                                                                     \
+    "password: SEKRIT1a tokens_used: 40\n"                                                         \
+    "run --password SEKRIT2b now\n"                                                                \
+    "Cookie: sessionid=SEKRIT3c; theme=SEKRIT3d\n"                                                 \
+    "cb?next=%2Fx%3Faccess_token%3DSEKRIT4e%26page%3D2\n"                                          \
+    "PRIVATE-TOKEN: SEKRIT5f\n"                                                                    \
+    "https://a.blob.core.windows.net/c?sv=2022-11-02&sig=SEKRIT6g%2Bh%3D&se=2030\n"                \
+    "{\"args\": {\"pwd\": \"SEKRIT7i\"}} keyword: cats"
+
+/* POST path with body (a cJSON tree, freed here) as `key`; asserts a 2xx. */
+static void post_ok(const char *path, const char *key, cJSON *body)
+{
+    char *text = cJSON_PrintUnformatted(body);
+    vt_resp r = vt_http(&srv, "POST", path, key, text, NULL);
+    if (r.status < 200 || r.status > 299)
+        fail_msg("POST %s: %ld %s", path, r.status, r.body);
+    vt_resp_free(&r);
+    free(text);
+    cJSON_Delete(body);
+}
+
+static cJSON *claim_body(const vt_claim *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "claim_token", c->token);
+    return o;
+}
+
+/* {"note": SHAPES, "pwd": "SEKRIT...", "args": {"pwd": "SEKRIT..."}}: a tree with the shapes
+ * as a value and secrets by name at two depths. */
+static cJSON *shaped_tree(const char *tag)
+{
+    char v[40];
+    cJSON *o = cJSON_CreateObject(), *args = cJSON_AddObjectToObject(o, "args");
+    cJSON_AddStringToObject(o, "note", SHAPES);
+    snprintf(v, sizeof(v), "SEKRIT-%s-pwd", tag);
+    cJSON_AddStringToObject(o, "pwd", v);
+    snprintf(v, sizeof(v), "SEKRIT-%s-args", tag);
+    cJSON_AddStringToObject(args, "pwd", v);
+    cJSON_AddStringToObject(args, "keyword", "cats");
+    return o;
+}
+
+/* Every place the server stores caller text, fed the shapes: checkpoints, tool errors and
+ * args, engine_data, reasons (defer, fail, worker and admin releases, requeue, resolve),
+ * evidence and a session's result_text. Read back with a reader key through every GET that
+ * serves them: no secret anywhere, the neighbouring text kept. */
+static void test_secrets_every_stored_text_reader(void **state)
+{
+    (void)state;
+    char path[120];
+    for (int i = 0; i < 6; i++) {
+        char ident[8];
+        snprintf(ident, sizeof(ident), "s%d", i);
+        vt_register(&srv, "shape", ident, NULL);
+    }
+    vt_claim c[6];
+    for (int i = 0; i < 6; i++)
+        c[i] = vt_claim1(&srv, "shape");
+    /* a checkpoint, a tool failure, then a deferral with engine_data */
+    cJSON *b = claim_body(&c[0]);
+    cJSON_AddItemToObject(b, "checkpoint", shaped_tree("cp"));
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/heartbeat", (long long)c[0].job_id);
+    post_ok(path, VT_WORKER, b);
+    b = claim_body(&c[0]);
+    cJSON_AddStringToObject(b, "tool", "wp_upsert");
+    cJSON_AddStringToObject(b, "error", SHAPES);
+    cJSON_AddItemToObject(b, "args", shaped_tree("tf"));
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)c[0].job_id);
+    post_ok(path, VT_WORKER, b);
+    b = claim_body(&c[0]);
+    cJSON_AddStringToObject(b, "disposition", "defer_item");
+    cJSON_AddStringToObject(b, "reason_code", "tool_error");
+    cJSON_AddStringToObject(b, "reason", SHAPES);
+    cJSON_AddItemToObject(b, "engine_data", shaped_tree("ed"));
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/disposition", (long long)c[0].job_id);
+    post_ok(path, VT_WORKER, b);
+    /* a failure's error, a completion's evidence */
+    b = claim_body(&c[1]);
+    cJSON_AddStringToObject(b, "disposition", "fail");
+    cJSON_AddBoolToObject(b, "retryable", false);
+    cJSON_AddStringToObject(b, "error", SHAPES);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/disposition", (long long)c[1].job_id);
+    post_ok(path, VT_WORKER, b);
+    b = claim_body(&c[2]);
+    cJSON_AddStringToObject(b, "disposition", "complete");
+    cJSON_AddStringToObject(b, "evidence", SHAPES);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/disposition", (long long)c[2].job_id);
+    post_ok(path, VT_WORKER, b);
+    /* a session whose result carries the shapes */
+    cJSON *line = cJSON_CreateObject(), *sess = cJSON_CreateObject();
+    cJSON_AddStringToObject(line, "type", "result");
+    cJSON_AddStringToObject(line, "subtype", "success");
+    cJSON_AddBoolToObject(line, "is_error", false);
+    cJSON_AddStringToObject(line, "result", SHAPES);
+    char *stdout_text = cJSON_PrintUnformatted(line);
+    cJSON_Delete(line);
+    cJSON_AddNumberToObject(sess, "returncode", 0);
+    cJSON_AddStringToObject(sess, "stdout", stdout_text);
+    free(stdout_text);
+    b = claim_body(&c[3]);
+    cJSON_AddItemToObject(b, "session", sess);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/session-outcome", (long long)c[3].job_id);
+    post_ok(path, VT_WORKER, b);
+    /* the holder's release, an admin's release, requeue and resolution */
+    b = claim_body(&c[4]);
+    cJSON_AddStringToObject(b, "reason", SHAPES);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/release", (long long)c[4].job_id);
+    post_ok(path, VT_WORKER, b);
+    b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "reason", SHAPES);
+    snprintf(path, sizeof(path), "/v1/items/%lld/release", (long long)c[5].item_id);
+    post_ok(path, VT_ADMIN, b);
+    b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "reason", SHAPES);
+    snprintf(path, sizeof(path), "/v1/items/%lld/requeue", (long long)c[0].item_id);
+    post_ok(path, VT_ADMIN, b);
+    b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "outcome", "processed");
+    cJSON_AddStringToObject(b, "reason", SHAPES);
+    snprintf(path, sizeof(path), "/v1/items/%lld/resolve", (long long)c[1].item_id);
+    post_ok(path, VT_ADMIN, b);
+    /* read back with a reader key */
+    int kept = 0, reads = 0;
+    for (int i = 0; i < 6 * 3 + 4; i++) {
+        if (i < 18) {
+            int k = i / 3;
+            long long id = i % 3 == 0 ? (long long)c[k].item_id : (long long)c[k].job_id;
+            snprintf(path, sizeof(path),
+                     i % 3 == 0   ? "/v1/items/%lld"
+                     : i % 3 == 1 ? "/v1/jobs/%lld"
+                                  : "/v1/jobs/%lld/briefing",
+                     id);
+        } else {
+            static const char *lists[] = {
+                "/v1/transitions?limit=500", "/v1/items?flow_step_id=shape&limit=500",
+                "/v1/jobs?flow_step_id=shape&limit=500", "/v1/tool-incidents"};
+            snprintf(path, sizeof(path), "%s", lists[i - 18]);
+        }
+        vt_resp r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
+        if (r.status != 200)
+            fail_msg("GET %s: %ld %s", path, r.status, r.body);
+        if (strstr(r.body, "SEKRIT"))
+            fail_msg("GET %s with a reader key shows a secret: %s", path, strstr(r.body, "SEKRIT"));
+        kept += strstr(r.body, "tokens_used: 40") && strstr(r.body, "keyword: cats");
+        reads++;
+        vt_resp_free(&r);
+    }
+    assert_int_equal(reads, 22);
+    assert_true(kept >= 6); /* the neighbouring text is stored and served as it was */
+    assert_nowhere("SEKRIT");
+}
+
 #define SECRET_SESSION                                                                             \
     "{\"returncode\": 0, \"stdout\": \"{\\\"type\\\": \\\"result\\\", \\\"subtype\\\":"            \
     " \\\"success\\\", \\\"is_error\\\": false, \\\"result\\\": \\\"deployed with"                 \
@@ -452,6 +607,54 @@ static void test_secrets_db_up_gauge(void **state)
     free(db);
 }
 
+/* Statements are prepared only once the schema is current: a fresh database logs no
+ * "prepare ... failed" warning, neither migrated at start (the fixture's) nor served before
+ * `verdictd migrate` ran (VERDICT_AUTO_MIGRATE=0), which answers 503 with one warning saying
+ * what to run, then serves once the migrations are in, without a restart. */
+static void test_secrets_fresh_database_no_prepare_warning(void **state)
+{
+    (void)state;
+    char cmd[900], url[600], env_url[640], *db = vt_sql("SELECT current_database()");
+    vt_server late;
+    snprintf(cmd, sizeof(cmd), "! grep -q 'prepare .* failed' %s", srv.log_path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "DROP DATABASE IF EXISTS %s_fresh", db);
+    admin_sql(cmd);
+    snprintf(cmd, sizeof(cmd), "CREATE DATABASE %s_fresh", db);
+    admin_sql(cmd);
+    snprintf(url, sizeof(url), "%s dbname=%s_fresh", vt_db_setup_url(), db);
+    snprintf(env_url, sizeof(env_url), "VERDICT_DATABASE_URL=%s", url);
+    const char *env[] = {env_url, "VERDICT_AUTO_MIGRATE=0", NULL};
+    vt_server_start(&late, env);
+    for (int i = 0; i < 3; i++) { /* each on a new connection attempt */
+        vt_resp r = vt_http(&late, "GET", "/readyz", NULL, NULL, NULL);
+        assert_int_equal(r.status, 503);
+        vt_resp_free(&r);
+        r = vt_http(&late, "GET", "/v1/stats", VT_READER, NULL, NULL);
+        vt_assert_error(&r, 503, "database_unavailable");
+        vt_resp_free(&r);
+    }
+    snprintf(cmd, sizeof(cmd), "VERDICT_DATABASE_URL='%s' %s migrate >/dev/null 2>&1", url,
+             VERDICTD_PATH);
+    assert_int_equal(system(cmd), 0);
+    vt_resp r = vt_http(&late, "GET", "/readyz", NULL, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    snprintf(cmd, sizeof(cmd),
+             "! grep -q 'prepare .* failed' %s && test $(grep -c 'answering 503 until the"
+             " migrations' %s) -eq 1",
+             late.log_path, late.log_path);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof(cmd), "cat %s >&2", late.log_path);
+        (void)!system(cmd);
+        fail_msg("the start-up log of a fresh database has prepare warnings");
+    }
+    vt_server_stop(&late);
+    snprintf(cmd, sizeof(cmd), "DROP DATABASE %s_fresh WITH (FORCE)", db);
+    admin_sql(cmd);
+    free(db);
+}
+
 /* Off loopback without TLS verdictd says at start that tokens travel in clear. */
 static void test_secrets_plain_http_warning(void **state)
 {
@@ -474,12 +677,14 @@ int main(void)
         cmocka_unit_test(test_secrets_strict_json_every_post_route),
         cmocka_unit_test(test_secrets_ids_beyond_2_53),
         cmocka_unit_test(test_secrets_redacted_everywhere_stored),
+        cmocka_unit_test(test_secrets_every_stored_text_reader),
         cmocka_unit_test(test_secrets_session_transcript),
         cmocka_unit_test(test_secrets_digest_replays_across_endpoints),
         cmocka_unit_test(test_secrets_required_tool_blocks_complete),
         cmocka_unit_test(test_secrets_www_authenticate),
         cmocka_unit_test(test_secrets_db_up_gauge),
         cmocka_unit_test(test_secrets_plain_http_warning),
+        cmocka_unit_test(test_secrets_fresh_database_no_prepare_warning),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

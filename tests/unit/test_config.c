@@ -172,15 +172,16 @@ static void test_config_secret_file_errors(void **state)
     temp_file(keys, "ops:admin:abcdefgh\n");
     snprintf(keys_env, sizeof(keys_env), "VERDICT_API_KEYS_FILE=%s", keys);
     snprintf(bad_env, sizeof(bad_env), "VERDICT_DATABASE_URL_FILE=%s.missing", keys);
-    static const char *names[] = {"VERDICT_API_KEYS_FILE", "VERDICT_DATABASE_URL_FILE",
+    static const char *names[] = {"VERDICT_API_KEYS_FILE",     "VERDICT_DATABASE_URL_FILE",
                                   "VERDICT_DATABASE_URL_FILE", "VERDICT_TLS_KEY_FILE",
-                                  "VERDICT_TLS_CERT_FILE"};
+                                  "VERDICT_TLS_CERT_FILE",     "VERDICT_TLS_PRIORITY"};
     const char *envs[][4] = {
         {keys_env, "VERDICT_API_KEYS=ops:admin:abcdefgh", NULL, NULL},  /* both set */
         {bad_env, NULL, NULL, NULL},                                    /* unreadable */
         {bad_env, "VERDICT_DATABASE_URL=postgresql://x/y", NULL, NULL}, /* both set */
         {"VERDICT_TLS_CERT_FILE=/x/cert.pem", NULL, NULL, NULL},
         {"VERDICT_TLS_KEY_FILE=/x/key.pem", NULL, NULL, NULL},
+        {"VERDICT_TLS_PRIORITY=NORMAL", NULL, NULL, NULL}, /* without a certificate */
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         vd_config cfg;
@@ -204,6 +205,13 @@ static void test_config_tls_files(void **state)
     assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
     assert_string_equal(cfg.tls_cert_file, "/run/secrets/cert.pem");
     assert_string_equal(cfg.tls_key_file, "/run/secrets/key.pem");
+    assert_null(cfg.tls_priority); /* the default of tls.h */
+    vd_config_cleanup(&cfg);
+    const char *prio[] = {"VERDICT_TLS_CERT_FILE=/c.pem", "VERDICT_TLS_KEY_FILE=/k.pem",
+                          "VERDICT_TLS_PRIORITY=SECURE256:-VERS-ALL:+VERS-TLS1.3", NULL};
+    fake_env = prio;
+    assert_true(vd_config_load(&cfg, fake_get, err, sizeof(err)));
+    assert_string_equal(cfg.tls_priority, "SECURE256:-VERS-ALL:+VERS-TLS1.3");
     vd_config_cleanup(&cfg);
 }
 
