@@ -111,8 +111,9 @@ typedef struct vd_job_snapshot vd_job_snapshot;
  * the service's claim check (vd_job_fence); *out {"lease_expires_at": ...} (malloc'd) when it
  * was extended, else NULL. */
 VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                                        int64_t lease_seconds, const char *checkpoint,
-                                        vd_job_snapshot *seen, bool *too_big, char **out);
+                                        int64_t lease_seconds, int64_t default_lease,
+                                        const char *checkpoint, vd_job_snapshot *seen,
+                                        bool *too_big, char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
 VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id,

@@ -66,12 +66,12 @@ vd_error vd_job_fence(const vd_job_snapshot *snap)
 }
 
 vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token, int64_t lease_seconds,
-                          const char *checkpoint, char **out)
+                          int64_t default_lease, const char *checkpoint, char **out)
 {
     vd_job_snapshot seen;
     bool too_big = false;
-    vd_error rc =
-        vd_store_heartbeat(conn, job_id, token, lease_seconds, checkpoint, &seen, &too_big, out);
+    vd_error rc = vd_store_heartbeat(conn, job_id, token, lease_seconds, default_lease, checkpoint,
+                                     &seen, &too_big, out);
     /* a refused merge wrote nothing, the lease included: the holder's request is what failed */
     if (rc == VD_OK && too_big && seen.token_ok && seen.status == VD_JOB_PROCESSING)
         rc = VD_ERR_PAYLOAD_TOO_LARGE;

@@ -246,9 +246,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at, worker_version)" /* i17c: $6 worker_version */
+         "                    lease_expires_at, worker_version, lease_seconds)" /* $6 version */
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second', $6 FROM cand c"
+         "         now() + $4 * interval '1 second', $6, $4::integer FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -283,12 +283,14 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* i17c: $4 a checkpoint (JSON object or NULL) merged into the job's with ||, written
           * only with the lease (fenced the same way); too_big: the merge would pass
           * VD_CHECKPOINT_MAX_MERGED bytes as PostgreSQL renders it, and nothing is written */
+         /* $3 NULL (no lease_seconds): the claim's own length, else $5 (the server default) */
          "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok,"
+         "             coalesce($3::bigint, lease_seconds, $5::bigint) AS lease_s,"
          "             octet_length((coalesce(checkpoint, '{}') || $4::jsonb)::text)"
          "               > " VD_CHECKPOINT_MAX_MERGED_SQL " AS too_big"
          "           FROM jobs WHERE id = $1 FOR NO KEY UPDATE),"
          " u AS ("
-         "  UPDATE items i SET lease_expires_at = now() + $3 * interval '1 second',"
+         "  UPDATE items i SET lease_expires_at = now() + j.lease_s * interval '1 second',"
          "    updated_at = now()"
          "  FROM j WHERE i.id = j.item_id AND j.token_ok AND j.status = 'processing'"
          "   AND i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = $2::uuid"
