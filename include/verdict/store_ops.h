@@ -133,6 +133,8 @@ VD_MUST_USE vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, cha
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
 VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets,
                                           const char *reason, const char *actor, char **out);
+/* How many times the holder released item_id since its last verdict (*n). */
+VD_MUST_USE vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n);
 /* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without
  * locks. VD_ERR_NOT_FOUND when there is no such item. */
 VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state,

@@ -237,6 +237,19 @@ vd_error vd_h_disposition(vd_ctx *ctx)
     return vd_respond_owned(ctx, answer);
 }
 
+/* Counts a release in verdict_releases_total from its kept answer (the item's flow step and
+ * whether it was parked). */
+static void observe_release(const char *kept)
+{
+    cJSON *a = kept ? cJSON_Parse(kept) : NULL;
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(a, "item");
+    const char *fs = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "flow_step_id"));
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "state"));
+    if (fs)
+        vd_metrics_observe_release(fs, st && strcmp(st, "manual_review") == 0);
+    cJSON_Delete(a);
+}
+
 /* The holder gives its claim back without a verdict: a job write like a disposition (fenced
  * by the token, kept for replays), whose event spends no budget (VD_EVENT_RELEASE). */
 vd_error vd_h_release(vd_ctx *ctx)
@@ -268,6 +281,8 @@ vd_error vd_h_release(vd_ctx *ctx)
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
         char *reply = vd_job_reply(NULL, ans.kept, ans.replayed);
+        if (!ans.replayed)
+            observe_release(ans.kept);
         rc = reply ? vd_respond_owned(ctx, reply)
                    : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }

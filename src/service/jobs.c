@@ -230,6 +230,21 @@ static vd_error redact_texts(apply_ctx *a, size_t i, const vd_job_write *w)
     return VD_OK;
 }
 
+/* A holder's release past VERDICT_MAX_RELEASES (0: twice the item's max_defers) releases
+ * without a verdict parks the item in manual_review as churn: a worker that always gives the
+ * item back is seen, not looped for ever. */
+static vd_error release_churn(vd_conn *c, const vd_config *cfg, const vd_job_snapshot *snap,
+                              vd_outcome *o)
+{
+    int64_t before = 0, max = cfg->max_releases > 0 ? cfg->max_releases : 2 * snap->max_defers;
+    vd_error rc = vd_store_item_releases(c, snap->item_id, &before);
+    if (rc == VD_OK && before + 1 >= max) {
+        o->to_state = VD_ITEM_MANUAL_REVIEW;
+        o->reason_code = VD_REASON_CHURN;
+    }
+    return rc;
+}
+
 /* Judge write i and, when it may finish, queue its finishing record. A refusal is the
  * write's answer (out->rc); only a failure of the transaction itself is returned. */
 static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
@@ -257,6 +272,8 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     vd_budgets budgets = {snap->failures, snap->defers, snap->max_attempts, snap->max_defers};
     vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
     vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, vd_random_unit());
+    if (w->event.kind == VD_EVENT_RELEASE && (rc = release_churn(c, a->cfg, snap, &o)))
+        return rc;
     bool answers_disposition =
         w->disposition != VD_DISPOSITION_NONE && w->disposition != VD_DISPOSITION_SESSION_OUTCOME;
     if ((rc = redact_texts(a, i, w)))

@@ -424,6 +424,22 @@ vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *s
     return rc;
 }
 
+vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n)
+{
+    char id[24];
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    snprintf(id, sizeof(id), "%" PRId64, item_id);
+    *n = 0;
+    vd_error rc = vd_sql_exec(c, VD_SQL_ITEM_RELEASES, 1, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1)
+        *n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return VD_OK;
+}
+
 vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, const char *reason,
                                const char *actor, char **out)
 {

@@ -614,6 +614,14 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * current job, read before the job and item are locked (job_lock, the disposition path's
      * order), then the release itself, sent with the COMMIT. The job keeps no answer: that is
      * how the holder's next write knows its claim was taken. */
+    /* The holder's releases of an item since its last verdict (a disposition, a requeue or a
+     * resolve): what VERDICT_MAX_RELEASES counts (transitions_item serves both scans). */
+    [VD_SQL_ITEM_RELEASES] =
+        {"item_releases",
+         "SELECT count(*) FROM transitions t WHERE t.item_id = $1 AND t.cause = 'release'"
+         "   AND t.id > coalesce((SELECT max(v.id) FROM transitions v WHERE v.item_id = $1"
+         "     AND v.cause NOT IN ('register', 'claim', 'release', 'admin_release',"
+         "                         'lease_expired')), 0)"},
     [VD_SQL_ITEM_CURRENT_JOB] =
         {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
     [VD_SQL_ITEM_RELEASE] =

@@ -73,12 +73,69 @@ static void test_heartbeat_keeps_claim_lease(void **state)
     assert_true(left > 290 && left <= 300);
 }
 
+/* Claims the one item of flow and releases it; returns the item's state after the release. */
+static const char *claim_and_release(const char *flow)
+{
+    static char state[32];
+    vt_claim c;
+    if (vt_claim_n(&srv, flow, 1, 60, &c) != 1)
+        return "unclaimable";
+    vt_resp r = job_post(&c, "release", "\"reason\": \"worker timed out\"");
+    assert_int_equal(r.status, 200);
+    snprintf(state, sizeof(state), "%s", vt_str(r.json, "item.state"));
+    vt_resp_free(&r);
+    return state;
+}
+
+/* The issue's loop: 12 releases in a row. With the default (2 x max_defers = 6) the 6th parks
+ * the item in manual_review as churn; the rest find nothing to claim. A verdict between
+ * releases starts the count again (a defer here). */
+static void test_release_churn_parks(void **state)
+{
+    (void)state;
+    int64_t id = vt_register(&srv, "churn", "churn-1", NULL);
+    int parked_at = 0;
+    for (int i = 1; i <= 12; i++) {
+        const char *st = claim_and_release("churn");
+        if (strcmp(st, "available") != 0 && parked_at == 0)
+            parked_at = i;
+    }
+    assert_int_equal(parked_at, 6);
+    assert_string_equal(vt_item_state(&srv, id), "manual_review");
+    char *code = vt_sql("SELECT last_reason_code FROM items WHERE id = %lld", (long long)id);
+    assert_string_equal(code, "churn");
+    free(code);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)id),
+                     6);
+    /* a verdict in between starts the count again: max_defers 5 allows 10 releases; 5, a
+     * defer, then 9 more stay available and the 10th after the defer parks */
+    int64_t id2 = vt_register(&srv, "churn2", "churn-2", "\"max_defers\": 5");
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(claim_and_release("churn2"), "available");
+    vt_claim c;
+    assert_int_equal(vt_claim_n(&srv, "churn2", 1, 60, &c), 1);
+    vt_resp r = job_post(&c, "disposition",
+                         "\"disposition\": \"defer_item\", \"reason_code\": \"other\","
+                         " \"reason\": \"later\", \"retry_after_seconds\": 0");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    for (int i = 0; i < 9; i++)
+        assert_string_equal(claim_and_release("churn2"), "available");
+    assert_string_equal(claim_and_release("churn2"), "manual_review");
+    assert_string_equal(vt_item_state(&srv, id2), "manual_review");
+    r = vt_http(&srv, "GET", "/metrics", VT_ADMIN, NULL, NULL);
+    assert_non_null(strstr(r.body, "verdict_releases_total{flow_step_id=\"churn\",churn=\"true\"} 1"));
+    assert_non_null(strstr(r.body, "verdict_releases_total{flow_step_id=\"churn\",churn=\"false\"} 5"));
+    vt_resp_free(&r);
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heartbeat_keeps_claim_lease),
+        cmocka_unit_test(test_release_churn_parks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
