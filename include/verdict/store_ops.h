@@ -287,7 +287,11 @@ typedef struct vd_reject_facts {
     bool retriable_adjudication; /* the job's adjudication: outcome retriable / needs_retry */
     bool strict_evidence;        /* flow_steps.strict_evidence of the job's flow step */
     bool evidence_found;         /* evidence is quoted in the item's payload */
+    char **failures;             /* the error texts of the item's tool failures (any job,
+                                    newest first, at most 50; malloc'd: vd_reject_facts_cleanup) */
+    size_t n_failures;
 } vd_reject_facts;
+void vd_reject_facts_cleanup(vd_reject_facts *f);
 VD_MUST_USE vd_error vd_store_reject_facts(vd_conn *c, int64_t job_id, const char *evidence,
                                            vd_reject_facts *out);
 /* {"job_id","item_id","attempt","attempts":[{job_id, attempt, status, disposition,

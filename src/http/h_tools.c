@@ -74,8 +74,8 @@ static cJSON *schema_reject(void)
         props, "reason", string_prop("One line on what is wrong with the source itself.", 0, 2000));
     cJSON_AddItemToObject(props, "evidence",
                           string_prop("A passage quoted verbatim from the item's payload that "
-                                      "shows the problem (required where the flow step is "
-                                      "strict).",
+                                      "shows the problem (required with reason_code other, and "
+                                      "where the flow step is strict).",
                                       1, VD_EVIDENCE_MAX));
     cJSON_AddItemToObject(props, "force",
                           bool_prop("True to confirm a rejection after a refusal with "

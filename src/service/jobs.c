@@ -212,7 +212,12 @@ static vd_error lint(vd_conn *c, const vd_job_write *w, vd_job_answer *out, bool
         .strict_evidence = f.strict_evidence,
         .has_evidence = w->evidence != NULL,
         .evidence_found = f.evidence_found,
+        .evidence = w->evidence,
+        .code_other = w->reason_code && strcmp(w->reason_code, "other") == 0,
+        .failures = (const char *const *)f.failures,
+        .n_failures = f.n_failures,
     });
+    vd_reject_facts_cleanup(&f);
     out->rc = v.rc;
     out->why = v.why;
     out->field = v.field;

@@ -804,7 +804,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  coalesce(j.adjudication->>'outcome' = 'retriable'"
          "           OR j.adjudication->>'needs_retry' = 'true', false),"
          "  coalesce(s.strict_evidence, false),"
-         "  $2::text IS NOT NULL AND verdict_payload_quotes(src.payload, $2::text)"
+         "  $2::text IS NOT NULL AND verdict_payload_quotes(src.payload, $2::text),"
+         /* the error texts of the item's tool failures, any job, newest first (at most 50) */
+         "  (SELECT json_agg(x.error) FROM (SELECT f.error FROM jobs pj"
+         "     JOIN tool_failures f ON f.job_id = pj.id WHERE pj.item_id = j.item_id"
+         "     ORDER BY f.id DESC LIMIT 50) x)::text"
          " FROM jobs j JOIN item_sources src ON src.id = j.item_id"
          " LEFT JOIN flow_steps s ON s.flow_step_id = j.flow_step_id WHERE j.id = $1"},
 

@@ -129,6 +129,154 @@ static void test_release_churn_parks(void **state)
     vt_resp_free(&r);
 }
 
+#define PAYLOAD                                                                                    \
+    "\"payload\": {\"title\": \"Press release\", \"text\": \"Acme announces a new product."         \
+    " Contact our sales team for pricing. No further details were given.\"}"
+
+/* Registers one item of flow (with PAYLOAD) and claims it. */
+static vt_claim fresh(const char *flow, const char *ident)
+{
+    vt_register(&srv, flow, ident, PAYLOAD);
+    vt_claim c;
+    assert_int_equal(vt_claim_n(&srv, flow, 1, 300, &c), 1);
+    return c;
+}
+
+static void tool_failure(const vt_claim *c, const char *tool, const char *error, const char *kind)
+{
+    char members[2048];
+    snprintf(members, sizeof(members),
+             "\"tool\": \"%s\", \"args\": {\"n\": 1}, \"error\": \"%s\", \"kind\": \"%s\"", tool,
+             error, kind);
+    vt_resp r = job_post(c, "tool-failures", members);
+    if (r.status != 200)
+        fail_msg("tool failure: %ld %s", r.status, r.body);
+    vt_resp_free(&r);
+}
+
+/* A rejection's answer: status and, for a refusal, its code and field. */
+static void reject_expect(const vt_claim *c, const char *members, long status, const char *code,
+                          const char *field)
+{
+    char all[2048];
+    snprintf(all, sizeof(all), "\"disposition\": \"reject_source\", %s", members);
+    vt_resp r = vt_dispose(&srv, c, all);
+    if (r.status != status)
+        fail_msg("%s: want %ld, got %ld %s", members, status, r.status, r.body);
+    if (code) {
+        vt_assert_error(&r, status, code);
+        if (field)
+            assert_string_equal(vt_str(r.json, "field"), field);
+    }
+    vt_resp_free(&r);
+}
+
+/* reason_code other quotes evidence from the payload, or forces; the source-quality codes
+ * stay as they were (no evidence needed). */
+static void test_reject_other_needs_evidence(void **state)
+{
+    (void)state;
+    vt_claim c = fresh("oth", "o1");
+    reject_expect(&c, "\"reason_code\": \"other\", \"reason\": \"not an article at all\"", 400,
+                  "missing_field", "evidence");
+    reject_expect(&c,
+                  "\"reason_code\": \"other\", \"reason\": \"not an article at all\","
+                  " \"evidence\": \"a recipe for bread\"",
+                  409, "evidence_not_found", "evidence");
+    /* non-English reason, no evidence: the same */
+    reject_expect(&c, "\"reason_code\": \"other\", \"reason\": \"kein richtiger Artikel\"", 400,
+                  "missing_field", "evidence");
+    reject_expect(&c,
+                  "\"reason_code\": \"other\", \"reason\": \"an advert, not an article\","
+                  " \"evidence\": \"Contact our sales team for pricing.\"",
+                  200, NULL, NULL);
+    c = fresh("oth", "o2");
+    reject_expect(&c,
+                  "\"reason_code\": \"other\", \"reason\": \"an advert\", \"force\": true", 200,
+                  NULL, NULL);
+    c = fresh("oth", "o3");
+    reject_expect(&c, "\"reason_code\": \"too_thin\", \"reason\": \"two sentences of text\"", 200,
+                  NULL, NULL);
+    c = fresh("oth", "o4");
+    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"kaum Inhalt, nur Werbung\"",
+                  200, NULL, NULL);
+}
+
+/* The issue's wordings: each passed the keyword list before. A rejection that repeats the
+ * text of any tool failure of the item (this job or an earlier one, labelled transient or
+ * not, any language) is rejection_suspect; unrelated reasons pass. */
+static void test_reject_repeats_tool_failure(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *error, *reason;
+    } cases[] = {
+        {"Could not save the article: database is locked", "could not save the article"},
+        {"quality gate failed: readability score 41 below 60",
+         "Quality gate failed: readability score 41 below 60"},
+        {"upstream said: the API is down for maintenance until 14:00 UTC",
+         "The API is down for maintenance until 14:00"},
+        {"rest_post_invalid_id: Invalid post ID. {\\\"status\\\":404}",
+         "rest_post_invalid_id: Invalid post ID."},
+        {"Der Artikel konnte nicht gespeichert werden: Datenbank gesperrt",
+         "Der Artikel konnte nicht gespeichert werden"},
+        {"記事を保存できませんでした。データベースがロックされています",
+         "記事を保存できませんでした。"},
+        {"Erreur : la requête a expiré après 30 secondes (délai dépassé)",
+         "la requête a expiré après 30 secondes"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char ident[16], members[1024];
+        snprintf(ident, sizeof(ident), "r%zu", i);
+        vt_claim c = fresh("rep", ident);
+        tool_failure(&c, "wiki_upsert", cases[i].error, "transient");
+        snprintf(members, sizeof(members), "\"reason_code\": \"low_quality\", \"reason\": \"%s\"",
+                 cases[i].reason);
+        reject_expect(&c, members, 409, "rejection_suspect", "reason");
+        /* the next attempt still sees the earlier job's failure */
+        vt_resp r = vt_dispose(&srv, &c,
+                               "\"disposition\": \"defer_item\", \"reason_code\": \"tool_error\","
+                               " \"retry_after_seconds\": 0");
+        assert_int_equal(r.status, 200);
+        vt_resp_free(&r);
+        assert_int_equal(vt_claim_n(&srv, "rep", 1, 300, &c), 1);
+        reject_expect(&c, members, 409, "rejection_suspect", "reason");
+        /* evidence that repeats the failure is suspect too; a genuine rejection passes */
+        snprintf(members, sizeof(members),
+                 "\"reason_code\": \"spam\", \"reason\": \"an advert\", \"evidence\": \"%s\"",
+                 cases[i].reason);
+        reject_expect(&c, members, 409, "rejection_suspect", "evidence");
+        reject_expect(&c, "\"reason_code\": \"spam\", \"reason\": \"an advert for a product\"",
+                      200, NULL, NULL);
+    }
+    /* the tool's own error text pasted as the reason, with no tooling word in it */
+    vt_claim c = fresh("rep", "paste");
+    tool_failure(&c, "search", "Template 'rate-banner' not found in theme twentytwenty",
+                 "transient");
+    reject_expect(&c,
+                  "\"reason_code\": \"irrelevant\","
+                  " \"reason\": \"Template 'rate-banner' not found in theme twentytwenty\"",
+                  409, "rejection_suspect", "reason");
+    /* force lets it through, recorded as overridden */
+    reject_expect(&c,
+                  "\"reason_code\": \"irrelevant\","
+                  " \"reason\": \"Template 'rate-banner' not found in theme twentytwenty\","
+                  " \"force\": true",
+                  200, NULL, NULL);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+                                 " AND lint_overridden",
+                                 (long long)c.item_id),
+                     1);
+    /* keywords stay an extra signal: the issue's short wordings without any failure */
+    c = fresh("rep", "words");
+    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"quality gate failed\"", 409,
+                  "rejection_suspect", "reason");
+    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"the API is down\"", 409,
+                  "rejection_suspect", "reason");
+    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"could not save the article\"",
+                  409, "rejection_suspect", "reason");
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
@@ -136,6 +284,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heartbeat_keeps_claim_lease),
         cmocka_unit_test(test_release_churn_parks),
+        cmocka_unit_test(test_reject_other_needs_evidence),
+        cmocka_unit_test(test_reject_repeats_tool_failure),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
