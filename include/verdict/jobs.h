@@ -84,6 +84,12 @@ VD_MUST_USE vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char 
                                       int64_t lease_seconds, int64_t default_lease,
                                       const char *checkpoint, char **out);
 
+/* The plugin reports that `tool` succeeded in job_id after it had failed (fenced by the claim
+ * token like every job write): its failures in the job no longer hold `complete` back
+ * (*cleared: how many were cleared; *pending: whether another failure still does). */
+VD_MUST_USE vd_error vd_job_tool_success(vd_conn *conn, int64_t job_id, const char *token,
+                                         const char *tool, int64_t *cleared, bool *pending);
+
 /* An admin's release of the live claim of a claimed item, in one transaction: the job is
  * locked before its item (as every job write does), then released (vd_store_item_release).
  * *out: {"job": {...}, "item": {...}} (malloc'd). VD_ERR_NOT_FOUND, or

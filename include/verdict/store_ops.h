@@ -133,6 +133,11 @@ VD_MUST_USE vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, cha
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
 VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets,
                                           const char *reason, const char *actor, char **out);
+/* A reported success of `tool` in job_id (inside vd_store_tx, after the job was locked and
+ * fenced): clears its earlier failures in the job (*cleared how many), and says whether a
+ * tool failure still holds the job's `complete` back (*pending). */
+VD_MUST_USE vd_error vd_store_tool_success(vd_conn *c, int64_t job_id, const char *tool,
+                                           int64_t *cleared, bool *pending);
 /* How many times the holder released item_id since its last verdict (*n). */
 VD_MUST_USE vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n);
 /* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without

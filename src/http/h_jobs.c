@@ -154,9 +154,9 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
     }
     if (rc == VD_ERR_TOOL_FAILURE_PENDING && !w->is_reject) { /* complete */
         snprintf(msg, len,
-                 "a required tool failed in %s and is not to be called again, so what it "
-                 "should have written was not written: call defer_item or fail (complete needs "
-                 "force: true)",
+                 "a write or required tool failed in %s and no later success of it was reported, "
+                 "so what it should have written was not written: call defer_item or fail "
+                 "(complete needs force: true with a reason)",
                  what);
         return "disposition";
     }
@@ -288,6 +288,37 @@ vd_error vd_h_release(vd_ctx *ctx)
     }
     free(ans.kept);
     return rc;
+}
+
+/* The plugin reports a later success of a tool that failed in the job: its failures no longer
+ * hold `complete` back (POST /v1/jobs/{job_id}/tool-successes). */
+vd_error vd_h_tool_success(vd_ctx *ctx)
+{
+    static const char *const members[] = {"claim_token", "tool"};
+    const cJSON *body = NULL;
+    const char *token = NULL, *tool = NULL;
+    int64_t job = 0, cleared = 0;
+    bool pending = false;
+    vd_conn *c = NULL;
+    char what[48];
+    vd_error rc = vd_param_id(ctx, 0, "job", &job);
+    vd_field f = {ctx, NULL, NULL};
+    if (rc || (rc = vd_body_object(ctx, &body)))
+        return rc;
+    f.obj = body;
+    if ((rc = vd_only_members(f, members, sizeof(members) / sizeof(members[0]))) ||
+        (rc = vd_get_token(f, &token)) || (rc = vd_get_string(f, "tool", true, 1, 200, &tool)) ||
+        (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    snprintf(what, sizeof(what), "job %lld", (long long)job);
+    if ((rc = vd_job_tool_success(c, job, token, tool, &cleared, &pending)))
+        return vd_store_fail(ctx, rc, what);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "job_id", (double)job);
+    cJSON_AddStringToObject(o, "tool", tool);
+    cJSON_AddNumberToObject(o, "cleared", (double)cleared);
+    cJSON_AddBoolToObject(o, "tool_failure_pending", pending);
+    return vd_respond_json(ctx, 200, o);
 }
 
 /* dispositions[i]: a disposition with its job_id, distinct from the entries before it. */

@@ -125,6 +125,12 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
                                                      snap->required_tool_failed,
                                                      snap->required_tool_blocked}))
         return VD_ERR_TOOL_FAILURE_PENDING;
+    if (completes(w) && w->force && snap->required_tool_blocked && (!w->reason || !*w->reason)) {
+        out->why = "forcing complete past a tool failure needs a 'reason' (recorded on the "
+                   "transition)";
+        out->field = "reason";
+        return VD_ERR_MISSING_FIELD;
+    }
     return VD_OK;
 }
 
@@ -406,6 +412,34 @@ vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w
 {
     vd_error rc = vd_job_apply_many(conn, cfg, w, 1, out);
     return rc ? rc : out->rc;
+}
+
+typedef struct success_ctx {
+    int64_t job_id;
+    const char *token, *tool;
+    int64_t cleared;
+    bool pending;
+} success_ctx;
+
+static vd_error success_tx(vd_conn *c, void *arg)
+{
+    success_ctx *s = arg;
+    vd_job_snapshot snap;
+    vd_error rc = vd_store_job_lock(c, s->job_id, s->token, NULL, &snap);
+    if (rc == VD_OK)
+        rc = vd_job_fence(&snap);
+    vd_job_snapshot_cleanup(&snap);
+    return rc ? rc : vd_store_tool_success(c, s->job_id, s->tool, &s->cleared, &s->pending);
+}
+
+vd_error vd_job_tool_success(vd_conn *conn, int64_t job_id, const char *token, const char *tool,
+                             int64_t *cleared, bool *pending)
+{
+    success_ctx s = {job_id, token, tool, 0, false};
+    vd_error rc = vd_store_tx(conn, success_tx, &s);
+    *cleared = s.cleared;
+    *pending = s.pending;
+    return rc;
 }
 
 typedef struct release_ctx {

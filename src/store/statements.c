@@ -41,12 +41,19 @@
     " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"     \
     " max_attempts int, max_defers int))"
 
-/* The lock statements' last column: a required tool of the job failed and the envelope said
- * not to call it again (deterministic, or transient past the loop threshold). Looked up only
- * for the rare job with a required tool failure (the index tool_failures_job). */
+/* The lock statements' last column: a tool failure holds the job's `complete` back. A write
+ * or required tool of the job failed, the envelope said not to call it again (deterministic,
+ * or transient past the loop threshold), and no later success of it was reported (cleared_at).
+ * Write and required come from the flow step's declared tools (flow_steps.tools); a tool not
+ * declared is judged by the failure's own `required` flag. One probe of tool_failures_job. */
 #define VD_SQL_REQUIRED_BLOCKED                                                                    \
-    "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                            \
-    "  WHERE f.job_id = j.id AND f.required AND NOT f.retryable))"
+    "EXISTS (SELECT 1 FROM tool_failures f"                                                        \
+    "  LEFT JOIN flow_steps d ON d.flow_step_id = j.flow_step_id"                                  \
+    "  WHERE f.job_id = j.id AND NOT f.retryable AND f.cleared_at IS NULL"                         \
+    "    AND CASE WHEN d.tools ? f.tool"                                                           \
+    "        THEN d.tools -> f.tool ->> 'role' = 'write'"                                          \
+    "          OR coalesce((d.tools -> f.tool ->> 'required')::boolean, false)"                     \
+    "        ELSE f.required END)"
 /* The selection of a bulk requeue or resolve and of its dry run (items_select): $1 flow step,
  * $2 the states (a JSON array of names; never 'claimed'), $3 last_reason_code, $5 a tool that
  * failed in one of the item's jobs, $6 a version that failure's worker_version is below
@@ -318,14 +325,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_FLOW_STEP_CONFIGURE] =
         {"flow_step_configure",
          "INSERT INTO flow_steps AS f (flow_step_id, incident_min_items, incident_window_minutes,"
-         "                             pause_on_incident, strict_evidence)"
+         "                             pause_on_incident, strict_evidence, tools)"
          " VALUES ($1, coalesce($2::int, 5), coalesce($3::int, 15), coalesce($4::bool, false),"
-         "         coalesce($5::bool, false))"
+         "         coalesce($5::bool, false), coalesce($6::jsonb, '{}'))"
          " ON CONFLICT (flow_step_id) DO UPDATE SET"
          "  incident_min_items = coalesce($2::int, f.incident_min_items),"
          "  incident_window_minutes = coalesce($3::int, f.incident_window_minutes),"
          "  pause_on_incident = coalesce($4::bool, f.pause_on_incident),"
-         "  strict_evidence = coalesce($5::bool, f.strict_evidence), updated_at = now()"
+         "  strict_evidence = coalesce($5::bool, f.strict_evidence),"
+         "  tools = coalesce($6::jsonb, f.tools), updated_at = now()"
          " RETURNING json_build_object('flow_step', verdict_flow_step_json(f))::text"},
 
     /* The settings the service reads inside a job's transaction; no row: the defaults. */
@@ -622,6 +630,16 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   AND t.id > coalesce((SELECT max(v.id) FROM transitions v WHERE v.item_id = $1"
          "     AND v.cause NOT IN ('register', 'claim', 'release', 'admin_release',"
          "                         'lease_expired')), 0)"},
+    /* A reported success of tool $2 in job $1 clears its earlier failures in the job
+     * (cleared_at): how many it cleared. */
+    [VD_SQL_TOOL_SUCCESS] =
+        {"tool_success",
+         "WITH u AS (UPDATE tool_failures SET cleared_at = now()"
+         "  WHERE job_id = $1 AND tool = $2 AND cleared_at IS NULL RETURNING 1)"
+         " SELECT count(*) FROM u"},
+    /* Whether a tool failure still holds job $1's `complete` back (after tool_success). */
+    [VD_SQL_TOOL_PENDING] =
+        {"tool_pending", "SELECT " VD_SQL_REQUIRED_BLOCKED " FROM jobs j WHERE j.id = $1"},
     [VD_SQL_ITEM_CURRENT_JOB] =
         {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
     [VD_SQL_ITEM_RELEASE] =

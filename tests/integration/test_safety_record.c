@@ -277,6 +277,192 @@ static void test_reject_repeats_tool_failure(void **state)
                   409, "rejection_suspect", "reason");
 }
 
+static vt_resp mcp(const vt_claim *c, const char *body)
+{
+    char h[200];
+    snprintf(h, sizeof(h), "Verdict-Claim: %lld:%s", (long long)c->job_id, c->token);
+    const char *hs[] = {h, NULL};
+    vt_resp r = vt_http(&srv, "POST", "/mcp", VT_WORKER, body, hs);
+    assert_int_equal(r.status, 200);
+    return r;
+}
+
+static vt_resp patch_tools(const char *flow, const char *body)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/flow-steps/%s", flow);
+    return vt_http(&srv, "PATCH", path, VT_ADMIN, body, NULL);
+}
+
+/* The complete of c: 200, or 409 tool_failure_pending (single, batch and MCP agree). */
+static void complete_expect(const vt_claim *c, bool pending)
+{
+    char body[400];
+    vt_resp r;
+    snprintf(body, sizeof(body),
+             "{\"dispositions\":[{\"job_id\":%lld,\"claim_token\":\"%s\",\"disposition\":"
+             "\"complete\"}]}",
+             (long long)c->job_id, c->token);
+    if (pending) {
+        r = vt_dispose(&srv, c, "\"disposition\": \"complete\"");
+        vt_assert_error(&r, 409, "tool_failure_pending");
+        vt_resp_free(&r);
+        r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+        assert_int_equal((long)vt_num(r.json, "results.0.status"), 409);
+        assert_string_equal(vt_str(r.json, "results.0.error"), "tool_failure_pending");
+        vt_resp_free(&r);
+        r = mcp(c, "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\":"
+                   " {\"name\": \"complete_item\", \"arguments\": {}}}");
+        assert_true(cJSON_IsTrue(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "isError")));
+        assert_string_equal(vt_str(r.json, "result.structuredContent.error"),
+                            "tool_failure_pending");
+        vt_resp_free(&r);
+        assert_string_equal(vt_item_state(&srv, c->item_id), "claimed");
+        return;
+    }
+    r = mcp(c, "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\":"
+               " {\"name\": \"complete_item\", \"arguments\": {}}}");
+    assert_true(
+        cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "isError")));
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv, c->item_id), "processed");
+}
+
+static vt_resp tool_success(const vt_claim *c, const char *tool)
+{
+    char members[300];
+    snprintf(members, sizeof(members), "\"tool\": \"%s\"", tool);
+    return job_post(c, "tool-successes", members);
+}
+
+/* A flow step declares its tools; invalid declarations are 400 and change nothing. */
+static void test_flow_step_tools_declared(void **state)
+{
+    (void)state;
+    vt_resp r = patch_tools("ws", "{\"tools\": {\"wiki_upsert\": {\"role\": \"write\","
+                                  " \"required\": true}, \"search\": {\"role\": \"read\"}}}");
+    assert_int_equal(r.status, 200);
+    assert_string_equal(vt_str(r.json, "flow_step.tools.wiki_upsert.role"), "write");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "flow_step"), "tools"),
+                            "search"),
+        "required")));
+    vt_resp_free(&r);
+    static const char *const bad[] = {
+        "{\"tools\": []}",
+        "{\"tools\": {\"x\": {\"role\": \"admin\"}}}",
+        "{\"tools\": {\"x\": {\"role\": \"read\", \"kind\": 1}}}",
+        "{\"tools\": {\"x\": {\"required\": true}}}",
+        "{\"tools\": {\"x\": {\"role\": \"read\", \"required\": \"yes\"}}}",
+        "{\"tools\": {\"x\": \"write\"}}",
+        "{\"tools\": {\"\": {\"role\": \"read\"}}}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = patch_tools("ws", bad[i]);
+        if (r.status != 400)
+            fail_msg("%s: %ld %s", bad[i], r.status, r.body);
+        vt_resp_free(&r);
+    }
+    r = vt_http(&srv, "GET", "/v1/flow-steps", VT_READER, NULL, NULL);
+    assert_non_null(strstr(r.body, "\"wiki_upsert\": {\"role\": \"write\", \"required\": true}"));
+    vt_resp_free(&r);
+}
+
+/* Seed 1 through the other door: a declared write tool fails deterministically without the
+ * failure saying `required`; complete waits for a reported success of it (or force with a
+ * reason). A read tool's failure holds nothing; an undeclared tool keeps its own flag. */
+static void test_complete_after_write_failure(void **state)
+{
+    (void)state;
+    vt_resp r = patch_tools("wf", "{\"tools\": {\"wiki_upsert\": {\"role\": \"write\"},"
+                                  " \"search\": {\"role\": \"read\"}}}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    vt_claim c = fresh("wf", "w1");
+    tool_failure(&c, "wiki_upsert", "rest_post_invalid_id: Invalid post ID.", "deterministic");
+    complete_expect(&c, true);
+    /* a success of another tool clears nothing */
+    r = tool_success(&c, "search");
+    assert_int_equal(r.status, 200);
+    assert_int_equal((int)vt_num(r.json, "cleared"), 0);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "tool_failure_pending")));
+    vt_resp_free(&r);
+    r = tool_success(&c, "wiki_upsert");
+    assert_int_equal(r.status, 200);
+    assert_int_equal((int)vt_num(r.json, "cleared"), 1);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "tool_failure_pending")));
+    vt_resp_free(&r);
+    /* a later failure holds it back again */
+    tool_failure(&c, "wiki_upsert", "rest_forbidden: Sorry, you are not allowed to do that.",
+                 "deterministic");
+    complete_expect(&c, true);
+    r = tool_success(&c, "wiki_upsert");
+    vt_resp_free(&r);
+    complete_expect(&c, false);
+    /* a read tool's deterministic failure holds nothing */
+    c = fresh("wf", "w2");
+    tool_failure(&c, "search", "invalid query syntax near 'AND'", "deterministic");
+    complete_expect(&c, false);
+    /* a transient failure of the write tool holds nothing (it may still succeed) */
+    c = fresh("wf", "w3");
+    tool_failure(&c, "wiki_upsert", "HTTP 503 Service Unavailable", "transient");
+    complete_expect(&c, false);
+    /* an undeclared tool: its failure's required flag decides */
+    c = fresh("wf", "w4");
+    vt_resp f = job_post(&c, "tool-failures",
+                         "\"tool\": \"publish\", \"args\": {}, \"error\": \"schema invalid\","
+                         " \"kind\": \"deterministic\", \"required\": true");
+    assert_int_equal(f.status, 200);
+    vt_resp_free(&f);
+    complete_expect(&c, true);
+    c = fresh("wf", "w5");
+    tool_failure(&c, "publish", "schema invalid", "deterministic");
+    complete_expect(&c, false);
+    /* force needs a reason, recorded on the transition */
+    c = fresh("wf", "w6");
+    tool_failure(&c, "wiki_upsert", "rest_post_invalid_id: Invalid post ID.", "deterministic");
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\", \"force\": true");
+    vt_assert_error(&r, 400, "missing_field");
+    assert_string_equal(vt_str(r.json, "field"), "reason");
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c,
+                   "\"disposition\": \"complete\", \"force\": true,"
+                   " \"reason\": \"the editor published it by hand\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND forced"
+                                 " AND reason = 'the editor published it by hand'",
+                                 (long long)c.job_id),
+                     1);
+}
+
+/* POST /v1/jobs/{id}/tool-successes: fenced and validated like every job write. */
+static void test_tool_success_refusals(void **state)
+{
+    (void)state;
+    vt_claim c = fresh("ts", "t1");
+    vt_resp r = job_post(&c, "tool-successes", "");
+    vt_assert_error(&r, 400, "missing_field");
+    vt_resp_free(&r);
+    r = job_post(&c, "tool-successes", "\"tool\": \"x\", \"ok\": true");
+    assert_int_equal(r.status, 400);
+    vt_resp_free(&r);
+    r = job_post(&c, "tool-successes", "\"tool\": 5");
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+    vt_claim other = c;
+    snprintf(other.token, sizeof(other.token), "00000000-0000-4000-8000-000000000000");
+    r = tool_success(&other, "x");
+    vt_assert_error(&r, 409, "claim_lost");
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
+    vt_resp_free(&r);
+    r = tool_success(&c, "x");
+    vt_assert_error(&r, 409, "job_finalized");
+    vt_resp_free(&r);
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
@@ -286,6 +472,9 @@ int main(void)
         cmocka_unit_test(test_release_churn_parks),
         cmocka_unit_test(test_reject_other_needs_evidence),
         cmocka_unit_test(test_reject_repeats_tool_failure),
+        cmocka_unit_test(test_flow_step_tools_declared),
+        cmocka_unit_test(test_complete_after_write_failure),
+        cmocka_unit_test(test_tool_success_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -333,6 +333,12 @@ static void test_secrets_required_tool_blocks_complete(void **state)
     vt_resp_free(&r);
     assert_string_equal(vt_item_state(&srv, c.item_id), "claimed");
     r = vt_dispose(&srv, &c, "\"disposition\": \"complete\", \"force\": true");
+    vt_assert_error(&r, 400, "missing_field"); /* forcing past the failure needs a reason */
+    assert_string_equal(vt_str(r.json, "field"), "reason");
+    vt_resp_free(&r);
+    r = vt_dispose(&srv, &c,
+                   "\"disposition\": \"complete\", \"force\": true,"
+                   " \"reason\": \"the post was written by hand\"");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND"
