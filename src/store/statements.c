@@ -52,7 +52,7 @@
     "  WHERE f.job_id = j.id AND NOT f.retryable AND f.cleared_at IS NULL"                         \
     "    AND CASE WHEN d.tools ? f.tool"                                                           \
     "        THEN d.tools -> f.tool ->> 'role' = 'write'"                                          \
-    "          OR coalesce((d.tools -> f.tool ->> 'required')::boolean, false)"                     \
+    "          OR coalesce((d.tools -> f.tool ->> 'required')::boolean, false)"                    \
     "        ELSE f.required END)"
 /* The selection of a bulk requeue or resolve and of its dry run (items_select): $1 flow step,
  * $2 the states (a JSON array of names; never 'claimed'), $3 last_reason_code, $5 a tool that
@@ -632,14 +632,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                         'lease_expired')), 0)"},
     /* A reported success of tool $2 in job $1 clears its earlier failures in the job
      * (cleared_at): how many it cleared. */
-    [VD_SQL_TOOL_SUCCESS] =
-        {"tool_success",
-         "WITH u AS (UPDATE tool_failures SET cleared_at = now()"
-         "  WHERE job_id = $1 AND tool = $2 AND cleared_at IS NULL RETURNING 1)"
-         " SELECT count(*) FROM u"},
+    [VD_SQL_TOOL_SUCCESS] = {"tool_success",
+                             "WITH u AS (UPDATE tool_failures SET cleared_at = now()"
+                             "  WHERE job_id = $1 AND tool = $2 AND cleared_at IS NULL RETURNING 1)"
+                             " SELECT count(*) FROM u"},
     /* Whether a tool failure still holds job $1's `complete` back (after tool_success). */
-    [VD_SQL_TOOL_PENDING] =
-        {"tool_pending", "SELECT " VD_SQL_REQUIRED_BLOCKED " FROM jobs j WHERE j.id = $1"},
+    [VD_SQL_TOOL_PENDING] = {"tool_pending",
+                             "SELECT " VD_SQL_REQUIRED_BLOCKED " FROM jobs j WHERE j.id = $1"},
     [VD_SQL_ITEM_CURRENT_JOB] =
         {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
     [VD_SQL_ITEM_RELEASE] =

@@ -124,13 +124,15 @@ static void test_release_churn_parks(void **state)
     assert_string_equal(claim_and_release("churn2"), "manual_review");
     assert_string_equal(vt_item_state(&srv, id2), "manual_review");
     r = vt_http(&srv, "GET", "/metrics", VT_ADMIN, NULL, NULL);
-    assert_non_null(strstr(r.body, "verdict_releases_total{flow_step_id=\"churn\",churn=\"true\"} 1"));
-    assert_non_null(strstr(r.body, "verdict_releases_total{flow_step_id=\"churn\",churn=\"false\"} 5"));
+    assert_non_null(
+        strstr(r.body, "verdict_releases_total{flow_step_id=\"churn\",churn=\"true\"} 1"));
+    assert_non_null(
+        strstr(r.body, "verdict_releases_total{flow_step_id=\"churn\",churn=\"false\"} 5"));
     vt_resp_free(&r);
 }
 
 #define PAYLOAD                                                                                    \
-    "\"payload\": {\"title\": \"Press release\", \"text\": \"Acme announces a new product."         \
+    "\"payload\": {\"title\": \"Press release\", \"text\": \"Acme announces a new product."        \
     " Contact our sales team for pricing. No further details were given.\"}"
 
 /* Registers one item of flow (with PAYLOAD) and claims it. */
@@ -191,8 +193,7 @@ static void test_reject_other_needs_evidence(void **state)
                   " \"evidence\": \"Contact our sales team for pricing.\"",
                   200, NULL, NULL);
     c = fresh("oth", "o2");
-    reject_expect(&c,
-                  "\"reason_code\": \"other\", \"reason\": \"an advert\", \"force\": true", 200,
+    reject_expect(&c, "\"reason_code\": \"other\", \"reason\": \"an advert\", \"force\": true", 200,
                   NULL, NULL);
     c = fresh("oth", "o3");
     reject_expect(&c, "\"reason_code\": \"too_thin\", \"reason\": \"two sentences of text\"", 200,
@@ -246,8 +247,8 @@ static void test_reject_repeats_tool_failure(void **state)
                  "\"reason_code\": \"spam\", \"reason\": \"an advert\", \"evidence\": \"%s\"",
                  cases[i].reason);
         reject_expect(&c, members, 409, "rejection_suspect", "evidence");
-        reject_expect(&c, "\"reason_code\": \"spam\", \"reason\": \"an advert for a product\"",
-                      200, NULL, NULL);
+        reject_expect(&c, "\"reason_code\": \"spam\", \"reason\": \"an advert for a product\"", 200,
+                      NULL, NULL);
     }
     /* the tool's own error text pasted as the reason, with no tooling word in it */
     vt_claim c = fresh("rep", "paste");
@@ -273,7 +274,8 @@ static void test_reject_repeats_tool_failure(void **state)
                   "rejection_suspect", "reason");
     reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"the API is down\"", 409,
                   "rejection_suspect", "reason");
-    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"could not save the article\"",
+    reject_expect(&c,
+                  "\"reason_code\": \"low_quality\", \"reason\": \"could not save the article\"",
                   409, "rejection_suspect", "reason");
 }
 
@@ -313,8 +315,8 @@ static void complete_expect(const vt_claim *c, bool pending)
         vt_resp_free(&r);
         r = mcp(c, "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\":"
                    " {\"name\": \"complete_item\", \"arguments\": {}}}");
-        assert_true(cJSON_IsTrue(
-            cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "isError")));
+        assert_true(
+            cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "isError")));
         assert_string_equal(vt_str(r.json, "result.structuredContent.error"),
                             "tool_failure_pending");
         vt_resp_free(&r);

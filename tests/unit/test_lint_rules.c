@@ -73,7 +73,10 @@ static void test_lint_rule(void **state)
         const char *field;
         bool overridden;
     } rows[] = {
-        {{"duplicate", false, false, false, false, false, false, NULL, false, NULL, 0}, VD_OK, NULL, false},
+        {{"duplicate", false, false, false, false, false, false, NULL, false, NULL, 0},
+         VD_OK,
+         NULL,
+         false},
         {{"tool-error", false, false, false, false, false, false, NULL, false, NULL, 0},
          VD_ERR_REJECTION_SUSPECT,
          "reason",
@@ -86,14 +89,23 @@ static void test_lint_rule(void **state)
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"tool-error", true, true, true, false, false, false, NULL, false, NULL, 0}, VD_OK, NULL, true},
-        {{"spam", true, false, false, false, false, false, NULL, false, NULL, 0}, VD_OK, NULL, false},
+        {{"tool-error", true, true, true, false, false, false, NULL, false, NULL, 0},
+         VD_OK,
+         NULL,
+         true},
+        {{"spam", true, false, false, false, false, false, NULL, false, NULL, 0},
+         VD_OK,
+         NULL,
+         false},
         /* strict mode: evidence first, not waived by force */
         {{"spam", false, false, false, true, false, false, NULL, false, NULL, 0},
          VD_ERR_MISSING_FIELD,
          "evidence",
          false},
-        {{"spam", true, true, false, true, false, false, NULL, false, NULL, 0}, VD_ERR_MISSING_FIELD, "evidence", false},
+        {{"spam", true, true, false, true, false, false, NULL, false, NULL, 0},
+         VD_ERR_MISSING_FIELD,
+         "evidence",
+         false},
         {{"spam", false, false, false, true, true, false, NULL, false, NULL, 0},
          VD_ERR_EVIDENCE_NOT_FOUND,
          "evidence",
@@ -114,7 +126,10 @@ static void test_lint_rule(void **state)
          "evidence",
          false},
         {{"spam", false, false, false, false, true, true, "x", true, NULL, 0}, VD_OK, NULL, false},
-        {{"spam", true, false, false, false, false, false, NULL, true, NULL, 0}, VD_OK, NULL, false},
+        {{"spam", true, false, false, false, false, false, NULL, true, NULL, 0},
+         VD_OK,
+         NULL,
+         false},
         /* the reason or evidence restates one of the item's tool failures */
         {{"Rejected: Could not save the article:   Database LOCKED", false, false, false, false,
           false, false, NULL, false, failures, 2},
@@ -152,7 +167,8 @@ static void test_lint_shares_span(void **state)
     assert_true(vd_lint_shares_span("The API said: RATE LIMIT exceeded for key",
                                     "error: rate   limit exceeded for key abc", 24));
     assert_false(vd_lint_shares_span("abcdefghijklmnopqrstuvw", "abcdefghijklmnopqrstuvw", 24));
-    assert_true(vd_lint_shares_span("abcdefghijklmnopqrstuvwx", "..abcdefghijklmnopqrstuvwx..", 24));
+    assert_true(
+        vd_lint_shares_span("abcdefghijklmnopqrstuvwx", "..abcdefghijklmnopqrstuvwx..", 24));
     assert_true(vd_lint_shares_span("Der Artikel konnte nicht gespeichert werden",
                                     "Fehler: Der Artikel konnte nicht gespeichert werden (500)",
                                     24));
@@ -256,10 +272,8 @@ static void test_lint_briefing_text(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lint_classifier),
-        cmocka_unit_test(test_lint_rule),
-        cmocka_unit_test(test_lint_shares_span),
-        cmocka_unit_test(test_lint_tool_result_texts),
+        cmocka_unit_test(test_lint_classifier),    cmocka_unit_test(test_lint_rule),
+        cmocka_unit_test(test_lint_shares_span),   cmocka_unit_test(test_lint_tool_result_texts),
         cmocka_unit_test(test_lint_briefing_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
