@@ -138,6 +138,16 @@ VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_bud
  * tool failure still holds the job's `complete` back (*pending). */
 VD_MUST_USE vd_error vd_store_tool_success(vd_conn *c, int64_t job_id, const char *tool,
                                            int64_t *cleared, bool *pending);
+/* What an MCP session bound to job_id (with token) may be offered (all false when the token
+ * is not the job's). */
+typedef struct vd_mcp_offer {
+    bool live;                  /* the job is processing and holds its item, lease not passed */
+    bool deterministic_failure; /* a tool failed deterministically in the job */
+    bool complete_pending;      /* a write or required tool's failure holds `complete` back */
+    int64_t item_id;
+} vd_mcp_offer;
+VD_MUST_USE vd_error vd_store_mcp_offer(vd_conn *c, int64_t job_id, const char *token,
+                                        vd_mcp_offer *out);
 /* How many times the holder released item_id since its last verdict (*n). */
 VD_MUST_USE vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n);
 /* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without

@@ -446,6 +446,26 @@ vd_error vd_store_tool_success(vd_conn *c, int64_t job_id, const char *tool, int
     return VD_OK;
 }
 
+vd_error vd_store_mcp_offer(vd_conn *c, int64_t job_id, const char *token, vd_mcp_offer *out)
+{
+    char id[24];
+    const char *p[] = {id, token};
+    PGresult *res = NULL;
+    snprintf(id, sizeof(id), "%" PRId64, job_id);
+    memset(out, 0, sizeof(*out));
+    vd_error rc = vd_sql_exec(c, VD_SQL_MCP_OFFER, 2, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1) {
+        out->live = vd_sql_flag(res, 0, 0);
+        out->deterministic_failure = vd_sql_flag(res, 0, 1);
+        out->complete_pending = vd_sql_flag(res, 0, 2);
+        out->item_id = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    }
+    PQclear(res);
+    return VD_OK;
+}
+
 vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n)
 {
     char id[24];

@@ -639,6 +639,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* Whether a tool failure still holds job $1's `complete` back (after tool_success). */
     [VD_SQL_TOOL_PENDING] = {"tool_pending",
                              "SELECT " VD_SQL_REQUIRED_BLOCKED " FROM jobs j WHERE j.id = $1"},
+    /* What an MCP session's tools/list offers: whether the claim is live (the job processing,
+     * holding its item, the lease not passed), whether a tool failed deterministically in the
+     * job, whether a tool failure holds `complete` back, and the item. */
+    [VD_SQL_MCP_OFFER] =
+        {"mcp_offer",
+         "SELECT j.status = 'processing' AND i.state = 'claimed' AND i.current_job_id = j.id"
+         "   AND i.claim_token = j.claim_token AND coalesce(i.lease_expires_at > now(), false),"
+         "  EXISTS (SELECT 1 FROM tool_failures f WHERE f.job_id = j.id"
+         "          AND f.kind = 'deterministic'),"
+         "  " VD_SQL_REQUIRED_BLOCKED ", j.item_id"
+         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
     [VD_SQL_ITEM_CURRENT_JOB] =
         {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
     [VD_SQL_ITEM_RELEASE] =

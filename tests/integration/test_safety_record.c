@@ -465,6 +465,73 @@ static void test_tool_success_refusals(void **state)
     vt_resp_free(&r);
 }
 
+/* The names tools/list offers the session of c, joined by ','. */
+static void offered_tools(const vt_claim *c, char *out, size_t len)
+{
+    vt_resp r = mcp(c, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
+    const cJSON *t = NULL;
+    out[0] = '\0';
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "tools"))
+    {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n, "%s%s", n ? "," : "", vt_str(t, "name"));
+    }
+    vt_resp_free(&r);
+}
+
+#define ALL_TOOLS "complete_item,reject_source,defer_item,fail_item,report_tool_failure"
+
+/* MCP tools/list reflects the claim's record. */
+static void test_mcp_tools_reflect_claim(void **state)
+{
+    (void)state;
+    char names[400];
+    vt_resp r = patch_tools("mo", "{\"tools\": {\"wiki_upsert\": {\"role\": \"write\"}}}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    vt_claim c = fresh("mo", "m1");
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, ALL_TOOLS);
+    /* a transient failure changes nothing */
+    tool_failure(&c, "search", "HTTP 503 Service Unavailable", "transient");
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, ALL_TOOLS);
+    /* a deterministic failure of a read tool: no reject_source */
+    tool_failure(&c, "search", "invalid query syntax", "deterministic");
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
+    /* the write tool's failure: no complete_item either, until its success is reported */
+    tool_failure(&c, "wiki_upsert", "rest_post_invalid_id: Invalid post ID.", "deterministic");
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, "defer_item,fail_item,report_tool_failure");
+    r = tool_success(&c, "wiki_upsert");
+    vt_resp_free(&r);
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
+    /* a finished claim offers nothing */
+    r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, "");
+    /* nor does a released one */
+    c = fresh("mo", "m2");
+    r = job_post(&c, "release", "");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    offered_tools(&c, names, sizeof(names));
+    assert_string_equal(names, "");
+    /* an open incident in the flow step: no reject_source for any claim of it */
+    r = patch_tools("mi", "{\"incident_min_items\": 1}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    vt_claim a = fresh("mi", "i1");
+    tool_failure(&a, "wiki_upsert", "target_path must stay inside root", "deterministic");
+    vt_claim b = fresh("mi", "i2");
+    offered_tools(&b, names, sizeof(names));
+    assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
@@ -477,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_flow_step_tools_declared),
         cmocka_unit_test(test_complete_after_write_failure),
         cmocka_unit_test(test_tool_success_refusals),
+        cmocka_unit_test(test_mcp_tools_reflect_claim),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
