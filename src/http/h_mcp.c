@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "verdict/incidents.h"
+#include "verdict/model_text.h"
 #include "verdict/store_ops.h"
 
 #define MCP_OLDEST "2025-03-26" /* the version assumed without a header; it allows batches */
@@ -131,13 +132,16 @@ static const char *str_of(const cJSON *o, const char *key)
 }
 
 /* A refused tool call (the error recorded on ctx): isError, SPEC §2's envelope as the
- * structured content (retryable, hint, field), and its message and hint as the text. */
+ * structured content (retryable, hint, field) for the client, and the refusal in the model's
+ * terms as the text (model_text.h: one next tool, no HTTP, "Stop now." when nothing is left
+ * to call). */
 static cJSON *refused(vd_ctx *ctx)
 {
-    char text[1400];
+    char text[4 * VD_MODEL_TEXT_MAX], field[sizeof(ctx->err_field)];
+    vd_error code = ctx->err;
+    snprintf(field, sizeof(field), "%s", ctx->err_field);
     cJSON *env = take_envelope(ctx);
-    snprintf(text, sizeof(text), "%s: %s. %s", str_of(env, "error"), str_of(env, "message"),
-             str_of(env, "hint"));
+    vd_model_refusal(code, field, text, sizeof(text));
     return tool_result(text, env, true);
 }
 

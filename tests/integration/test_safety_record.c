@@ -532,6 +532,32 @@ static void test_mcp_tools_reflect_claim(void **state)
     assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
 }
 
+/* MCP refusals speak the model's terms: one next tool, no HTTP, "Stop now." when nothing is
+ * left to call. */
+static void test_mcp_refusal_texts(void **state)
+{
+    (void)state;
+    vt_claim c = fresh("mt", "t1");
+    vt_resp r = mcp(&c, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\":"
+                        " {\"name\": \"reject_source\", \"arguments\": {\"reason_code\":"
+                        " \"low_quality\", \"reason\": \"the API is down\"}}}");
+    const char *text = vt_str(r.json, "result.content.0.text");
+    assert_string_equal(vt_str(r.json, "result.structuredContent.error"), "rejection_suspect");
+    assert_non_null(strstr(text, "call defer_item") ? text : strstr(text, "Call defer_item"));
+    assert_null(strstr(text, "/v1/"));
+    assert_true(strlen(text) <= 280);
+    vt_resp_free(&r);
+    r = job_post(&c, "release", "");
+    vt_resp_free(&r);
+    r = mcp(&c, "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\":"
+                " {\"name\": \"defer_item\", \"arguments\": {\"reason_code\": \"tool_error\"}}}");
+    text = vt_str(r.json, "result.content.0.text");
+    assert_string_equal(vt_str(r.json, "result.structuredContent.error"), "job_finalized");
+    assert_null(strstr(text, "laim new work"));
+    assert_true(strlen(text) > 10 && strcmp(text + strlen(text) - 9, "Stop now.") == 0);
+    vt_resp_free(&r);
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
@@ -545,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_complete_after_write_failure),
         cmocka_unit_test(test_tool_success_refusals),
         cmocka_unit_test(test_mcp_tools_reflect_claim),
+        cmocka_unit_test(test_mcp_refusal_texts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -244,8 +244,7 @@ static void test_lint_briefing_text(void **state)
     assert_string_equal(t, "Attempt 3. Attempts 1\xe2\x80\x93"
                            "2 deferred (tool_error): 'wiki_upsert' failed deterministically "
                            "('target_path must stay inside root'). Do not reject the source "
-                           "for that: a tool failure says nothing about the source. If the tool "
-                           "fails again, call defer_item.");
+                           "for that; if the tool fails again, call defer_item.");
     free(t);
     t = vd_briefing_render(5, a + 2, 2);
     assert_string_equal(t, "Attempt 5. Attempt 3 ran out of time (the lease expired). Attempt 4 "
