@@ -65,6 +65,25 @@ static cJSON *schema_complete(void)
     return object_schema(&props, &req);
 }
 
+/* reason_code other needs evidence, unless force is true: {if, then} on the schema. */
+static void add_other_needs_evidence(cJSON *s)
+{
+    cJSON *when = cJSON_AddObjectToObject(s, "if"), *then = cJSON_AddObjectToObject(s, "then");
+    cJSON *code =
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(when, "properties"), "reason_code");
+    cJSON *any = cJSON_AddArrayToObject(then, "anyOf"), *ev = cJSON_CreateObject();
+    cJSON *forced = cJSON_CreateObject();
+    cJSON_AddStringToObject(code, "const", "other");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(when, "required"),
+                         cJSON_CreateString("reason_code"));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(ev, "required"), cJSON_CreateString("evidence"));
+    cJSON_AddTrueToObject(
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(forced, "properties"), "force"), "const");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(forced, "required"), cJSON_CreateString("force"));
+    cJSON_AddItemToArray(any, ev);
+    cJSON_AddItemToArray(any, forced);
+}
+
 static cJSON *schema_reject(void)
 {
     cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
@@ -82,6 +101,7 @@ static cJSON *schema_reject(void)
                                     "rejection_suspect, when you are sure the source, not a tool, "
                                     "is the problem."));
     cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
+    add_other_needs_evidence(s);
     return s;
 }
 
