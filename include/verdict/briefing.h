@@ -8,7 +8,7 @@
 
 #include "verdict/error.h"
 
-#define VD_BRIEFING_MAX 2000 /* bytes of a briefing text, at most */
+#define VD_BRIEFING_MAX 280 /* bytes of a briefing text, at most (model_text.h) */
 
 /* One tool of an earlier attempt: the kind of its failures (deterministic when any was) and
  * the last error (redacted as stored). Strings borrowed. */
@@ -29,7 +29,8 @@ typedef struct vd_briefing_attempt {
 /* The briefing of attempt `attempt` given its earlier attempts a[0..n) (oldest first), e.g.
  * "Attempt 3. Attempts 1–2 deferred (tool_error): 'wiki_upsert' failed deterministically
  * ('target_path must stay inside root'). Do not reject the source for that." Consecutive
- * attempts that ended the same way are told once; quoted texts are cut to 160 bytes; when the
+ * attempts that ended the same way are told once; quoted texts are cut at a word boundary
+ * (tool names at 40 bytes, errors and reasons at 80, with "…"); when the
  * whole would pass VD_BRIEFING_MAX bytes the oldest attempts are left out (and it says so).
  * Returns malloc'd text, NULL when out of memory. */
 VD_MUST_USE char *vd_briefing_render(int attempt, const vd_briefing_attempt *a, size_t n);

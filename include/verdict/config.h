@@ -45,6 +45,7 @@ typedef struct vd_config {
     int lease_seconds;
     int max_attempts;
     int max_defers;
+    int max_releases; /* holder releases before manual_review (churn); 0: 2 x max_defers */
     int backoff_base_seconds;
     int backoff_cap_seconds;
     int loop_threshold;

@@ -56,6 +56,10 @@
     XX(VD_DISPOSITION_SKIP_ITEM, "skip_item")                                                      \
     XX(VD_DISPOSITION_SESSION_OUTCOME, "session_outcome")
 
+/* The reason_code of an item parked in manual_review after VERDICT_MAX_RELEASES holder
+ * releases without a verdict (the other server-set codes are written where they arise). */
+#define VD_REASON_CHURN "churn"
+
 #define VD_DOMAIN_ENUM_ROW(name, str) name,
 
 typedef enum vd_item_state { VD_ITEM_STATE_MAP(VD_DOMAIN_ENUM_ROW) VD_ITEM__MAX } vd_item_state;

@@ -24,6 +24,7 @@ typedef struct vd_flow_step_settings {
 typedef struct vd_flow_step_change {
     bool has_min_items, has_window, has_pause, has_strict;
     vd_flow_step_settings to;
+    const char *tools_json; /* the declared tools (a JSON object, replaced whole), or NULL */
 } vd_flow_step_change;
 
 /* The defaults of a flow step nobody configured. */

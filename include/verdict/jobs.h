@@ -78,9 +78,17 @@ VD_MUST_USE vd_error vd_job_fence(const vd_job_snapshot *snap);
  * vd_job_fence, and merge checkpoint (a JSON object as text, already redacted and at most
  * VD_CHECKPOINT_MAX bytes; NULL: none) into the job's with it. *out {"lease_expires_at": ...}
  * (malloc'd) on VD_OK. VD_ERR_PAYLOAD_TOO_LARGE when the merged checkpoint would pass
- * VD_CHECKPOINT_MAX_MERGED (nothing written). */
+ * VD_CHECKPOINT_MAX_MERGED (nothing written). lease_seconds 0: the claim's own lease length
+ * (default_lease for a job claimed before the length was recorded). */
 VD_MUST_USE vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token,
-                                      int64_t lease_seconds, const char *checkpoint, char **out);
+                                      int64_t lease_seconds, int64_t default_lease,
+                                      const char *checkpoint, char **out);
+
+/* The plugin reports that `tool` succeeded in job_id after it had failed (fenced by the claim
+ * token like every job write): its failures in the job no longer hold `complete` back
+ * (*cleared: how many were cleared; *pending: whether another failure still does). */
+VD_MUST_USE vd_error vd_job_tool_success(vd_conn *conn, int64_t job_id, const char *token,
+                                         const char *tool, int64_t *cleared, bool *pending);
 
 /* An admin's release of the live claim of a claimed item, in one transaction: the job is
  * locked before its item (as every job write does), then released (vd_store_item_release).

@@ -6,6 +6,7 @@
 #define VERDICT_LINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "verdict/error.h"
 
@@ -17,6 +18,25 @@
  * 5xx", "exception", "rate limit", "connection refused", ...). NULL or "" is false. Pure. */
 bool vd_lint_reads_like_tooling(const char *reason);
 
+/* The shortest run of bytes a rejection's reason or evidence may share with a tool failure's
+ * text before it reads as that failure restated (compared lower-cased (ASCII), runs of
+ * whitespace as one space). */
+#define VD_LINT_SHARED_MIN 24
+
+/* Whether a and b share a run of at least `min` bytes once both are lower-cased (ASCII) and
+ * their runs of whitespace made one space; byte-wise, so any language and script. NULL or
+ * shorter texts never do. Linear in the two lengths (rolling hashes). Pure. */
+bool vd_lint_shares_span(const char *a, const char *b, size_t min);
+
+/* Whether text restates the tool failure whose error text is `error`: a shared run of
+ * VD_LINT_SHARED_MIN bytes, or (vd_lint_same_template) the failure's template. Pure. */
+bool vd_lint_restates_failure(const char *text, const char *error);
+
+/* The hook for the failure-template miner: whether text reads as an instance of the template
+ * `error` belongs to. Answers false until templates are mined (it then looks up error's
+ * template and matches text against its constant tokens). Pure. */
+bool vd_lint_same_template(const char *text, const char *error);
+
 /* What the lint knows of one rejection (read inside the finishing transaction). */
 typedef struct vd_lint_input {
     const char *reason;          /* the call's reason text, or NULL */
@@ -26,6 +46,10 @@ typedef struct vd_lint_input {
     bool strict_evidence;        /* the flow step's strict mode */
     bool has_evidence;           /* the call sent `evidence` */
     bool evidence_found;         /* ... and it is quoted from the item's payload */
+    const char *evidence;        /* the evidence text, or NULL */
+    bool code_other;             /* reason_code is `other`: evidence (or force) is required */
+    const char *const *failures; /* the error texts of the item's tool failures (newest first) */
+    size_t n_failures;
 } vd_lint_input;
 
 typedef struct vd_lint_verdict {
@@ -37,9 +61,11 @@ typedef struct vd_lint_verdict {
 } vd_lint_verdict;
 
 /* Judge one rejection. Strict evidence is checked first and is not waived by force (a
- * rejection in strict mode always quotes the payload); then the three suspicions (tooling
- * words in the reason, a deterministic tool failure, a retriable adjudication), which force
- * overrides (verdict.overridden). Pure. */
+ * rejection in strict mode always quotes the payload); then the suspicions (the reason or
+ * evidence restates one of the item's tool failures, tooling words in the reason, a
+ * deterministic tool failure, a retriable adjudication), which force overrides
+ * (verdict.overridden); then reason_code `other` without evidence quoted from the payload
+ * (waived by force). Pure. */
 vd_lint_verdict vd_lint_judge(const vd_lint_input *in);
 
 #endif

@@ -111,8 +111,9 @@ typedef struct vd_job_snapshot vd_job_snapshot;
  * the service's claim check (vd_job_fence); *out {"lease_expires_at": ...} (malloc'd) when it
  * was extended, else NULL. */
 VD_MUST_USE vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token,
-                                        int64_t lease_seconds, const char *checkpoint,
-                                        vd_job_snapshot *seen, bool *too_big, char **out);
+                                        int64_t lease_seconds, int64_t default_lease,
+                                        const char *checkpoint, vd_job_snapshot *seen,
+                                        bool *too_big, char **out);
 
 /* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
 VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id,
@@ -132,6 +133,23 @@ VD_MUST_USE vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, cha
  * VD_ERR_INVALID_TRANSITION when it is claimed. */
 VD_MUST_USE vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets,
                                           const char *reason, const char *actor, char **out);
+/* A reported success of `tool` in job_id (inside vd_store_tx, after the job was locked and
+ * fenced): clears its earlier failures in the job (*cleared how many), and says whether a
+ * tool failure still holds the job's `complete` back (*pending). */
+VD_MUST_USE vd_error vd_store_tool_success(vd_conn *c, int64_t job_id, const char *tool,
+                                           int64_t *cleared, bool *pending);
+/* What an MCP session bound to job_id (with token) may be offered (all false when the token
+ * is not the job's). */
+typedef struct vd_mcp_offer {
+    bool live;                  /* the job is processing and holds its item, lease not passed */
+    bool deterministic_failure; /* a tool failed deterministically in the job */
+    bool complete_pending;      /* a write or required tool's failure holds `complete` back */
+    int64_t item_id;
+} vd_mcp_offer;
+VD_MUST_USE vd_error vd_store_mcp_offer(vd_conn *c, int64_t job_id, const char *token,
+                                        vd_mcp_offer *out);
+/* How many times the holder released item_id since its last verdict (*n). */
+VD_MUST_USE vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n);
 /* An item's state and, when it is claimed, its current job (*job; 0 otherwise), read without
  * locks. VD_ERR_NOT_FOUND when there is no such item. */
 VD_MUST_USE vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state,
@@ -284,7 +302,11 @@ typedef struct vd_reject_facts {
     bool retriable_adjudication; /* the job's adjudication: outcome retriable / needs_retry */
     bool strict_evidence;        /* flow_steps.strict_evidence of the job's flow step */
     bool evidence_found;         /* evidence is quoted in the item's payload */
+    char **failures;             /* the error texts of the item's tool failures (any job,
+                                    newest first, at most 50; malloc'd: vd_reject_facts_cleanup) */
+    size_t n_failures;
 } vd_reject_facts;
+void vd_reject_facts_cleanup(vd_reject_facts *f);
 VD_MUST_USE vd_error vd_store_reject_facts(vd_conn *c, int64_t job_id, const char *evidence,
                                            vd_reject_facts *out);
 /* {"job_id","item_id","attempt","attempts":[{job_id, attempt, status, disposition,

@@ -265,6 +265,7 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
         env_int(get, "VERDICT_LEASE_SECONDS", 300, 5, 86400, &cfg->lease_seconds, err, errlen) &&
         env_int(get, "VERDICT_MAX_ATTEMPTS", 5, 1, 100, &cfg->max_attempts, err, errlen) &&
         env_int(get, "VERDICT_MAX_DEFERS", 3, 1, 100, &cfg->max_defers, err, errlen) &&
+        env_int(get, "VERDICT_MAX_RELEASES", 0, 0, 1000, &cfg->max_releases, err, errlen) &&
         env_int(get, "VERDICT_BACKOFF_BASE_SECONDS", 10, 0, 86400, &cfg->backoff_base_seconds, err,
                 errlen) &&
         env_int(get, "VERDICT_BACKOFF_CAP_SECONDS", 3600, 0, 604800, &cfg->backoff_cap_seconds, err,

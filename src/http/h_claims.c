@@ -111,7 +111,7 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
         return rc;
     f.obj = body;
     if ((rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_get_token(f, &token)) ||
-        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &lease)) ||
+        (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, 0, &lease)) || /* 0: the claim's */
         (rc = vd_get_redacted_object(f, "checkpoint", VD_CHECKPOINT_MAX, VD_ERR_PAYLOAD_TOO_LARGE,
                                      &checkpoint)) ||
         (rc = vd_ctx_db(ctx, &c))) {
@@ -119,7 +119,7 @@ vd_error vd_h_heartbeat(vd_ctx *ctx)
         return rc;
     }
     snprintf(what, sizeof(what), "job %lld", (long long)job);
-    rc = vd_job_heartbeat(c, job, token, lease, checkpoint, &out);
+    rc = vd_job_heartbeat(c, job, token, lease, ctx->cfg->lease_seconds, checkpoint, &out);
     free(checkpoint);
     if (rc == VD_ERR_PAYLOAD_TOO_LARGE)
         return vd_fail(ctx, rc, "checkpoint",

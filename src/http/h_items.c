@@ -240,13 +240,71 @@ vd_error vd_h_flow_step_resume(vd_ctx *ctx)
     return set_paused(ctx, false);
 }
 
+#define VD_FLOW_STEP_TOOLS_MAX 100
+
+/* One declared tool {"role": "read"|"write", "required": bool} at f, copied into out. */
+static vd_error tool_decl(vd_field f, cJSON *out)
+{
+    static const vd_member members[] = {{"role", VD_J_STRING}, {"required", VD_J_BOOL}};
+    static const char *const roles[] = {"read", "write"};
+    const char *role = NULL;
+    bool required = false;
+    char name[240];
+    vd_error rc = VD_MEMBERS_CHECK(f, members);
+    if (rc || (rc = vd_get_string(f, "role", true, 1, 16, &role)) ||
+        (rc = vd_get_bool(f, "required", false, &required)))
+        return rc;
+    if (strcmp(role, roles[0]) != 0 && strcmp(role, roles[1]) != 0)
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, vd_field_name(f, "role", name, sizeof(name)),
+                       "'%s' must be read or write", name);
+    cJSON_AddStringToObject(out, "role", role);
+    cJSON_AddBoolToObject(out, "required", required);
+    return VD_OK;
+}
+
+/* "tools": {"<tool>": {role, required}, ...} into *json (malloc'd compact JSON; NULL when the
+ * member is absent). */
+static vd_error tools_change(vd_ctx *ctx, const cJSON *body, char **json)
+{
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(body, "tools"), *t = NULL;
+    cJSON *out = NULL;
+    vd_error rc = VD_OK;
+    *json = NULL;
+    if (!tools || cJSON_IsNull(tools))
+        return VD_OK;
+    if (!cJSON_IsObject(tools) || cJSON_GetArraySize(tools) > VD_FLOW_STEP_TOOLS_MAX)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "tools",
+                       "'tools' must be an object of at most 100 tools, each {\"role\": "
+                       "\"read\"|\"write\", \"required\": bool}");
+    out = cJSON_CreateObject();
+    cJSON_ArrayForEach(t, tools)
+    {
+        char path[240];
+        size_t n = strlen(t->string);
+        snprintf(path, sizeof(path), "tools.%.200s", t->string);
+        if (n < 1 || n > 200 || !cJSON_IsObject(t))
+            rc = vd_fail(ctx, VD_ERR_INVALID_FIELD, path,
+                         "'%s' must be an object {\"role\", \"required\"} under a tool name "
+                         "of 1 to 200 bytes",
+                         path);
+        else
+            rc = tool_decl((vd_field){ctx, t, path}, cJSON_AddObjectToObject(out, t->string));
+        if (rc)
+            break;
+    }
+    *json = rc ? NULL : cJSON_PrintUnformatted(out);
+    cJSON_Delete(out);
+    return rc ? rc : (*json ? VD_OK : VD_ERR_INTERNAL);
+}
+
 /* The settings members of a PATCH body into ch (only those present are changed). */
 static vd_error settings_change(vd_field f, vd_flow_step_change *ch)
 {
     static const vd_member members[] = {{"incident_min_items", VD_J_NUMBER},
                                         {"incident_window_minutes", VD_J_NUMBER},
                                         {"pause_on_incident", VD_J_BOOL},
-                                        {"strict_evidence", VD_J_BOOL}};
+                                        {"strict_evidence", VD_J_BOOL},
+                                        {"tools", VD_J_OBJECT}};
     int64_t min_items = 0, window = 0;
     vd_error rc = VD_MEMBERS_CHECK(f, members);
     ch->has_min_items = vd_has_member(f, "incident_min_items");
@@ -269,11 +327,17 @@ vd_error vd_h_flow_step_configure(vd_ctx *ctx)
     char *out = NULL;
     vd_conn *c = NULL;
     const cJSON *body = NULL;
+    char *tools = NULL;
     vd_flow_step_change ch = {0};
     vd_error rc = vd_body_object(ctx, &body);
     if (rc || (rc = flow_step_param(ctx, &fs)) ||
-        (rc = settings_change((vd_field){ctx, body, NULL}, &ch)) || (rc = vd_ctx_db(ctx, &c)))
+        (rc = settings_change((vd_field){ctx, body, NULL}, &ch)) ||
+        (rc = tools_change(ctx, body, &tools)) || (rc = vd_ctx_db(ctx, &c))) {
+        cJSON_free(tools);
         return rc;
+    }
+    ch.tools_json = tools;
     rc = vd_store_flow_step_configure(c, fs, &ch, &out);
+    cJSON_free(tools);
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }

@@ -165,9 +165,9 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
     }
     if (rc == VD_ERR_TOOL_FAILURE_PENDING && !w->is_reject) { /* complete */
         snprintf(msg, len,
-                 "a required tool failed in %s and is not to be called again, so what it "
-                 "should have written was not written: call defer_item or fail (complete needs "
-                 "force: true)",
+                 "a write or required tool failed in %s and no later success of it was reported, "
+                 "so what it should have written was not written: call defer_item or fail "
+                 "(complete needs force: true with a reason)",
                  what);
         return "disposition";
     }
@@ -252,6 +252,19 @@ vd_error vd_h_disposition(vd_ctx *ctx)
     return vd_respond_owned(ctx, answer);
 }
 
+/* Counts a release in verdict_releases_total from its kept answer (the item's flow step and
+ * whether it was parked). */
+static void observe_release(const char *kept)
+{
+    cJSON *a = kept ? cJSON_Parse(kept) : NULL;
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(a, "item");
+    const char *fs = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "flow_step_id"));
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "state"));
+    if (fs)
+        vd_metrics_observe_release(fs, st && strcmp(st, "manual_review") == 0);
+    cJSON_Delete(a);
+}
+
 /* The holder gives its claim back without a verdict: a job write like a disposition (fenced
  * by the token, kept for replays), whose event spends no budget (VD_EVENT_RELEASE). */
 vd_error vd_h_release(vd_ctx *ctx)
@@ -284,11 +297,43 @@ vd_error vd_h_release(vd_ctx *ctx)
         vd_fail(ctx, rc, field, "%s", msg);
     } else {
         char *reply = vd_job_reply(NULL, ans.kept, ans.replayed);
+        if (!ans.replayed)
+            observe_release(ans.kept);
         rc = reply ? vd_respond_owned(ctx, reply)
                    : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     }
     free(ans.kept);
     return rc;
+}
+
+/* The plugin reports a later success of a tool that failed in the job: its failures no longer
+ * hold `complete` back (POST /v1/jobs/{job_id}/tool-successes). */
+vd_error vd_h_tool_success(vd_ctx *ctx)
+{
+    static const vd_member members[] = {{"claim_token", VD_J_STRING}, {"tool", VD_J_STRING}};
+    const cJSON *body = NULL;
+    const char *token = NULL, *tool = NULL;
+    int64_t job = 0, cleared = 0;
+    bool pending = false;
+    vd_conn *c = NULL;
+    char what[48];
+    vd_error rc = vd_param_id(ctx, 0, "job", &job);
+    vd_field f = {ctx, NULL, NULL};
+    if (rc || (rc = vd_body_object(ctx, &body)))
+        return rc;
+    f.obj = body;
+    if ((rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_get_token(f, &token)) ||
+        (rc = vd_get_string(f, "tool", true, 1, 200, &tool)) || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    snprintf(what, sizeof(what), "job %lld", (long long)job);
+    if ((rc = vd_job_tool_success(c, job, token, tool, &cleared, &pending)))
+        return vd_store_fail(ctx, rc, what);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "job_id", (double)job);
+    cJSON_AddStringToObject(o, "tool", tool);
+    cJSON_AddNumberToObject(o, "cleared", (double)cleared);
+    cJSON_AddBoolToObject(o, "tool_failure_pending", pending);
+    return vd_respond_json(ctx, 200, o);
 }
 
 /* dispositions[i]: a disposition with its job_id, distinct from the entries before it. */

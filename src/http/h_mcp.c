@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/incidents.h"
+#include "verdict/model_text.h"
 #include "verdict/store_ops.h"
 
 #define MCP_OLDEST "2025-03-26" /* the version assumed without a header; it allows batches */
@@ -125,13 +127,16 @@ static const char *str_of(const cJSON *o, const char *key)
 }
 
 /* A refused tool call (the error recorded on ctx): isError, SPEC §2's envelope as the
- * structured content (retryable, hint, field), and its message and hint as the text. */
+ * structured content (retryable, hint, field) for the client, and the refusal in the model's
+ * terms as the text (model_text.h: one next tool, no HTTP, "Stop now." when nothing is left
+ * to call). */
 static cJSON *refused(vd_ctx *ctx)
 {
-    char text[1400];
+    char text[4 * VD_MODEL_TEXT_MAX], field[sizeof(ctx->err_field)];
+    vd_error code = ctx->err;
+    snprintf(field, sizeof(field), "%s", ctx->err_field);
     cJSON *env = take_envelope(ctx);
-    snprintf(text, sizeof(text), "%s: %s. %s", str_of(env, "error"), str_of(env, "message"),
-             str_of(env, "hint"));
+    vd_model_refusal(code, field, text, sizeof(text));
     return tool_result(text, env, true);
 }
 
@@ -265,12 +270,42 @@ static void tools_call(vd_ctx *ctx, const mcp_session *s, const cJSON *params, r
         rpc_fail(o, VD_RPC_INTERNAL_ERROR, "%s", "out of memory");
 }
 
-static cJSON *tools_list(void)
+/* Whether tools/list offers t, given the claim's record: a lost or finished claim offers no
+ * tool; reject_source is withheld while a tooling incident is open in the flow step or after
+ * a deterministic failure in the job; complete_item while a write or required tool's failure
+ * holds it back. The calls themselves are judged the same either way. */
+static bool offered(const vd_agent_tool *t, const vd_mcp_offer *o, bool incident)
 {
+    if (!o->live)
+        return false;
+    if (strcmp(t->name, "reject_source") == 0)
+        return !incident && !o->deterministic_failure;
+    if (strcmp(t->name, "complete_item") == 0)
+        return !o->complete_pending;
+    return true;
+}
+
+static void tools_list(vd_ctx *ctx, const mcp_session *s, rpc_out *out)
+{
+    vd_mcp_offer o;
+    vd_incident_ref inc = {0};
+    vd_conn *c = NULL;
+    vd_error rc = vd_ctx_db(ctx, &c);
+    if (rc == VD_OK)
+        rc = vd_store_mcp_offer(c, s->job_id, s->token, &o);
+    if (rc == VD_OK && o.live)
+        rc = vd_store_incident_open(c, NULL, o.item_id, NULL, &inc);
+    if (rc) {
+        ctx->err = VD_OK; /* the JSON-RPC error is the answer */
+        rpc_fail(out, VD_RPC_INTERNAL_ERROR, "the claim could not be read: %s", vd_error_code(rc));
+        return;
+    }
     cJSON *r = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(r, "tools");
-    for (size_t i = 0; list && i < vd_agent_tool_count; i++)
-        cJSON_AddItemToArray(list, vd_agent_tool_mcp(&vd_agent_tools[i]));
-    return r;
+    for (size_t i = 0; list && i < vd_agent_tool_count; i++) {
+        if (offered(&vd_agent_tools[i], &o, inc.id != 0))
+            cJSON_AddItemToArray(list, vd_agent_tool_mcp(&vd_agent_tools[i]));
+    }
+    out->result = r;
 }
 
 static cJSON *resources_list(void)
@@ -399,7 +434,7 @@ static cJSON *handle_request(vd_ctx *ctx, const mcp_session *s, const vd_rpc_msg
     else if (strcmp(meth, "ping") == 0)
         o.result = cJSON_CreateObject();
     else if (strcmp(meth, "tools/list") == 0)
-        o.result = tools_list();
+        tools_list(ctx, s, &o);
     else if (strcmp(meth, "tools/call") == 0)
         tools_call(ctx, s, params, &o);
     else if (strcmp(meth, "resources/list") == 0)

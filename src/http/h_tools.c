@@ -65,6 +65,25 @@ static cJSON *schema_complete(void)
     return object_schema(&props, &req);
 }
 
+/* reason_code other needs evidence, unless force is true: {if, then} on the schema. */
+static void add_other_needs_evidence(cJSON *s)
+{
+    cJSON *when = cJSON_AddObjectToObject(s, "if"), *then = cJSON_AddObjectToObject(s, "then");
+    cJSON *code =
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(when, "properties"), "reason_code");
+    cJSON *any = cJSON_AddArrayToObject(then, "anyOf"), *ev = cJSON_CreateObject();
+    cJSON *forced = cJSON_CreateObject();
+    cJSON_AddStringToObject(code, "const", "other");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(when, "required"),
+                         cJSON_CreateString("reason_code"));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(ev, "required"), cJSON_CreateString("evidence"));
+    cJSON_AddTrueToObject(
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject(forced, "properties"), "force"), "const");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(forced, "required"), cJSON_CreateString("force"));
+    cJSON_AddItemToArray(any, ev);
+    cJSON_AddItemToArray(any, forced);
+}
+
 static cJSON *schema_reject(void)
 {
     cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
@@ -74,14 +93,15 @@ static cJSON *schema_reject(void)
         props, "reason", string_prop("One line on what is wrong with the source itself.", 0, 2000));
     cJSON_AddItemToObject(props, "evidence",
                           string_prop("A passage quoted verbatim from the item's payload that "
-                                      "shows the problem (required where the flow step is "
-                                      "strict).",
+                                      "shows the problem (required with reason_code other, and "
+                                      "where the flow step is strict).",
                                       1, VD_EVIDENCE_MAX));
     cJSON_AddItemToObject(props, "force",
                           bool_prop("True to confirm a rejection after a refusal with "
                                     "rejection_suspect, when you are sure the source, not a tool, "
                                     "is the problem."));
     cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
+    add_other_needs_evidence(s);
     return s;
 }
 
@@ -126,37 +146,32 @@ static cJSON *schema_tool_failure(void)
     return s;
 }
 
+/* The descriptions keep model_text.h's rules (at most 280 characters, at most one other tool
+ * named; test_model_text walks them). */
 const vd_agent_tool vd_agent_tools[] = {
     {"complete_item", "complete",
-     "Use when the pipeline's output for this item has been written successfully, by every "
-     "tool the task requires. The item is marked processed and will not be offered again.",
+     "Use when the output for this item has been written successfully by every tool the task "
+     "requires. The item is marked processed and will not be offered again.",
      schema_complete, false},
     {"reject_source", "reject_source",
-     "Use for a source that is itself unsuitable: irrelevant to the topic, too thin, a "
-     "duplicate, spam or low quality. This is a reasoned judgement about the source's content; "
-     "the item is closed for good, so state the reason and quote the passage that shows it as "
-     "evidence. When a tool failed, defer_item keeps the source eligible: a rejection after a "
-     "tool failure, or with a reason that describes one, is answered rejection_suspect, and "
-     "while the tool-failure answer reports a tooling incident the source is fine: use "
-     "defer_item.",
+     "Use only when the source itself is unsuitable: irrelevant, too thin, a duplicate, spam or "
+     "low quality. It closes the item for good: give the reason and quote the passage that "
+     "shows it as evidence. After any tool failure, call defer_item instead.",
      schema_reject, false},
     {"defer_item", "defer_item",
-     "Use when you cannot finish this item safely right now: a tool (such as a required tool "
-     "the tool-failure answer told you to stop calling), quality gate, provider or dependency "
-     "failed, or your confidence is low. The source stays eligible and the item is offered "
-     "again later; set manual_review when a person should look at it first. This is the call "
-     "for any tooling problem: it never closes a good source.",
+     "Use when you cannot finish this item safely now: a tool, quality gate, provider or "
+     "dependency failed, or your confidence is low. The source stays eligible and is offered "
+     "again later; set manual_review when a person should look at it first.",
      schema_defer, false},
     {"fail_item", "fail",
-     "Use when the engine itself failed, for example a required update or upsert tool "
-     "returned an error. Report the error text; a retryable failure is retried with backoff.",
+     "Use when the engine itself failed and the item cannot be processed, for example a "
+     "required update or upsert returned an error. Report the error text; a retryable failure "
+     "is retried with backoff.",
      schema_fail, false},
     {"report_tool_failure", NULL,
-     "Use when one of your other tools failed. Report its name, the arguments you called it "
-     "with and the error text; the answer tells you whether calling it again can work and what "
-     "to do instead. Set required when this item cannot be finished without that tool. When "
-     "the same failure is seen across many items, the answer names the tooling incident: "
-     "then call defer_item with reason_code tool_error.",
+     "Use when one of your other tools failed: report its name, the arguments you called it "
+     "with and the error text. The answer says whether calling it again can work and what to "
+     "do next. Set required when the item cannot be finished without that tool.",
      schema_tool_failure, true},
 };
 

@@ -236,6 +236,7 @@ vd_error vd_h_requeue_one(vd_ctx *ctx);
 vd_error vd_h_requeue_bulk(vd_ctx *ctx);
 vd_error vd_h_release_item(vd_ctx *ctx);
 vd_error vd_h_release(vd_ctx *ctx);
+vd_error vd_h_tool_success(vd_ctx *ctx);
 vd_error vd_h_tool_definitions(vd_ctx *ctx);
 vd_error vd_h_tool_failure(vd_ctx *ctx);
 vd_error vd_h_adjudications(vd_ctx *ctx);

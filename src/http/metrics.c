@@ -28,8 +28,8 @@ typedef struct labelled {
     char labels[160];
     uint64_t n;
 } labelled;
-static labelled outcomes[MAX_LABELLED], tool_failures[MAX_LABELLED];
-static size_t n_outcomes, n_tool_failures;
+static labelled outcomes[MAX_LABELLED], tool_failures[MAX_LABELLED], releases[MAX_LABELLED];
+static size_t n_outcomes, n_tool_failures, n_releases;
 static pthread_mutex_t labelled_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void bump(labelled *table, size_t *n, const char *labels)
@@ -60,6 +60,21 @@ void vd_metrics_observe_tool_failure(const char *kind, bool retryable)
     snprintf(labels, sizeof(labels), "kind=\"%s\",retryable=\"%s\"", kind,
              retryable ? "true" : "false");
     bump(tool_failures, &n_tool_failures, labels);
+}
+
+void vd_metrics_observe_release(const char *flow_step_id, bool churn)
+{
+    char labels[160];
+    size_t n = 0;
+    n += (size_t)snprintf(labels, sizeof(labels), "flow_step_id=\"");
+    /* escaped as the text format wants; a flow step id is at most 100 bytes */
+    for (const char *p = flow_step_id; *p && n + 24 < sizeof(labels); p++) {
+        if (*p == '\\' || *p == '"' || *p == '\n')
+            labels[n++] = '\\';
+        labels[n++] = *p == '\n' ? 'n' : *p;
+    }
+    snprintf(labels + n, sizeof(labels) - n, "\",churn=\"%s\"", churn ? "true" : "false");
+    bump(releases, &n_releases, labels);
 }
 
 static void render_labelled(vd_buf *out, const char *name, const char *help, labelled *table,
@@ -167,6 +182,10 @@ static void render_http(vd_buf *out)
     render_labelled(out, "verdict_tool_failures_total",
                     "Tool failures recorded, by kind and whether the envelope said retryable.",
                     tool_failures, &n_tool_failures);
+    render_labelled(out, "verdict_releases_total",
+                    "Holder releases without a verdict, by flow step and whether the release "
+                    "parked the item in manual_review (churn).",
+                    releases, &n_releases);
 }
 
 /* A label value, escaped as the text format wants (backslash, double quote, newline). */

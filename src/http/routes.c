@@ -31,6 +31,8 @@ const vd_route vd_routes[] = {
     {"POST", "/v1/dispositions", VD_ROLE_WORKER, vd_h_dispositions, "dispositions"},
     {"POST", "/v1/jobs/{job_id}/tool-failures", VD_ROLE_WORKER, vd_h_tool_failure,
      "jobs.tool_failures"},
+    {"POST", "/v1/jobs/{job_id}/tool-successes", VD_ROLE_WORKER, vd_h_tool_success,
+     "jobs.tool_successes"},
     {"POST", "/v1/jobs/{job_id}/session-outcome", VD_ROLE_WORKER, vd_h_session_outcome,
      "jobs.session_outcome"},
     {"POST", "/v1/adjudications", VD_ROLE_WORKER, vd_h_adjudications, "adjudications"},

@@ -371,6 +371,9 @@ static void normalize(struct adj *a, struct span text, vd_buf *out)
     if (a->oom)
         return;
     outlen = text.len + 1;
+    /* The context is shared with vd__adj_rx_search, which leaves its last window's offset
+     * limit set: the rewrite covers the whole text. */
+    pcre2_set_offset_limit(a->mctx, PCRE2_UNSET);
     rc = pcre2_substitute(a->bold, (PCRE2_SPTR)text.p, text.len, 0, PCRE2_SUBSTITUTE_GLOBAL,
                           a->bold_md, a->mctx, (PCRE2_SPTR) "$1$2", 4, (PCRE2_UCHAR *)out->data,
                           &outlen);

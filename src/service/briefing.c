@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verdict/buf.h"
+#include "verdict/model_text.h"
 #include "verdict/util.h"
 
 #define QUOTE_MAX 161 /* bytes of a quoted text, with its NUL */
@@ -41,10 +42,11 @@ static const char *ended(const char *status)
     return status && *status ? status : "ended";
 }
 
-/* One run of attempts a[0..k) that ended the same way. */
-static void tell_run(vd_buf *b, const vd_briefing_attempt *a, size_t k)
+/* One run of attempts a[0..k) that ended the same way; quoted errors and reasons cut at
+ * qmax bytes. */
+static void tell_run(vd_buf *b, const vd_briefing_attempt *a, size_t k, size_t qmax)
 {
-    char q[QUOTE_MAX];
+    char q[QUOTE_MAX], quoted[QUOTE_MAX], name[VD_MODEL_QUOTE_TOOL + 8];
     if (k == 1)
         vd_buf_printf(b, " Attempt %d %s", a[0].attempt, ended(a[0].status));
     else
@@ -56,12 +58,15 @@ static void tell_run(vd_buf *b, const vd_briefing_attempt *a, size_t k)
         const vd_briefing_tool *t = &a[0].tools[i];
         bool det = same_str(t->kind, "deterministic");
         vd_utf8_scrub(q, sizeof(q), t->last_error ? t->last_error : "");
-        vd_buf_printf(b, "%s '%s' failed %s ('%s')", i ? ";" : ":", t->tool ? t->tool : "",
-                      det ? "deterministically" : "transiently", q);
+        vd_model_quote(q, qmax, quoted, sizeof(quoted));
+        vd_model_quote(t->tool ? t->tool : "", VD_MODEL_QUOTE_TOOL, name, sizeof(name));
+        vd_buf_printf(b, "%s '%s' failed %s ('%s')", i ? ";" : ":", name,
+                      det ? "deterministically" : "transiently", quoted);
     }
     if (a[0].n_tools == 0 && a[0].reason && *a[0].reason) {
         vd_utf8_scrub(q, sizeof(q), a[0].reason);
-        vd_buf_printf(b, ": '%s'", q);
+        vd_model_quote(q, qmax, quoted, sizeof(quoted));
+        vd_buf_printf(b, ": '%s'", quoted);
     }
     vd_buf_append(b, ".", 1);
 }
@@ -77,8 +82,9 @@ static bool any_kind(const vd_briefing_attempt *a, size_t n, const char *kind)
     return false;
 }
 
-/* The briefing told from attempt `from` on. */
-static char *render_from(int attempt, const vd_briefing_attempt *a, size_t n, size_t from)
+/* The briefing told from attempt `from` on, quotes cut at qmax bytes. */
+static char *render_from(int attempt, const vd_briefing_attempt *a, size_t n, size_t from,
+                         size_t qmax)
 {
     vd_buf b = {0};
     vd_buf_printf(&b, "Attempt %d.", attempt);
@@ -90,12 +96,12 @@ static char *render_from(int attempt, const vd_briefing_attempt *a, size_t n, si
         size_t k = 1;
         while (i + k < n && same_end(&a[i], &a[i + k]))
             k++;
-        tell_run(&b, &a[i], k);
+        tell_run(&b, &a[i], k, qmax);
         i += k;
     }
     if (any_kind(a + from, n - from, "deterministic"))
-        vd_buf_printf(&b, " Do not reject the source for that: a tool failure says nothing "
-                          "about the source. If the tool fails again, call defer_item.");
+        vd_buf_printf(&b, " Do not reject the source for that; if the tool fails again, call "
+                          "defer_item.");
     else if (any_kind(a + from, n - from, "transient"))
         vd_buf_printf(&b, " Those tool failures were transient: calling the tool again may "
                           "succeed.");
@@ -104,11 +110,15 @@ static char *render_from(int attempt, const vd_briefing_attempt *a, size_t n, si
 
 char *vd_briefing_render(int attempt, const vd_briefing_attempt *a, size_t n)
 {
+    /* shorter quotes first, then fewer attempts (the oldest left out) */
+    static const size_t qmax[] = {VD_MODEL_QUOTE_ERROR, VD_MODEL_QUOTE_ERROR / 2, 16};
     for (size_t from = 0; from <= n; from++) {
-        char *text = render_from(attempt, a, n, from);
-        if (!text || strlen(text) <= VD_BRIEFING_MAX || from == n)
-            return text;
-        free(text);
+        for (size_t q = 0; q < sizeof(qmax) / sizeof(qmax[0]); q++) {
+            char *text = render_from(attempt, a, n, from, qmax[q]);
+            if (!text || strlen(text) <= VD_BRIEFING_MAX || from == n)
+                return text;
+            free(text);
+        }
     }
     return NULL;
 }

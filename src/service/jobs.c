@@ -66,12 +66,12 @@ vd_error vd_job_fence(const vd_job_snapshot *snap)
 }
 
 vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token, int64_t lease_seconds,
-                          const char *checkpoint, char **out)
+                          int64_t default_lease, const char *checkpoint, char **out)
 {
     vd_job_snapshot seen;
     bool too_big = false;
-    vd_error rc =
-        vd_store_heartbeat(conn, job_id, token, lease_seconds, checkpoint, &seen, &too_big, out);
+    vd_error rc = vd_store_heartbeat(conn, job_id, token, lease_seconds, default_lease, checkpoint,
+                                     &seen, &too_big, out);
     /* a refused merge wrote nothing, the lease included: the holder's request is what failed */
     if (rc == VD_OK && too_big && seen.token_ok && seen.status == VD_JOB_PROCESSING)
         rc = VD_ERR_PAYLOAD_TOO_LARGE;
@@ -125,6 +125,12 @@ static vd_error judge(const vd_job_snapshot *snap, const vd_job_write *w, vd_job
                                                      snap->required_tool_failed,
                                                      snap->required_tool_blocked}))
         return VD_ERR_TOOL_FAILURE_PENDING;
+    if (completes(w) && w->force && snap->required_tool_blocked && (!w->reason || !*w->reason)) {
+        out->why = "forcing complete past a tool failure needs a 'reason' (recorded on the "
+                   "transition)";
+        out->field = "reason";
+        return VD_ERR_MISSING_FIELD;
+    }
     return VD_OK;
 }
 
@@ -212,7 +218,12 @@ static vd_error lint(vd_conn *c, const vd_job_write *w, vd_job_answer *out, bool
         .strict_evidence = f.strict_evidence,
         .has_evidence = w->evidence != NULL,
         .evidence_found = f.evidence_found,
+        .evidence = w->evidence,
+        .code_other = w->reason_code && strcmp(w->reason_code, "other") == 0,
+        .failures = (const char *const *)f.failures,
+        .n_failures = f.n_failures,
     });
+    vd_reject_facts_cleanup(&f);
     out->rc = v.rc;
     out->why = v.why;
     out->field = v.field;
@@ -228,6 +239,21 @@ static vd_error redact_texts(apply_ctx *a, size_t i, const vd_job_write *w)
     if ((w->reason && !a->reason[i]) || (w->evidence && !a->evidence[i]))
         return VD_ERR_INTERNAL;
     return VD_OK;
+}
+
+/* A holder's release past VERDICT_MAX_RELEASES (0: twice the item's max_defers) releases
+ * without a verdict parks the item in manual_review as churn: a worker that always gives the
+ * item back is seen, not looped for ever. */
+static vd_error release_churn(vd_conn *c, const vd_config *cfg, const vd_job_snapshot *snap,
+                              vd_outcome *o)
+{
+    int64_t before = 0, max = cfg->max_releases > 0 ? cfg->max_releases : 2 * snap->max_defers;
+    vd_error rc = vd_store_item_releases(c, snap->item_id, &before);
+    if (rc == VD_OK && before + 1 >= max) {
+        o->to_state = VD_ITEM_MANUAL_REVIEW;
+        o->reason_code = VD_REASON_CHURN;
+    }
+    return rc;
 }
 
 /* Judge write i and, when it may finish, queue its finishing record. A refusal is the
@@ -257,6 +283,8 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     vd_budgets budgets = {snap->failures, snap->defers, snap->max_attempts, snap->max_defers};
     vd_backoff backoff = {a->cfg->backoff_base_seconds, a->cfg->backoff_cap_seconds};
     vd_outcome o = vd_machine_apply(&budgets, &w->event, &backoff, vd_random_unit());
+    if (w->event.kind == VD_EVENT_RELEASE && (rc = release_churn(c, a->cfg, snap, &o)))
+        return rc;
     bool answers_disposition =
         w->disposition != VD_DISPOSITION_NONE && w->disposition != VD_DISPOSITION_SESSION_OUTCOME;
     if ((rc = redact_texts(a, i, w)))
@@ -384,6 +412,34 @@ vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w
 {
     vd_error rc = vd_job_apply_many(conn, cfg, w, 1, out);
     return rc ? rc : out->rc;
+}
+
+typedef struct success_ctx {
+    int64_t job_id;
+    const char *token, *tool;
+    int64_t cleared;
+    bool pending;
+} success_ctx;
+
+static vd_error success_tx(vd_conn *c, void *arg)
+{
+    success_ctx *s = arg;
+    vd_job_snapshot snap;
+    vd_error rc = vd_store_job_lock(c, s->job_id, s->token, NULL, &snap);
+    if (rc == VD_OK)
+        rc = vd_job_fence(&snap);
+    vd_job_snapshot_cleanup(&snap);
+    return rc ? rc : vd_store_tool_success(c, s->job_id, s->tool, &s->cleared, &s->pending);
+}
+
+vd_error vd_job_tool_success(vd_conn *conn, int64_t job_id, const char *token, const char *tool,
+                             int64_t *cleared, bool *pending)
+{
+    success_ctx s = {job_id, token, tool, 0, false};
+    vd_error rc = vd_store_tx(conn, success_tx, &s);
+    *cleared = s.cleared;
+    *pending = s.pending;
+    return rc;
 }
 
 typedef struct release_ctx {

@@ -6,6 +6,8 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -117,6 +119,15 @@ static const char *const tooling_phrases[] = {
     "fetch failed",
     "network error",
     "dns error",
+    "could not save",
+    "couldn't save",
+    "unable to save",
+    "failed to save",
+    "could not be saved",
+    "quality gate",
+    "api is down",
+    "server is down",
+    "service is down",
 };
 
 bool vd_lint_reads_like_tooling(const char *reason)
@@ -141,7 +152,132 @@ bool vd_lint_reads_like_tooling(const char *reason)
     return server_error(norm) || has_words(norm, "5xx", false);
 }
 
-vd_lint_verdict vd_lint_judge(const vd_lint_input *in)
+/* ---- shared runs of text ---- */
+
+/* s lower-cased (ASCII), runs of whitespace as one space, trimmed (malloc'd; *n its length). */
+static char *fold(const char *s, size_t *n)
+{
+    size_t len = strlen(s), k = 0;
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (isspace(ch)) {
+            if (k > 0 && out[k - 1] != ' ')
+                out[k++] = ' ';
+            continue;
+        }
+        out[k++] = (char)(ch < 0x80 ? tolower(ch) : ch);
+    }
+    while (k > 0 && out[k - 1] == ' ')
+        k--;
+    out[k] = '\0';
+    *n = k;
+    return out;
+}
+
+typedef struct window {
+    uint64_t h;
+    size_t at;
+} window;
+
+static int window_cmp(const void *x, const void *y)
+{
+    uint64_t a = ((const window *)x)->h, b = ((const window *)y)->h;
+    return a < b ? -1 : a > b;
+}
+
+#define HASH_BASE 1099511628211ull /* any odd constant; arithmetic mod 2^64 */
+
+/* The rolling hashes of every k-byte window of s[0..n) (n >= k) into w[0..n-k]. */
+static void hash_windows(const char *s, size_t n, size_t k, window *w)
+{
+    uint64_t h = 0, top = 1;
+    for (size_t i = 1; i < k; i++)
+        top *= HASH_BASE;
+    for (size_t i = 0; i < k; i++)
+        h = h * HASH_BASE + (unsigned char)s[i];
+    w[0] = (window){h, 0};
+    for (size_t i = k; i < n; i++) {
+        h = (h - (unsigned char)s[i - k] * top) * HASH_BASE + (unsigned char)s[i];
+        w[i - k + 1] = (window){h, i - k + 1};
+    }
+}
+
+/* Whether a k-byte window of a occurs in b (both folded, both at least k long). */
+static bool windows_meet(const char *a, size_t na, const char *b, size_t nb, size_t k)
+{
+    size_t mb = nb - k + 1, ma = na - k + 1;
+    window *wb = malloc(mb * sizeof(*wb)), *wa = malloc(ma * sizeof(*wa));
+    bool hit = false;
+    if (wb && wa) {
+        hash_windows(b, nb, k, wb);
+        hash_windows(a, na, k, wa);
+        qsort(wb, mb, sizeof(*wb), window_cmp);
+        for (size_t i = 0; i < ma && !hit; i++) {
+            size_t lo = 0, hi = mb;
+            while (lo < hi) { /* the first window of b whose hash is not below a's */
+                size_t mid = lo + (hi - lo) / 2;
+                if (wb[mid].h < wa[i].h)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (; lo < mb && wb[lo].h == wa[i].h && !hit; lo++)
+                hit = memcmp(a + wa[i].at, b + wb[lo].at, k) == 0;
+        }
+    }
+    free(wb);
+    free(wa);
+    return hit;
+}
+
+bool vd_lint_shares_span(const char *a, const char *b, size_t min)
+{
+    size_t na = 0, nb = 0;
+    char *fa = NULL, *fb = NULL;
+    bool hit = false;
+    if (!a || !b || min == 0 || strlen(a) < min || strlen(b) < min)
+        return false;
+    fa = fold(a, &na);
+    fb = fold(b, &nb);
+    if (fa && fb && na >= min && nb >= min)
+        hit = windows_meet(fa, na, fb, nb, min);
+    free(fa);
+    free(fb);
+    return hit;
+}
+
+bool vd_lint_same_template(const char *text, const char *error)
+{
+    (void)text; /* the template miner plugs in here */
+    (void)error;
+    return false;
+}
+
+bool vd_lint_restates_failure(const char *text, const char *error)
+{
+    return vd_lint_shares_span(text, error, VD_LINT_SHARED_MIN) ||
+           vd_lint_same_template(text, error);
+}
+
+/* ---- the judgement ---- */
+
+/* The field (reason or evidence) that restates one of the item's tool failures, or NULL. */
+static const char *restated(const vd_lint_input *in)
+{
+    for (size_t i = 0; i < in->n_failures; i++) {
+        if (vd_lint_restates_failure(in->reason, in->failures[i]))
+            return "reason";
+        if (vd_lint_restates_failure(in->evidence, in->failures[i]))
+            return "evidence";
+    }
+    return NULL;
+}
+
+/* Strict mode's refusals, which force does not override; rc VD_OK when none applies. */
+static vd_lint_verdict strict_rules(const vd_lint_input *in)
 {
     vd_lint_verdict v = {VD_OK, NULL, NULL, false};
     if (in->strict_evidence && !in->has_evidence)
@@ -152,7 +288,38 @@ vd_lint_verdict vd_lint_judge(const vd_lint_input *in)
     if (in->strict_evidence && !in->evidence_found)
         return (vd_lint_verdict){VD_ERR_EVIDENCE_NOT_FOUND, "evidence",
                                  "'evidence' is not found in the item's payload", false};
-    if (vd_lint_reads_like_tooling(in->reason)) {
+    return v;
+}
+
+/* reason_code `other` without evidence quoted from the payload (force waives it). */
+static vd_lint_verdict other_rule(const vd_lint_input *in)
+{
+    vd_lint_verdict v = {VD_OK, NULL, NULL, false};
+    if (!in->code_other || in->force)
+        return v;
+    if (!in->has_evidence)
+        return (vd_lint_verdict){VD_ERR_MISSING_FIELD, "evidence",
+                                 "reason_code 'other' needs 'evidence' quoted from the item's "
+                                 "payload",
+                                 false};
+    if (!in->evidence_found)
+        return (vd_lint_verdict){VD_ERR_EVIDENCE_NOT_FOUND, "evidence",
+                                 "'evidence' is not found in the item's payload", false};
+    return v;
+}
+
+/* The first suspicion that applies (field and why set), or none. */
+static vd_lint_verdict suspicion(const vd_lint_input *in)
+{
+    vd_lint_verdict v = {VD_OK, NULL, NULL, false};
+    const char *field = restated(in);
+    if (field) {
+        v.field = field;
+        v.why = strcmp(field, "reason") == 0
+                    ? "the reason repeats a tool failure of this item: a tooling failure is "
+                      "not a reason to reject the source"
+                    : "the evidence repeats a tool failure of this item, not the source";
+    } else if (vd_lint_reads_like_tooling(in->reason)) {
         v.field = "reason";
         v.why = "the reason reads like a tooling failure, not a judgement of the source";
     } else if (in->deterministic_failure) {
@@ -163,14 +330,22 @@ vd_lint_verdict vd_lint_judge(const vd_lint_input *in)
         v.field = "disposition";
         v.why = "this job's session was adjudicated retriable: the run failed, not the source";
     }
-    if (!v.why)
+    return v;
+}
+
+vd_lint_verdict vd_lint_judge(const vd_lint_input *in)
+{
+    vd_lint_verdict v = strict_rules(in);
+    if (v.rc)
         return v;
-    if (in->force) {
-        v.overridden = true;
-        v.field = NULL;
-        v.why = NULL;
+    v = suspicion(in);
+    if (v.why && !in->force) {
+        v.rc = VD_ERR_REJECTION_SUSPECT;
         return v;
     }
-    v.rc = VD_ERR_REJECTION_SUSPECT;
-    return v;
+    if (v.why) {
+        v = (vd_lint_verdict){VD_OK, NULL, NULL, true};
+        return v;
+    }
+    return other_rule(in);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
+#include "verdict/model_text.h"
 #include "verdict/store_ops.h"
 #include "verdict/util.h"
 
@@ -82,34 +83,32 @@ vd_tool_kind vd_tool_kind_classify(const char *error)
 void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, long repeat_count,
                             int loop_threshold, vd_tool_verdict *out)
 {
-    /* a required tool that will not be called again leaves the task unfinishable */
+    /* a required tool that will not be called again leaves the task unfinishable; the texts
+     * keep model_text.h's rules (one next tool, at most 280 characters with the tool_result
+     * prefix: test_model_text walks them) */
     static const char required_tail[] =
-        " '%s' is required: this job cannot be finished without it. Call defer_item with "
-        "reason_code tool_error (the source is still usable) or fail; do not complete "
-        "(nothing it should have written was written) and do not reject_source.";
-    char tail[400] = "";
+        " It is required, so the item cannot be finished now: call defer_item with reason_code "
+        "tool_error.";
+    static const char optional_tail[] = " If the item cannot be finished without it, call "
+                                        "defer_item.";
+    char name[VD_MODEL_QUOTE_TOOL + 8];
+    const char *tail = required ? required_tail : optional_tail;
+    vd_model_quote(tool, VD_MODEL_QUOTE_TOOL, name, sizeof(name));
     out->kind = kind;
     out->repeat_count = repeat_count;
     out->retryable = kind != VD_TOOL_KIND_DETERMINISTIC && repeat_count < loop_threshold;
-    if (required && !out->retryable)
-        snprintf(tail, sizeof(tail), required_tail, tool);
     if (kind == VD_TOOL_KIND_DETERMINISTIC) {
         snprintf(out->hint, sizeof(out->hint),
                  "Do not call '%s' again in this job: the same input gives the same result.%s",
-                 tool,
-                 required ? tail : " Continue without it and answer with what you already have.");
+                 name, tail);
     } else if (out->retryable) {
         snprintf(out->hint, sizeof(out->hint),
                  "'%s' failed for a transient reason (network, rate limit or provider); calling "
                  "it again may succeed.",
-                 tool);
+                 name);
     } else {
         snprintf(out->hint, sizeof(out->hint),
-                 "Stop calling '%s': this call has failed %ld times in this job.%s", tool,
-                 repeat_count,
-                 required ? tail
-                          : " If the task cannot be finished without it, call defer_item (the "
-                            "source is still usable), not reject_source.");
+                 "Stop calling '%s': it failed %ld times in this job.%s", name, repeat_count, tail);
     }
 }
 

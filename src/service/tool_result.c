@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "verdict/model_text.h"
+
 void vd_tool_result_delay(double seconds, char *out, size_t len)
 {
     double s = seconds < 1 ? 1 : seconds;
@@ -66,7 +68,8 @@ void vd_tool_result_disposition(vd_disposition disposition, const char *reason_c
 bool vd_tool_result_failure(const char *tool, const char *kind, const char *hint, char *out,
                             size_t len)
 {
-    snprintf(out, len, "'%.200s' failed (%s). %s", tool ? tool : "", kind ? kind : "unknown",
-             hint ? hint : "");
+    char name[VD_MODEL_QUOTE_TOOL + 8];
+    vd_model_quote(tool ? tool : "", VD_MODEL_QUOTE_TOOL, name, sizeof(name));
+    snprintf(out, len, "'%s' failed (%s). %s", name, kind ? kind : "unknown", hint ? hint : "");
     return false;
 }

@@ -38,9 +38,11 @@ vd_error vd_store_flow_step_configure(vd_conn *c, const char *flow_step_id,
     char min_items[16], window[16];
     snprintf(min_items, sizeof(min_items), "%d", ch->to.incident_min_items);
     snprintf(window, sizeof(window), "%d", ch->to.incident_window_minutes);
-    const char *p[] = {flow_step_id, ch->has_min_items ? min_items : NULL,
+    const char *p[] = {flow_step_id,
+                       ch->has_min_items ? min_items : NULL,
                        ch->has_window ? window : NULL,
                        ch->has_pause ? (ch->to.pause_on_incident ? "true" : "false") : NULL,
-                       ch->has_strict ? (ch->to.strict_evidence ? "true" : "false") : NULL};
-    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_CONFIGURE, 5, p, out);
+                       ch->has_strict ? (ch->to.strict_evidence ? "true" : "false") : NULL,
+                       ch->tools_json};
+    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_CONFIGURE, 6, p, out);
 }

@@ -273,13 +273,14 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
 }
 
 vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64_t lease_seconds,
-                            const char *checkpoint, vd_job_snapshot *seen, bool *too_big,
-                            char **out)
+                            int64_t default_lease, const char *checkpoint, vd_job_snapshot *seen,
+                            bool *too_big, char **out)
 {
-    vd_i64_text j = vd_i64_text_of(job_id), s = vd_i64_text_of(lease_seconds);
-    const char *p[] = {j.s, token, s.s, checkpoint};
+    vd_i64_text j = vd_i64_text_of(job_id), s = vd_i64_text_of(lease_seconds),
+                d = vd_i64_text_of(default_lease);
+    const char *p[] = {j.s, token, lease_seconds > 0 ? s.s : NULL, checkpoint, d.s};
     PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 4, p, &res);
+    vd_error rc = vd_sql_exec(c, VD_SQL_HEARTBEAT, 5, p, &res);
     memset(seen, 0, sizeof(*seen));
     *too_big = false;
     *out = NULL;

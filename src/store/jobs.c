@@ -424,6 +424,64 @@ vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *s
     return rc;
 }
 
+vd_error vd_store_tool_success(vd_conn *c, int64_t job_id, const char *tool, int64_t *cleared,
+                               bool *pending)
+{
+    char id[24];
+    const char *p[] = {id, tool};
+    PGresult *res = NULL;
+    snprintf(id, sizeof(id), "%" PRId64, job_id);
+    *cleared = 0;
+    *pending = false;
+    vd_error rc = vd_sql_exec(c, VD_SQL_TOOL_SUCCESS, 2, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1)
+        *cleared = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    if ((rc = vd_sql_exec(c, VD_SQL_TOOL_PENDING, 1, p, &res)))
+        return rc;
+    *pending = PQntuples(res) == 1 && vd_sql_flag(res, 0, 0);
+    PQclear(res);
+    return VD_OK;
+}
+
+vd_error vd_store_mcp_offer(vd_conn *c, int64_t job_id, const char *token, vd_mcp_offer *out)
+{
+    char id[24];
+    const char *p[] = {id, token};
+    PGresult *res = NULL;
+    snprintf(id, sizeof(id), "%" PRId64, job_id);
+    memset(out, 0, sizeof(*out));
+    vd_error rc = vd_sql_exec(c, VD_SQL_MCP_OFFER, 2, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1) {
+        out->live = vd_sql_flag(res, 0, 0);
+        out->deterministic_failure = vd_sql_flag(res, 0, 1);
+        out->complete_pending = vd_sql_flag(res, 0, 2);
+        out->item_id = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    }
+    PQclear(res);
+    return VD_OK;
+}
+
+vd_error vd_store_item_releases(vd_conn *c, int64_t item_id, int64_t *n)
+{
+    char id[24];
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    snprintf(id, sizeof(id), "%" PRId64, item_id);
+    *n = 0;
+    vd_error rc = vd_sql_exec(c, VD_SQL_ITEM_RELEASES, 1, p, &res);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1)
+        *n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return VD_OK;
+}
+
 vd_error vd_store_item_release(vd_conn *c, int64_t item_id, int64_t job_id, const char *reason,
                                const char *actor, char **out)
 {

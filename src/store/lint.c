@@ -4,9 +4,43 @@
 #include "store_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "verdict/store_ops.h"
+
+void vd_reject_facts_cleanup(vd_reject_facts *f)
+{
+    for (size_t i = 0; i < f->n_failures; i++)
+        free(f->failures[i]);
+    free(f->failures);
+    f->failures = NULL;
+    f->n_failures = 0;
+}
+
+/* The JSON array of error texts into out->failures. */
+static vd_error read_failures(const char *json, vd_reject_facts *out)
+{
+    cJSON *a = cJSON_Parse(json);
+    int n = cJSON_GetArraySize(a);
+    const cJSON *e;
+    out->failures = n > 0 ? calloc((size_t)n, sizeof(*out->failures)) : NULL;
+    if (!a || (n > 0 && !out->failures)) {
+        cJSON_Delete(a);
+        return VD_ERR_INTERNAL;
+    }
+    cJSON_ArrayForEach(e, a)
+    {
+        const char *s = cJSON_GetStringValue(e);
+        char *copy = s ? strdup(s) : NULL;
+        if (copy)
+            out->failures[out->n_failures++] = copy;
+    }
+    cJSON_Delete(a);
+    return VD_OK;
+}
 
 vd_error vd_store_reject_facts(vd_conn *c, int64_t job_id, const char *evidence,
                                vd_reject_facts *out)
@@ -27,8 +61,11 @@ vd_error vd_store_reject_facts(vd_conn *c, int64_t job_id, const char *evidence,
     out->retriable_adjudication = vd_sql_flag(res, 0, 1);
     out->strict_evidence = vd_sql_flag(res, 0, 2);
     out->evidence_found = vd_sql_flag(res, 0, 3);
+    rc = PQgetisnull(res, 0, 4) ? VD_OK : read_failures(PQgetvalue(res, 0, 4), out);
     PQclear(res);
-    return VD_OK;
+    if (rc)
+        vd_reject_facts_cleanup(out);
+    return rc;
 }
 
 vd_error vd_store_briefing(vd_conn *c, int64_t job_id, char **out)

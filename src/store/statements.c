@@ -41,12 +41,19 @@
     " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"     \
     " max_attempts int, max_defers int))"
 
-/* The lock statements' last column: a required tool of the job failed and the envelope said
- * not to call it again (deterministic, or transient past the loop threshold). Looked up only
- * for the rare job with a required tool failure (the index tool_failures_job). */
+/* The lock statements' last column: a tool failure holds the job's `complete` back. A write
+ * or required tool of the job failed, the envelope said not to call it again (deterministic,
+ * or transient past the loop threshold), and no later success of it was reported (cleared_at).
+ * Write and required come from the flow step's declared tools (flow_steps.tools); a tool not
+ * declared is judged by the failure's own `required` flag. One probe of tool_failures_job. */
 #define VD_SQL_REQUIRED_BLOCKED                                                                    \
-    "(j.required_tool_failed AND EXISTS (SELECT 1 FROM tool_failures f"                            \
-    "  WHERE f.job_id = j.id AND f.required AND NOT f.retryable))"
+    "EXISTS (SELECT 1 FROM tool_failures f"                                                        \
+    "  LEFT JOIN flow_steps d ON d.flow_step_id = j.flow_step_id"                                  \
+    "  WHERE f.job_id = j.id AND NOT f.retryable AND f.cleared_at IS NULL"                         \
+    "    AND CASE WHEN d.tools ? f.tool"                                                           \
+    "        THEN d.tools -> f.tool ->> 'role' = 'write'"                                          \
+    "          OR coalesce((d.tools -> f.tool ->> 'required')::boolean, false)"                    \
+    "        ELSE f.required END)"
 /* The selection of a bulk requeue or resolve and of its dry run (items_select): $1 flow step,
  * $2 the states (a JSON array of names; never 'claimed'), $3 last_reason_code, $5 a tool that
  * failed in one of the item's jobs, $6 a version that failure's worker_version is below
@@ -246,9 +253,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at, worker_version)" /* i17c: $6 worker_version */
+         "                    lease_expires_at, worker_version, lease_seconds)" /* $6 version */
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second', $6 FROM cand c"
+         "         now() + $4 * interval '1 second', $6, $4::integer FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -283,12 +290,14 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* i17c: $4 a checkpoint (JSON object or NULL) merged into the job's with ||, written
           * only with the lease (fenced the same way); too_big: the merge would pass
           * VD_CHECKPOINT_MAX_MERGED bytes as PostgreSQL renders it, and nothing is written */
+         /* $3 NULL (no lease_seconds): the claim's own length, else $5 (the server default) */
          "WITH j AS (SELECT id, item_id, status, claim_token = $2::uuid AS token_ok,"
+         "             coalesce($3::bigint, lease_seconds, $5::bigint) AS lease_s,"
          "             octet_length((coalesce(checkpoint, '{}') || $4::jsonb)::text)"
          "               > " VD_CHECKPOINT_MAX_MERGED_SQL " AS too_big"
          "           FROM jobs WHERE id = $1 FOR NO KEY UPDATE),"
          " u AS ("
-         "  UPDATE items i SET lease_expires_at = now() + $3 * interval '1 second',"
+         "  UPDATE items i SET lease_expires_at = now() + j.lease_s * interval '1 second',"
          "    updated_at = now()"
          "  FROM j WHERE i.id = j.item_id AND j.token_ok AND j.status = 'processing'"
          "   AND i.state = 'claimed' AND i.current_job_id = j.id AND i.claim_token = $2::uuid"
@@ -316,14 +325,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_FLOW_STEP_CONFIGURE] =
         {"flow_step_configure",
          "INSERT INTO flow_steps AS f (flow_step_id, incident_min_items, incident_window_minutes,"
-         "                             pause_on_incident, strict_evidence)"
+         "                             pause_on_incident, strict_evidence, tools)"
          " VALUES ($1, coalesce($2::int, 5), coalesce($3::int, 15), coalesce($4::bool, false),"
-         "         coalesce($5::bool, false))"
+         "         coalesce($5::bool, false), coalesce($6::jsonb, '{}'))"
          " ON CONFLICT (flow_step_id) DO UPDATE SET"
          "  incident_min_items = coalesce($2::int, f.incident_min_items),"
          "  incident_window_minutes = coalesce($3::int, f.incident_window_minutes),"
          "  pause_on_incident = coalesce($4::bool, f.pause_on_incident),"
-         "  strict_evidence = coalesce($5::bool, f.strict_evidence), updated_at = now()"
+         "  strict_evidence = coalesce($5::bool, f.strict_evidence),"
+         "  tools = coalesce($6::jsonb, f.tools), updated_at = now()"
          " RETURNING json_build_object('flow_step', verdict_flow_step_json(f))::text"},
 
     /* The settings the service reads inside a job's transaction; no row: the defaults. */
@@ -612,6 +622,35 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * current job, read before the job and item are locked (job_lock, the disposition path's
      * order), then the release itself, sent with the COMMIT. The job keeps no answer: that is
      * how the holder's next write knows its claim was taken. */
+    /* The holder's releases of an item since its last verdict (a disposition, a requeue or a
+     * resolve): what VERDICT_MAX_RELEASES counts (transitions_item serves both scans). */
+    [VD_SQL_ITEM_RELEASES] =
+        {"item_releases",
+         "SELECT count(*) FROM transitions t WHERE t.item_id = $1 AND t.cause = 'release'"
+         "   AND t.id > coalesce((SELECT max(v.id) FROM transitions v WHERE v.item_id = $1"
+         "     AND v.cause NOT IN ('register', 'claim', 'release', 'admin_release',"
+         "                         'lease_expired')), 0)"},
+    /* A reported success of tool $2 in job $1 clears its earlier failures in the job
+     * (cleared_at): how many it cleared. */
+    [VD_SQL_TOOL_SUCCESS] = {"tool_success",
+                             "WITH u AS (UPDATE tool_failures SET cleared_at = now()"
+                             "  WHERE job_id = $1 AND tool = $2 AND cleared_at IS NULL RETURNING 1)"
+                             " SELECT count(*) FROM u"},
+    /* Whether a tool failure still holds job $1's `complete` back (after tool_success). */
+    [VD_SQL_TOOL_PENDING] = {"tool_pending",
+                             "SELECT " VD_SQL_REQUIRED_BLOCKED " FROM jobs j WHERE j.id = $1"},
+    /* What an MCP session's tools/list offers: whether the claim is live (the job processing,
+     * holding its item, the lease not passed), whether a tool failed deterministically in the
+     * job, whether a tool failure holds `complete` back, and the item. */
+    [VD_SQL_MCP_OFFER] =
+        {"mcp_offer",
+         "SELECT j.status = 'processing' AND i.state = 'claimed' AND i.current_job_id = j.id"
+         "   AND i.claim_token = j.claim_token AND coalesce(i.lease_expires_at > now(), false),"
+         "  EXISTS (SELECT 1 FROM tool_failures f WHERE f.job_id = j.id"
+         "          AND f.kind = 'deterministic'),"
+         "  " VD_SQL_REQUIRED_BLOCKED ", j.item_id"
+         " FROM jobs j JOIN items i ON i.id = j.item_id"
+         " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
     [VD_SQL_ITEM_CURRENT_JOB] =
         {"item_current_job", "SELECT state, coalesce(current_job_id, 0) FROM items WHERE id = $1"},
     [VD_SQL_ITEM_RELEASE] =
@@ -794,7 +833,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  coalesce(j.adjudication->>'outcome' = 'retriable'"
          "           OR j.adjudication->>'needs_retry' = 'true', false),"
          "  coalesce(s.strict_evidence, false),"
-         "  $2::text IS NOT NULL AND verdict_payload_quotes(src.payload, $2::text)"
+         "  $2::text IS NOT NULL AND verdict_payload_quotes(src.payload, $2::text),"
+         /* the error texts of the item's tool failures, any job, newest first (at most 50) */
+         "  (SELECT json_agg(x.error) FROM (SELECT f.error FROM jobs pj"
+         "     JOIN tool_failures f ON f.job_id = pj.id WHERE pj.item_id = j.item_id"
+         "     ORDER BY f.id DESC LIMIT 50) x)::text"
          " FROM jobs j JOIN item_sources src ON src.id = j.item_id"
          " LEFT JOIN flow_steps s ON s.flow_step_id = j.flow_step_id WHERE j.id = $1"},
 

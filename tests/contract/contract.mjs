@@ -782,6 +782,11 @@ async function outcomes() {
   await call('reportToolFailure', { expect: 400, error: 'invalid_field', field: 'required', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'x', error: 'e', required: 'yes' } });
   await call('reportToolFailure', { expect: 409, error: 'claim_lost', params: { job_id: j1.job_id }, json: { claim_token: BAD_TOKEN, tool: 'x', error: 'e' } });
   await call('reportToolFailure', { expect: 404, error: 'not_found', params: { job_id: NO_SUCH_ID }, json: { claim_token: j1.claim_token, tool: 'x', error: 'e' } });
+  await call('reportToolSuccess', { expect: 200, params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'skills__tldr' } });
+  await call('reportToolSuccess', { expect: 400, error: 'missing_field', field: 'tool', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token } });
+  await call('reportToolSuccess', { expect: 400, error: 'invalid_field', params: { job_id: j1.job_id }, json: { claim_token: j1.claim_token, tool: 'x', succeeded: true } });
+  await call('reportToolSuccess', { expect: 409, error: 'claim_lost', params: { job_id: j1.job_id }, json: { claim_token: BAD_TOKEN, tool: 'x' } });
+  await call('reportToolSuccess', { expect: 404, error: 'not_found', params: { job_id: NO_SUCH_ID }, json: { claim_token: j1.claim_token, tool: 'x' } });
 
   // dispositions: complete j1, replay, different call, heartbeat and tool failure afterwards
   const done = { claim_token: j1.claim_token, disposition: 'complete', engine_data: { post_id: 42 } };
@@ -1309,6 +1314,7 @@ async function outage() {
     reportDisposition: { json: { claim_token: BAD_TOKEN, disposition: 'complete' } },
     reportDispositions: { json: { dispositions: [{ job_id: 1, claim_token: BAD_TOKEN, disposition: 'complete' }] } },
     reportToolFailure: { json: { claim_token: BAD_TOKEN, tool: 't', error: 'e' } },
+    reportToolSuccess: { json: { claim_token: BAD_TOKEN, tool: 't' } },
     mcpMessage: { headers: { 'Verdict-Claim': `1:${BAD_TOKEN}` }, json: { jsonrpc: '2.0', id: 1, method: 'ping' } },
     reportSessionOutcome: { json: { claim_token: BAD_TOKEN, session: SUCCESS_SESSION } },
     adjudicateSession: { json: { session: SUCCESS_SESSION } },

@@ -43,7 +43,7 @@ static vt_resp job_write(const vt_claim *c, const char *what, const char *member
 static void test_release_holder(void **state)
 {
     (void)state;
-    int64_t id = vt_register(&srv, "rel", "a", "\"max_attempts\": 2, \"max_defers\": 1");
+    int64_t id = vt_register(&srv, "rel", "a", "\"max_attempts\": 2, \"max_defers\": 3");
     vt_claim c = vt_claim1(&srv, "rel");
     vt_resp r = release(&c, NULL, ", \"reason\": \"max_execution_time is near\"");
     if (r.status != 200)
@@ -83,7 +83,8 @@ static void test_release_holder(void **state)
     r = job_write(&c, "heartbeat", "");
     vt_assert_error(&r, 409, "claim_lost");
     vt_resp_free(&r);
-    /* claimable at once, again and again: no budget is ever spent */
+    /* claimable at once, again: no failure or defer budget is spent (releases count on their
+     * own: 2 x max_defers = 6 park the item as churn, test_safety_record) */
     for (int i = 0; i < 4; i++) {
         vt_claim again = vt_claim1(&srv, "rel");
         assert_int_equal(again.item_id, id);

@@ -19,7 +19,7 @@
 #include "verdict/adjudicator.h"
 
 #define VECTORS_PATH VERDICT_TEST_DATA_DIR "/vectors/adjudication.jsonl"
-#define VECTOR_COUNT 60
+#define VECTOR_COUNT 61
 
 /* ---- helpers ---- */
 
@@ -756,6 +756,24 @@ static void test_adjudicator_bold_key_normalised(void **state)
     cJSON_Delete(answer);
 }
 
+/* A long result (the windowed search leaves an offset limit on the match context) whose
+ * tokens are bold past the first window: every bold key is rewritten, wherever it sits. */
+static void test_adjudicator_bold_key_in_long_result(void **state)
+{
+    cJSON *answer = answer_for_text(
+        "{\"returncode\":0,\"termination\":\"completed\",\"channel\":\"channel_b\","
+        "\"completion_marker\":\"%%ORDER_UP%%\",\"expected_output_patterns\":["
+        "\"verdict\\\\s*=\\\\s*(GO|NO GO)\",\"plan_path\\\\s*=\\\\s*/\\\\S+\"],"
+        "\"stdout\":\"{\\\"type\\\":\\\"result\\\",\\\"subtype\\\":\\\"success\\\","
+        "\\\"result\\\":\\\"The plan was checked against the repository, the open issues "
+        "and the tests; nothing is missing.\\\\n**verdict** = GO\\\\n**plan_path** = "
+        "/tmp/plan.md %%ORDER_UP%%\\\"}\"}");
+    (void)state;
+    assert_string_equal(str_of(answer, "outcome"), "succeeded");
+    assert_string_equal(str_of(answer, "content_state"), "complete");
+    cJSON_Delete(answer);
+}
+
 static void test_adjudicator_rejects_broken_reports(void **state)
 {
     vd_session_report r;
@@ -811,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_adjudicator_truncation_counts_code_points),
         cmocka_unit_test(test_adjudicator_invalid_regex_warnings),
         cmocka_unit_test(test_adjudicator_bold_key_normalised),
+        cmocka_unit_test(test_adjudicator_bold_key_in_long_result),
         cmocka_unit_test(test_adjudicator_rejects_broken_reports),
         cmocka_unit_test(test_adjudicator_enum_names_round_trip),
     };

@@ -61,6 +61,9 @@ static void test_lint_classifier(void **state)
     }
 }
 
+static const char *const failures[] = {"could not save the article: database locked",
+                                       "HTTP 503 from the wiki upstream proxy (req_9f3ac2)"};
+
 static void test_lint_rule(void **state)
 {
     (void)state;
@@ -70,37 +73,79 @@ static void test_lint_rule(void **state)
         const char *field;
         bool overridden;
     } rows[] = {
-        {{"duplicate", false, false, false, false, false, false}, VD_OK, NULL, false},
-        {{"tool-error", false, false, false, false, false, false},
+        {{"duplicate", false, false, false, false, false, false, NULL, false, NULL, 0},
+         VD_OK,
+         NULL,
+         false},
+        {{"tool-error", false, false, false, false, false, false, NULL, false, NULL, 0},
          VD_ERR_REJECTION_SUSPECT,
          "reason",
          false},
-        {{"spam", false, true, false, false, false, false},
+        {{"spam", false, true, false, false, false, false, NULL, false, NULL, 0},
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"spam", false, false, true, false, false, false},
+        {{"spam", false, false, true, false, false, false, NULL, false, NULL, 0},
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"tool-error", true, true, true, false, false, false}, VD_OK, NULL, true},
-        {{"spam", true, false, false, false, false, false}, VD_OK, NULL, false},
+        {{"tool-error", true, true, true, false, false, false, NULL, false, NULL, 0},
+         VD_OK,
+         NULL,
+         true},
+        {{"spam", true, false, false, false, false, false, NULL, false, NULL, 0},
+         VD_OK,
+         NULL,
+         false},
         /* strict mode: evidence first, not waived by force */
-        {{"spam", false, false, false, true, false, false},
+        {{"spam", false, false, false, true, false, false, NULL, false, NULL, 0},
          VD_ERR_MISSING_FIELD,
          "evidence",
          false},
-        {{"spam", true, true, false, true, false, false}, VD_ERR_MISSING_FIELD, "evidence", false},
-        {{"spam", false, false, false, true, true, false},
+        {{"spam", true, true, false, true, false, false, NULL, false, NULL, 0},
+         VD_ERR_MISSING_FIELD,
+         "evidence",
+         false},
+        {{"spam", false, false, false, true, true, false, NULL, false, NULL, 0},
          VD_ERR_EVIDENCE_NOT_FOUND,
          "evidence",
          false},
-        {{"spam", false, false, false, true, true, true}, VD_OK, NULL, false},
-        {{"spam", false, true, false, true, true, true},
+        {{"spam", false, false, false, true, true, true, NULL, false, NULL, 0}, VD_OK, NULL, false},
+        {{"spam", false, true, false, true, true, true, NULL, false, NULL, 0},
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"spam", true, true, false, true, true, true}, VD_OK, NULL, true},
+        {{"spam", true, true, false, true, true, true, NULL, false, NULL, 0}, VD_OK, NULL, true},
+        /* reason_code other: evidence from the payload, or force */
+        {{"spam", false, false, false, false, false, false, NULL, true, NULL, 0},
+         VD_ERR_MISSING_FIELD,
+         "evidence",
+         false},
+        {{"spam", false, false, false, false, true, false, "x", true, NULL, 0},
+         VD_ERR_EVIDENCE_NOT_FOUND,
+         "evidence",
+         false},
+        {{"spam", false, false, false, false, true, true, "x", true, NULL, 0}, VD_OK, NULL, false},
+        {{"spam", true, false, false, false, false, false, NULL, true, NULL, 0},
+         VD_OK,
+         NULL,
+         false},
+        /* the reason or evidence restates one of the item's tool failures */
+        {{"Rejected: Could not save the article:   Database LOCKED", false, false, false, false,
+          false, false, NULL, false, failures, 2},
+         VD_ERR_REJECTION_SUSPECT,
+         "reason",
+         false},
+        {{"thin", false, false, false, false, true, true, "HTTP 503 from the wiki upstream proxy",
+          false, failures, 2},
+         VD_ERR_REJECTION_SUSPECT,
+         "evidence",
+         false},
+        {{"could not save the article", true, false, false, false, false, false, NULL, false,
+          failures, 2},
+         VD_OK,
+         NULL,
+         true},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         vd_lint_verdict v = vd_lint_judge(&rows[i].in);
@@ -112,6 +157,28 @@ static void test_lint_rule(void **state)
             assert_null(v.field);
         assert_true((v.rc == VD_OK) == (v.why == NULL));
     }
+}
+
+/* Shared runs: case and whitespace do not matter, 23 bytes are not enough, any script counts,
+ * and only whole runs of 24 bytes match (not scattered letters). */
+static void test_lint_shares_span(void **state)
+{
+    (void)state;
+    assert_true(vd_lint_shares_span("The API said: RATE LIMIT exceeded for key",
+                                    "error: rate   limit exceeded for key abc", 24));
+    assert_false(vd_lint_shares_span("abcdefghijklmnopqrstuvw", "abcdefghijklmnopqrstuvw", 24));
+    assert_true(
+        vd_lint_shares_span("abcdefghijklmnopqrstuvwx", "..abcdefghijklmnopqrstuvwx..", 24));
+    assert_true(vd_lint_shares_span("Der Artikel konnte nicht gespeichert werden",
+                                    "Fehler: Der Artikel konnte nicht gespeichert werden (500)",
+                                    24));
+    assert_true(vd_lint_shares_span("記事を保存できませんでした。データベースがロックされています",
+                                    "エラー: 記事を保存できませんでした。データベース", 24));
+    assert_false(vd_lint_shares_span("The article is a thin press release with no facts",
+                                     "wiki_upsert: permission denied for page Foo", 24));
+    assert_false(vd_lint_shares_span(NULL, "x", 24));
+    assert_false(vd_lint_shares_span("x", NULL, 24));
+    assert_false(vd_lint_same_template("anything", "anything")); /* the hook, unplugged */
 }
 
 static void test_lint_tool_result_texts(void **state)
@@ -177,8 +244,7 @@ static void test_lint_briefing_text(void **state)
     assert_string_equal(t, "Attempt 3. Attempts 1\xe2\x80\x93"
                            "2 deferred (tool_error): 'wiki_upsert' failed deterministically "
                            "('target_path must stay inside root'). Do not reject the source "
-                           "for that: a tool failure says nothing about the source. If the tool "
-                           "fails again, call defer_item.");
+                           "for that; if the tool fails again, call defer_item.");
     free(t);
     t = vd_briefing_render(5, a + 2, 2);
     assert_string_equal(t, "Attempt 5. Attempt 3 ran out of time (the lease expired). Attempt 4 "
@@ -205,9 +271,8 @@ static void test_lint_briefing_text(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lint_classifier),
-        cmocka_unit_test(test_lint_rule),
-        cmocka_unit_test(test_lint_tool_result_texts),
+        cmocka_unit_test(test_lint_classifier),    cmocka_unit_test(test_lint_rule),
+        cmocka_unit_test(test_lint_shares_span),   cmocka_unit_test(test_lint_tool_result_texts),
         cmocka_unit_test(test_lint_briefing_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

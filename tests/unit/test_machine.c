@@ -220,7 +220,8 @@ static void test_machine_tool_classification(void **state)
     vd_tool_verdict_decide(VD_TOOL_KIND_DETERMINISTIC, "skills__tldr", false, 1, 3, &v);
     assert_false(v.retryable);
     assert_non_null(strstr(v.hint, "'skills__tldr'"));
-    assert_non_null(strstr(v.hint, "Continue without it"));
+    assert_null(strstr(v.hint, "Continue without it")); /* it no longer invites completion */
+    assert_non_null(strstr(v.hint, "If the item cannot be finished without it, call defer_item."));
     vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", false, 2, 3, &v);
     assert_true(v.retryable);
     vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "fetch", false, 3, 3, &v);
@@ -228,8 +229,8 @@ static void test_machine_tool_classification(void **state)
     assert_non_null(strstr(v.hint, "defer_item"));
 }
 
-/* A required tool the model must not call again: the hint steers to defer_item / fail,
- * never "continue without it"; a retryable one keeps the transient hint. */
+/* A required tool the model must not call again: the hint steers to defer_item (the one
+ * tool it names), never "continue without it"; a retryable one keeps the transient hint. */
 static void test_machine_required_tool_hint(void **state)
 {
     (void)state;
@@ -238,11 +239,10 @@ static void test_machine_required_tool_hint(void **state)
     assert_false(v.retryable);
     assert_null(strstr(v.hint, "Continue without it"));
     assert_non_null(strstr(v.hint, "defer_item"));
-    assert_non_null(strstr(v.hint, "fail"));
-    assert_non_null(strstr(v.hint, "do not complete"));
+    assert_non_null(strstr(v.hint, "cannot be finished now"));
     vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "wp_upsert", true, 3, 3, &v);
     assert_false(v.retryable);
-    assert_non_null(strstr(v.hint, "do not complete"));
+    assert_non_null(strstr(v.hint, "cannot be finished now"));
     vd_tool_verdict_decide(VD_TOOL_KIND_TRANSIENT, "wp_upsert", true, 1, 3, &v);
     assert_true(v.retryable);
     assert_null(strstr(v.hint, "do not complete"));
