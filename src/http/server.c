@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,6 +224,17 @@ static void add_console_headers(const vd_ctx *ctx, struct MHD_Response *resp)
 }
 
 /* close: the server is stopping; the client is told not to send another request here. */
+/* Whether the client asked for the connection to end after this answer (Connection: close);
+ * libmicrohttpd then sends Connection: close itself and a Keep-Alive hint would contradict it. */
+static bool client_closes(struct MHD_Connection *conn)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
+    for (; v && *v; v++)
+        if (strncasecmp(v, "close", 5) == 0)
+            return true;
+    return false;
+}
+
 static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
 {
     struct MHD_Response *resp = NULL;
@@ -264,7 +276,7 @@ static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
         add_console_headers(ctx, resp);
     if (close) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    } else { /* how long a kept-alive connection may stay idle (guard.c) */
+    } else if (!client_closes(ctx->conn)) { /* how long a kept-alive connection may idle */
         char ka[32];
         snprintf(ka, sizeof(ka), "timeout=%d", ctx->cfg->idle_seconds);
         MHD_add_response_header(resp, "Keep-Alive", ka);

@@ -135,9 +135,26 @@ static void test_keepalive_fresh_silent_connection(void **state)
     close(fd);
 }
 
+/* A client that asks to close gets Connection: close and no Keep-Alive hint beside it. */
+static void test_keepalive_client_close_no_hint(void **state)
+{
+    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    char buf[4096];
+    int fd = dial();
+    (void)state;
+    assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    if (read_answer(fd, buf, sizeof(buf), 3.0) == 0)
+        fail_msg("no answer to a request with Connection: close");
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    assert_non_null(strstr(buf, "Connection: close\r\n"));
+    assert_null(strstr(buf, "Keep-Alive:"));
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keepalive_client_close_no_hint),
         cmocka_unit_test(test_keepalive_idle_within_limit),
         cmocka_unit_test(test_keepalive_request_keeps_read_deadline),
         cmocka_unit_test(test_keepalive_fresh_silent_connection),
