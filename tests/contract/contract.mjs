@@ -453,7 +453,7 @@ function checkResponse(label, o, res, c) {
   }
   const env = envOf(body);
   if (status >= 400 && env && typeof env === 'object') {
-    const body = env; // eslint-disable-line no-shadow
+    const body = env;
     const row = ERROR_TABLE.get(body.error);
     if (check(row, label, `error code '${body.error}' is not in the error table`)) {
       check(row.status === status, label, `error '${body.error}' is ${row.status} in the error table but was answered ${status}`);
@@ -554,7 +554,7 @@ async function call(opId, c = {}) {
 // A request that no operation matches (unknown path, wrong method).
 async function callRaw(method, url, c = {}) {
   const headers = { ...authHeader(c.token === undefined ? null : c.token), ...(c.headers || {}) };
-  let body = c.raw !== undefined ? c.raw : null;
+  const body = c.raw !== undefined ? c.raw : null;
   if (body != null) headers['Content-Type'] = c.ctype || 'application/json';
   const label = `${c.label ? `${c.label}: ` : ''}${method} ${url.slice(0, 120)}${c.expect ? ` (want ${c.expect})` : ''}`;
   const res = await send(method, url, headers, body);

@@ -351,7 +351,7 @@ function composeChecks(root, yaml, job, credFile, ds) {
     const req = REQUIRED.exec(String(v));
     const parts = defaults(String(v).replace(REQUIRED, '@REQUIRED@')).split(':');
     if (req) return { source: null, required: req[1], target: parts[1], ro: parts[2] === 'ro', bind: true };
-    return { source: parts[0], target: parts[1], ro: parts[2] === 'ro', bind: /^[.\/~]/.test(parts[0]) };
+    return { source: parts[0], target: parts[1], ro: parts[2] === 'ro', bind: /^[./~]/.test(parts[0]) };
   });
   // safe defaults: nothing published beyond loopback, and no secret with a default value
   for (const name of Object.keys(svc)) {

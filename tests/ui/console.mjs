@@ -14,6 +14,7 @@
 //
 // Needs VERDICT_TEST_DATABASE_URL (exits 77, skipped, without it), psql, /usr/bin/chromium
 // and tests/ui/node_modules (installed here with `npm ci` when missing). Exits 1 on failure.
+/* global document, location -- the page.evaluate and waitForFunction callbacks run in the page */
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';

@@ -12,6 +12,7 @@
 //            update turned on); Posts -> Reprocess in verdict; Site Health -> Info
 // Environment: E2E_WP_URL, E2E_PASS, E2E_VERDICT_URL, E2E_KEY, E2E_FLOW, E2E_SHOTS,
 // E2E_CHROME_PROFILE, E2E_ZIP. Exits 1 on failure.
+/* global document, window -- the page.evaluate and waitForFunction callbacks run in the page */
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
