@@ -1,4 +1,5 @@
 <?php
+
 /**
  * tests/wordpress/check.php BASE_URL KEY FLOW POSTS_FILE - what verdict says after the WP-Cron
  * run, read over its HTTP API with plain curl (not the client under test): every post's item
@@ -77,14 +78,18 @@ foreach ($want as $title => $state) {
 }
 $jobOf = static fn (string $t): array => api('GET', '/v1/jobs/' . $items[$t]['detail']['item']['current_job_id'])['job'];
 $flaky = $jobOf('flaky source');
-expect($flaky['tool_failures']['count'] === 1 && $flaky['tool_failures']['by_tool'][0]['tool'] === 'fetch_page',
-    'the tool failure reached verdict (' . json_encode($flaky['tool_failures']) . ')');
+expect(
+    $flaky['tool_failures']['count'] === 1 && $flaky['tool_failures']['by_tool'][0]['tool'] === 'fetch_page',
+    'the tool failure reached verdict (' . json_encode($flaky['tool_failures']) . ')'
+);
 expect($flaky['reason_code'] === 'tool_error', 'the flaky item was deferred as tool_error');
 $good = $jobOf('good news');
 expect(($good['engine_data']['post_id'] ?? null) !== null && $good['disposition'] === 'complete', 'the completed job carries the post id');
 expect($jobOf('spam offer')['reason_code'] === 'spam', 'the spam source was rejected as spam');
 $undecided = $jobOf('undecided');
-expect($undecided['status'] === 'released' && $items['undecided']['detail']['item']['failures'] === 0,
-    'no decision released the claim without spending a budget');
+expect(
+    $undecided['status'] === 'released' && $items['undecided']['detail']['item']['failures'] === 0,
+    'no decision released the claim without spending a budget'
+);
 expect(str_starts_with($good['worker_id'], 'wp@'), "the worker id names the site ({$good['worker_id']})");
 exit($failures ? 1 : 0);

@@ -1,4 +1,5 @@
 <?php
+
 /**
  * A must-use plugin for the end-to-end test (tests/wordpress/e2e.sh), written the way a site's
  * own plugin would use verdict-pipeline: it registers every published post as an item (from

@@ -1,4 +1,5 @@
 <?php
+
 /**
  * tests/wordpress/wp.php WP_DIR STEP - one step of the end-to-end test, run by e2e.sh with
  * php-cli inside the WordPress at WP_DIR (no web server): install, activate, posts, cron,

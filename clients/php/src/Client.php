@@ -135,8 +135,10 @@ final class Client
     {
         $out = $this->call('GET', '/v1/items', query: ['flow_step_id' => $flowStepId, 'state' => $state, 'limit' => $limit, 'after' => $after ?: null,
             'order' => $order]);
-        return new Page(array_map(static fn (array $i): Item => Item::fromArray($i), $out['items']),
-            isset($out['next_after']) ? (int) $out['next_after'] : null);
+        return new Page(
+            array_map(static fn (array $i): Item => Item::fromArray($i), $out['items']),
+            isset($out['next_after']) ? (int) $out['next_after'] : null
+        );
     }
 
     public function getItem(int $itemId): ItemDetail
@@ -183,8 +185,13 @@ final class Client
         if ($workerVersion !== null) {
             $body['worker_version'] = $workerVersion; // a semantic version, e.g. 1.4.2
         }
-        $out = $this->call('POST', '/v1/claims', $body, idempotencyKey: $idempotencyKey ?? self::uuid(),
-            timeout: $this->timeout + max(0, $waitSeconds ?? 0));
+        $out = $this->call(
+            'POST',
+            '/v1/claims',
+            $body,
+            idempotencyKey: $idempotencyKey ?? self::uuid(),
+            timeout: $this->timeout + max(0, $waitSeconds ?? 0)
+        );
         return array_map(static fn (array $c): Claim => Claim::fromArray($c), $out['claims']);
     }
 
@@ -303,8 +310,10 @@ final class Client
     {
         $out = $this->call('GET', '/v1/jobs', query: ['flow_step_id' => $flowStepId, 'status' => $status, 'since' => $since,
             'limit' => $limit, 'after' => $after ?: null]);
-        return new Page(array_map(static fn (array $j): Job => Job::fromArray($j), $out['jobs']),
-            isset($out['next_after']) ? (int) $out['next_after'] : null);
+        return new Page(
+            array_map(static fn (array $j): Job => Job::fromArray($j), $out['jobs']),
+            isset($out['next_after']) ? (int) $out['next_after'] : null
+        );
     }
 
     public function getJob(int $jobId): Job
@@ -434,9 +443,17 @@ final class Client
      * @param array<string, mixed>|null $body
      * @param array<string, scalar|null> $query
      */
-    private function call(string $method, string $path, ?array $body = null, array $query = [], ?string $idempotencyKey = null,
-        bool $retryTransport = false, bool $raw = false, ?int $retries = null, ?float $timeout = null): mixed
-    {
+    private function call(
+        string $method,
+        string $path,
+        ?array $body = null,
+        array $query = [],
+        ?string $idempotencyKey = null,
+        bool $retryTransport = false,
+        bool $raw = false,
+        ?int $retries = null,
+        ?float $timeout = null
+    ): mixed {
         $query = array_filter($query, static fn ($v) => $v !== null);
         $url = rtrim($this->baseUrl, '/') . $path . ($query ? '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986) : '');
         $headers = ['Accept' => 'application/json', 'User-Agent' => $this->userAgent, 'X-Request-Id' => 'php-' . bin2hex(random_bytes(8))];
@@ -456,7 +473,7 @@ final class Client
         }
         $max = $retries ?? $this->maxRetries;
         $started = microtime(true);
-        for ($attempt = 1; ; $attempt++) {
+        for ($attempt = 1;; $attempt++) {
             try {
                 $res = $this->transport->send($method, $url, $headers, $payload, $timeout ?? $this->timeout, $this->connectTimeout);
             } catch (TransportException $e) {
@@ -500,8 +517,15 @@ final class Client
         try {
             return json_decode($res->body, true, 512, JSON_THROW_ON_ERROR);
         } catch (\JsonException $e) {
-            throw new VerdictException("$method $path: the answer is not JSON: " . $e->getMessage(), 'invalid_answer', false, null, null,
-                $res->status, $res->header('x-request-id'));
+            throw new VerdictException(
+                "$method $path: the answer is not JSON: " . $e->getMessage(),
+                'invalid_answer',
+                false,
+                null,
+                null,
+                $res->status,
+                $res->header('x-request-id')
+            );
         }
     }
 }

@@ -1,4 +1,5 @@
 <?php
+
 /**
  * Deleting the plugin (not deactivating it) removes what it keeps in the site's database: the
  * outbox table (registrations still waiting in it are dropped with it), its options, and the

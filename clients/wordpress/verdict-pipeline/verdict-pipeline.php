@@ -1,4 +1,5 @@
 <?php
+
 /**
  * Plugin Name:       verdict pipeline
  * Description:       Register items in verdict without losing one (a local outbox resent by WP-Cron or Action Scheduler), process claimed items in WP-Cron through the verdict_process_item filter, reprocess edited posts; Tools -> verdict lists every item with its history and actions; Site Health checks and info.

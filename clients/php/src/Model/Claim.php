@@ -25,8 +25,13 @@ final class Claim
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self((int) $a['job_id'], (string) $a['claim_token'], (int) $a['attempt'],
-            (string) $a['lease_expires_at'], Item::fromArray($a['item']),
-            \is_array($a['previous_checkpoint'] ?? null) ? $a['previous_checkpoint'] : null);
+        return new self(
+            (int) $a['job_id'],
+            (string) $a['claim_token'],
+            (int) $a['attempt'],
+            (string) $a['lease_expires_at'],
+            Item::fromArray($a['item']),
+            \is_array($a['previous_checkpoint'] ?? null) ? $a['previous_checkpoint'] : null
+        );
     }
 }

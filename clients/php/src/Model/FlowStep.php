@@ -17,7 +17,11 @@ final class FlowStep
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self((string) $a['flow_step_id'], (bool) $a['paused'], (string) $a['created_at'],
-            (string) $a['updated_at']);
+        return new self(
+            (string) $a['flow_step_id'],
+            (bool) $a['paused'],
+            (string) $a['created_at'],
+            (string) $a['updated_at']
+        );
     }
 }

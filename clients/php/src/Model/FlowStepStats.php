@@ -26,8 +26,14 @@ final class FlowStepStats
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self((string) $a['flow_step_id'], (bool) $a['paused'], $a['items'], $a['jobs_last_hour'],
-            $a['jobs_last_day'], isset($a['oldest_claimable_age_seconds']) ? (int) $a['oldest_claimable_age_seconds'] : null,
-            (int) $a['stuck_claims']);
+        return new self(
+            (string) $a['flow_step_id'],
+            (bool) $a['paused'],
+            $a['items'],
+            $a['jobs_last_hour'],
+            $a['jobs_last_day'],
+            isset($a['oldest_claimable_age_seconds']) ? (int) $a['oldest_claimable_age_seconds'] : null,
+            (int) $a['stuck_claims']
+        );
     }
 }

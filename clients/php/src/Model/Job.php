@@ -40,8 +40,12 @@ final class Job
     public static function fromArray(array $a): self
     {
         return new self(
-            (int) $a['id'], (int) $a['item_id'], (string) $a['flow_step_id'], (string) $a['worker_id'],
-            (int) $a['attempt'], (string) $a['status'],
+            (int) $a['id'],
+            (int) $a['item_id'],
+            (string) $a['flow_step_id'],
+            (string) $a['worker_id'],
+            (int) $a['attempt'],
+            (string) $a['status'],
             isset($a['disposition']) ? (string) $a['disposition'] : null,
             isset($a['reason_code']) ? (string) $a['reason_code'] : null,
             isset($a['reason']) ? (string) $a['reason'] : null,

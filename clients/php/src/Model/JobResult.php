@@ -28,9 +28,14 @@ final class JobResult
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self(Job::fromArray($a['job']), Item::fromArray($a['item']), (bool) ($a['replayed'] ?? false),
+        return new self(
+            Job::fromArray($a['job']),
+            Item::fromArray($a['item']),
+            (bool) ($a['replayed'] ?? false),
             isset($a['disposition']) ? (string) $a['disposition'] : null,
-            \is_array($a['adjudication'] ?? null) ? $a['adjudication'] : null, $a);
+            \is_array($a['adjudication'] ?? null) ? $a['adjudication'] : null,
+            $a
+        );
     }
 
     /**

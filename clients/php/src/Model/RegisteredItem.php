@@ -20,7 +20,13 @@ final class RegisteredItem
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self((int) $a['id'], (string) $a['flow_step_id'], (string) $a['source_type'],
-            (string) $a['item_identifier'], (string) $a['state'], (bool) $a['created']);
+        return new self(
+            (int) $a['id'],
+            (string) $a['flow_step_id'],
+            (string) $a['source_type'],
+            (string) $a['item_identifier'],
+            (string) $a['state'],
+            (bool) $a['created']
+        );
     }
 }

@@ -31,8 +31,10 @@ final class Stats
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self((string) $a['generated_at'],
+        return new self(
+            (string) $a['generated_at'],
             array_map(static fn (array $f): FlowStepStats => FlowStepStats::fromArray($f), $a['flow_steps']),
-            $a['totals']['items'] ?? []);
+            $a['totals']['items'] ?? []
+        );
     }
 }

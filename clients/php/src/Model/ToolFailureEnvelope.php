@@ -25,8 +25,15 @@ final class ToolFailureEnvelope
     /** @param array<string, mixed> $a */
     public static function fromArray(array $a): self
     {
-        return new self((string) $a['error'], (bool) $a['retryable'], (string) $a['tool'],
-            (int) $a['repeat_count'], (string) $a['kind'], (string) $a['hint'], $a);
+        return new self(
+            (string) $a['error'],
+            (bool) $a['retryable'],
+            (string) $a['tool'],
+            (int) $a['repeat_count'],
+            (string) $a['kind'],
+            (string) $a['hint'],
+            $a
+        );
     }
 
     /** @return array<string, mixed> the envelope as verdict sent it (for the model) */

@@ -1,4 +1,5 @@
 <?php
+
 /**
  * The plugin's admin screens: Settings -> verdict pipeline (base URL, key, flow step, worker
  * sizes, source type, reprocess on update) and Tools -> verdict (the outbox, the flow step's
@@ -121,8 +122,17 @@ final class Verdict_Pipeline_Admin
     private static function field(string $option, string $key, string $label, string $value, string $type = 'text', bool $readonly = false): void
     {
         $id = 'verdict-' . str_replace('_', '-', $key);
-        printf('<tr><th scope="row"><label for="%s">%s</label></th><td><input type="%s" id="%s" name="%s[%s]" value="%s" class="regular-text"%s></td></tr>',
-            esc_attr($id), esc_html($label), esc_attr($type), esc_attr($id), esc_attr($option), esc_attr($key), esc_attr($value), $readonly ? ' readonly' : '');
+        printf(
+            '<tr><th scope="row"><label for="%s">%s</label></th><td><input type="%s" id="%s" name="%s[%s]" value="%s" class="regular-text"%s></td></tr>',
+            esc_attr($id),
+            esc_html($label),
+            esc_attr($type),
+            esc_attr($id),
+            esc_attr($option),
+            esc_attr($key),
+            esc_attr($value),
+            $readonly ? ' readonly' : ''
+        );
     }
 
     /**
@@ -254,9 +264,11 @@ final class Verdict_Pipeline_Admin
             echo '<input type="hidden" name="item_ids[]" value="' . esc_attr((string) $id) . '">';
         }
         $resolve = str_starts_with($op, 'resolve');
-        printf('<p><label for="verdict-reason">%s</label><br><input type="text" id="verdict-reason" name="reason" class="regular-text"%s></p>',
+        printf(
+            '<p><label for="verdict-reason">%s</label><br><input type="text" id="verdict-reason" name="reason" class="regular-text"%s></p>',
             esc_html($resolve ? __('Reason (required; recorded in verdict\'s audit trail)', 'verdict-pipeline') : __('Reason (optional; recorded in verdict\'s audit trail)', 'verdict-pipeline')),
-            $resolve ? ' required' : '');
+            $resolve ? ' required' : ''
+        );
         if ($op === 'requeue') {
             echo '<p><label><input type="checkbox" name="reset_budgets" value="1"> ' . esc_html__('Also reset the failure and defer budgets', 'verdict-pipeline') . '</label></p>';
         }
@@ -273,8 +285,12 @@ final class Verdict_Pipeline_Admin
         if ($o['pending'] === 0) {
             echo esc_html__('empty: every registration reached verdict.', 'verdict-pipeline');
         } else {
-            echo esc_html(sprintf(_n('%1$d registration waits, the oldest since %2$s (%3$s ago).', '%1$d registrations wait, the oldest since %2$s (%3$s ago).', $o['pending'], 'verdict-pipeline'),
-                $o['pending'], wp_date('Y-m-d H:i:s', (int) $o['oldest_at']), human_time_diff((int) $o['oldest_at'])));
+            echo esc_html(sprintf(
+                _n('%1$d registration waits, the oldest since %2$s (%3$s ago).', '%1$d registrations wait, the oldest since %2$s (%3$s ago).', $o['pending'], 'verdict-pipeline'),
+                $o['pending'],
+                wp_date('Y-m-d H:i:s', (int) $o['oldest_at']),
+                human_time_diff((int) $o['oldest_at'])
+            ));
             if ($o['next_attempt_at'] > time()) {
                 echo ' ' . esc_html(sprintf(__('Next attempt at %s.', 'verdict-pipeline'), wp_date('H:i:s', $o['next_attempt_at'])));
             }
@@ -304,9 +320,13 @@ final class Verdict_Pipeline_Admin
         }
         $oldest = $fs->oldestClaimableAgeSeconds === null ? __('nothing waits to be claimed', 'verdict-pipeline')
             : sprintf(__('the oldest claimable item has waited %s', 'verdict-pipeline'), human_time_diff(time() - $fs->oldestClaimableAgeSeconds));
-        printf('<p class="verdict-summary">%s</p>', esc_html(sprintf(__('Paused: %1$s. Stuck claims: %2$d. %3$s. Jobs in the last hour: %4$s.', 'verdict-pipeline'),
-            $fs->paused ? __('yes', 'verdict-pipeline') : __('no', 'verdict-pipeline'), $fs->stuckClaims, ucfirst($oldest),
-            $fs->jobsLastHour ? implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($fs->jobsLastHour), $fs->jobsLastHour)) : __('none', 'verdict-pipeline'))));
+        printf('<p class="verdict-summary">%s</p>', esc_html(sprintf(
+            __('Paused: %1$s. Stuck claims: %2$d. %3$s. Jobs in the last hour: %4$s.', 'verdict-pipeline'),
+            $fs->paused ? __('yes', 'verdict-pipeline') : __('no', 'verdict-pipeline'),
+            $fs->stuckClaims,
+            ucfirst($oldest),
+            $fs->jobsLastHour ? implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($fs->jobsLastHour), $fs->jobsLastHour)) : __('none', 'verdict-pipeline')
+        )));
     }
 
     private static function renderLastRun(): void
@@ -320,8 +340,11 @@ final class Verdict_Pipeline_Admin
         if (isset($last['error'])) {
             echo esc_html($last['error']);
         } else {
-            echo esc_html(sprintf(__('%1$d claimed; %2$s', 'verdict-pipeline'), $last['claimed'],
-                implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($last['dispositions']), $last['dispositions'])) ?: __('nothing decided', 'verdict-pipeline')));
+            echo esc_html(sprintf(
+                __('%1$d claimed; %2$s', 'verdict-pipeline'),
+                $last['claimed'],
+                implode(', ', array_map(static fn ($k, $v) => "$k $v", array_keys($last['dispositions']), $last['dispositions'])) ?: __('nothing decided', 'verdict-pipeline')
+            ));
         }
         echo '</p>';
     }
@@ -383,8 +406,10 @@ final class Verdict_Pipeline_Admin
         if ($post->post_status !== 'publish' || !current_user_can('manage_options') || Verdict_Pipeline::itemForPost($post) === null) {
             return $actions;
         }
-        $url = wp_nonce_url(add_query_arg(['action' => 'verdict_pipeline_reprocess_post', 'post' => $post->ID], admin_url('admin-post.php')),
-            'verdict_pipeline_reprocess_post_' . $post->ID);
+        $url = wp_nonce_url(
+            add_query_arg(['action' => 'verdict_pipeline_reprocess_post', 'post' => $post->ID], admin_url('admin-post.php')),
+            'verdict_pipeline_reprocess_post_' . $post->ID
+        );
         $actions['verdict_reprocess'] = sprintf('<a href="%s" class="verdict-reprocess">%s</a>', esc_url($url), esc_html__('Reprocess in verdict', 'verdict-pipeline'));
         return $actions;
     }

@@ -1,4 +1,5 @@
 <?php
+
 /**
  * Tools -> verdict's item list, modelled on Action Scheduler's Scheduled Actions screen: a
  * WP_List_Table of the flow step's items with a view per state (and its count), a search by
@@ -73,11 +74,22 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
         $current = $this->currentState();
         $views = [];
         $total = array_sum($this->counts);
-        $views['all'] = sprintf('<a href="%s"%s>%s <span class="count">(%d)</span></a>', esc_url($base), $current === 'all' ? ' class="current" aria-current="page"' : '',
-            esc_html__('All', 'verdict-pipeline'), $total);
+        $views['all'] = sprintf(
+            '<a href="%s"%s>%s <span class="count">(%d)</span></a>',
+            esc_url($base),
+            $current === 'all' ? ' class="current" aria-current="page"' : '',
+            esc_html__('All', 'verdict-pipeline'),
+            $total
+        );
         foreach (self::STATES as $state) {
-            $views[$state] = sprintf('<a href="%s" data-state="%s"%s>%s <span class="count">(%d)</span></a>', esc_url(add_query_arg('item_state', $state, $base)),
-                esc_attr($state), $current === $state ? ' class="current" aria-current="page"' : '', esc_html($state), (int) ($this->counts[$state] ?? 0));
+            $views[$state] = sprintf(
+                '<a href="%s" data-state="%s"%s>%s <span class="count">(%d)</span></a>',
+                esc_url(add_query_arg('item_state', $state, $base)),
+                esc_attr($state),
+                $current === $state ? ' class="current" aria-current="page"' : '',
+                esc_html($state),
+                (int) ($this->counts[$state] ?? 0)
+            );
         }
         return $views;
     }
@@ -158,8 +170,13 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
     protected function column_item($item): string
     {
         $console = Verdict_Pipeline_Admin::consoleUrl('#/item/' . $item->id);
-        return sprintf('<strong><a href="%s" target="_blank" rel="noopener">#%d</a> %s</strong><br><span class="description">%s</span>',
-            esc_url($console), $item->id, esc_html($item->itemIdentifier), esc_html($item->sourceType));
+        return sprintf(
+            '<strong><a href="%s" target="_blank" rel="noopener">#%d</a> %s</strong><br><span class="description">%s</span>',
+            esc_url($console),
+            $item->id,
+            esc_html($item->itemIdentifier),
+            esc_html($item->sourceType)
+        );
     }
 
     /** @param Item $item */
@@ -180,15 +197,20 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
                 $actions['resolve_rejected'] = $this->actionLink('resolve_rejected', $item->id, __('Resolve as rejected', 'verdict-pipeline'));
             }
         }
-        $actions['console'] = sprintf('<a href="%s" target="_blank" rel="noopener">%s</a>', esc_url(Verdict_Pipeline_Admin::consoleUrl('#/item/' . $item->id)),
-            esc_html__('Open in verdict', 'verdict-pipeline'));
+        $actions['console'] = sprintf(
+            '<a href="%s" target="_blank" rel="noopener">%s</a>',
+            esc_url(Verdict_Pipeline_Admin::consoleUrl('#/item/' . $item->id)),
+            esc_html__('Open in verdict', 'verdict-pipeline')
+        );
         return $this->row_actions($actions);
     }
 
     private function actionLink(string $op, int $id, string $label): string
     {
-        $url = wp_nonce_url(add_query_arg(['page' => Verdict_Pipeline_Admin::PAGE, 'action' => $op, 'item[]' => $id], admin_url('tools.php')),
-            Verdict_Pipeline_Admin::CONFIRM_NONCE);
+        $url = wp_nonce_url(
+            add_query_arg(['page' => Verdict_Pipeline_Admin::PAGE, 'action' => $op, 'item[]' => $id], admin_url('tools.php')),
+            Verdict_Pipeline_Admin::CONFIRM_NONCE
+        );
         return sprintf('<a href="%s" class="verdict-%s">%s</a>', esc_url($url), esc_attr(str_replace('_', '-', $op)), esc_html($label));
     }
 
@@ -214,13 +236,21 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
         }
         $rows = '';
         foreach ($d->transitions as $t) {
-            $rows .= sprintf('<li><time>%s</time> <strong>%s</strong>: %s &rarr; %s%s%s</li>', esc_html(self::when((string) ($t['at'] ?? ''))), esc_html((string) ($t['cause'] ?? '')),
-                esc_html((string) ($t['from_state'] ?? '-')), esc_html((string) ($t['to_state'] ?? '')),
+            $rows .= sprintf(
+                '<li><time>%s</time> <strong>%s</strong>: %s &rarr; %s%s%s</li>',
+                esc_html(self::when((string) ($t['at'] ?? ''))),
+                esc_html((string) ($t['cause'] ?? '')),
+                esc_html((string) ($t['from_state'] ?? '-')),
+                esc_html((string) ($t['to_state'] ?? '')),
                 isset($t['reason_code']) ? ' (' . esc_html((string) $t['reason_code']) . ')' : '',
-                isset($t['actor']) ? ' <span class="description">' . esc_html((string) $t['actor']) . '</span>' : '');
+                isset($t['actor']) ? ' <span class="description">' . esc_html((string) $t['actor']) . '</span>' : ''
+            );
         }
-        return sprintf('<details class="verdict-log"><summary>%s</summary><ol>%s</ol></details>',
-            esc_html(sprintf(_n('%d transition', '%d transitions', count($d->transitions), 'verdict-pipeline'), count($d->transitions))), $rows);
+        return sprintf(
+            '<details class="verdict-log"><summary>%s</summary><ol>%s</ol></details>',
+            esc_html(sprintf(_n('%d transition', '%d transitions', count($d->transitions), 'verdict-pipeline'), count($d->transitions))),
+            $rows
+        );
     }
 
     /** verdict's RFC 3339 time in the site's time zone, to the second. */
@@ -242,8 +272,11 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
                 printf(' <a class="first-page button" href="%s">%s</a>', esc_url(remove_query_arg(['after', 'verdict_notice'])), esc_html__('« First page', 'verdict-pipeline'));
             }
             if ($this->nextAfter !== null) {
-                printf(' <a class="next-page button" href="%s">%s</a>', esc_url(add_query_arg('after', $this->nextAfter, remove_query_arg('verdict_notice'))),
-                    esc_html__('Next page ›', 'verdict-pipeline'));
+                printf(
+                    ' <a class="next-page button" href="%s">%s</a>',
+                    esc_url(add_query_arg('after', $this->nextAfter, remove_query_arg('verdict_notice'))),
+                    esc_html__('Next page ›', 'verdict-pipeline')
+                );
             }
             echo '</span>';
         }

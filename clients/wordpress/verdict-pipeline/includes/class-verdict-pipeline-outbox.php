@@ -1,4 +1,5 @@
 <?php
+
 /**
  * The outbox: every registration (and every reprocess request) is written to the site's own
  * database first, in table {prefix}verdict_outbox, and only then sent to verdict, with a short
@@ -121,8 +122,11 @@ final class Verdict_Pipeline_Outbox
 
     private static function queued(int $id, string $cause): WP_Error
     {
-        return new WP_Error('verdict_queued', sprintf(__('verdict did not take it now (%s); it waits in the outbox and is sent again by WP-Cron.', 'verdict-pipeline'), $cause),
-            ['outbox_id' => $id, 'cause' => $cause]);
+        return new WP_Error(
+            'verdict_queued',
+            sprintf(__('verdict did not take it now (%s); it waits in the outbox and is sent again by WP-Cron.', 'verdict-pipeline'), $cause),
+            ['outbox_id' => $id, 'cause' => $cause]
+        );
     }
 
     /**
@@ -135,8 +139,12 @@ final class Verdict_Pipeline_Outbox
     private static function send(Client $c, string $op, array $body, string $key, int $outboxId = 0): mixed
     {
         if ($op === 'reprocess') {
-            $item = $c->requeueByIdentifier((string) $body['flow_step_id'], (string) $body['source_type'], (string) $body['item_identifier'],
-                (string) ($body['reason'] ?? 'reprocess requested by WordPress'));
+            $item = $c->requeueByIdentifier(
+                (string) $body['flow_step_id'],
+                (string) $body['source_type'],
+                (string) $body['item_identifier'],
+                (string) ($body['reason'] ?? 'reprocess requested by WordPress')
+            );
             if ($item === null) {
                 throw new NotFoundException(sprintf('verdict knows no item %s of %s', $body['item_identifier'], $body['flow_step_id']), 'not_found', false, null, null, 404);
             }
@@ -162,8 +170,12 @@ final class Verdict_Pipeline_Outbox
     private static function recordFailure(int $id, string $error): void
     {
         global $wpdb;
-        $wpdb->query($wpdb->prepare('UPDATE ' . self::table() . ' SET attempts = attempts + 1, last_attempt_at = %d, last_error = %s WHERE id = %d',
-            time(), $error, $id));
+        $wpdb->query($wpdb->prepare(
+            'UPDATE ' . self::table() . ' SET attempts = attempts + 1, last_attempt_at = %d, last_error = %s WHERE id = %d',
+            time(),
+            $error,
+            $id
+        ));
     }
 
     /**

@@ -1,4 +1,5 @@
 <?php
+
 /**
  * The plugin's core: settings (base URL, key from the VERDICT_API_KEY constant or an option,
  * flow step), the client (the WP HTTP API transport, failures as WP_Error), the WP-Cron
@@ -63,8 +64,10 @@ final class Verdict_Pipeline
     /** "Reprocess on update" (off by default): a published post whose content hash changed is requeued in verdict. */
     public static function postUpdated(int $postId, WP_Post $after, WP_Post $before): void
     {
-        if (!self::setting('reprocess_on_update') || $after->post_status !== 'publish' || $before->post_status !== 'publish'
-            || wp_is_post_revision($postId) || wp_is_post_autosave($postId) || self::contentHash($after) === self::contentHash($before)) {
+        if (
+            !self::setting('reprocess_on_update') || $after->post_status !== 'publish' || $before->post_status !== 'publish'
+            || wp_is_post_revision($postId) || wp_is_post_autosave($postId) || self::contentHash($after) === self::contentHash($before)
+        ) {
             return;
         }
         $item = self::itemForPost($after);
@@ -155,8 +158,12 @@ final class Verdict_Pipeline
             update_option(self::LAST_RUN, ['at' => time(), 'error' => $client->get_error_message()], false);
             return;
         }
-        $worker = new Worker($client->client(), (string) self::setting('flow_step_id'), (string) self::setting('worker_id'),
-            ['limit' => (int) self::setting('batch'), 'safety_margin' => 10.0]);
+        $worker = new Worker(
+            $client->client(),
+            (string) self::setting('flow_step_id'),
+            (string) self::setting('worker_id'),
+            ['limit' => (int) self::setting('batch'), 'safety_margin' => 10.0]
+        );
         try {
             $report = $worker->run([self::class, 'processItem'], (int) self::setting('max_items'));
             $last = ['at' => time(), 'claimed' => $report->claimed, 'dispositions' => $report->dispositions,
@@ -219,8 +226,12 @@ final class Verdict_Pipeline
             $result['status'] = 'recommended';
             $result['badge']['color'] = 'orange';
             $result['label'] = __('Registrations have waited in the verdict outbox for more than 15 minutes', 'verdict-pipeline');
-            $result['description'] = '<p>' . esc_html(sprintf(__('%1$d waiting, the oldest for %2$s. Last error: %3$s', 'verdict-pipeline'), $o['pending'],
-                human_time_diff((int) $o['oldest_at']), $o['last_error'] ?? '-')) . '</p><p>' . esc_html__('Nothing is lost: WP-Cron sends them once verdict answers. Check that verdict runs and that WP-Cron runs.', 'verdict-pipeline') . '</p>';
+            $result['description'] = '<p>' . esc_html(sprintf(
+                __('%1$d waiting, the oldest for %2$s. Last error: %3$s', 'verdict-pipeline'),
+                $o['pending'],
+                human_time_diff((int) $o['oldest_at']),
+                $o['last_error'] ?? '-'
+            )) . '</p><p>' . esc_html__('Nothing is lost: WP-Cron sends them once verdict answers. Check that verdict runs and that WP-Cron runs.', 'verdict-pipeline') . '</p>';
             $result['actions'] = '<a href="' . esc_url(admin_url('tools.php?page=verdict-pipeline')) . '">' . esc_html__('Tools -> verdict', 'verdict-pipeline') . '</a>';
         }
         return $result;
