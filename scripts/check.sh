@@ -2,8 +2,10 @@
 # scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
 # when any check does. Usage:
-# scripts/check.sh [format|banned|includes|assign|length|must_use|docs]...
-# (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs it).
+# scripts/check.sh [format|banned|includes|assign|length|must_use|docs|php|js|js-ui]...
+# (no argument: all of them but js-ui). Needs git and clang-format 14 (scripts/test.sh installs
+# it); php and js install their own tools when missing (Debian's php-codesniffer, ESLint from npm
+# in tests/lint) and are skipped, with a message, only when that cannot be done.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -111,12 +113,70 @@ check_docs() {
   return $rc
 }
 
+# PHP (CONTRIBUTING.md, PHP and JavaScript): every file parses (tests/lint/parse.php), and PSR-12 by
+# PHP_CodeSniffer with tests/lint/phpcs.xml (WordPress's conventions in the plugin). A check
+# returns 77 when its tool cannot be installed: it is skipped, not failed.
+LINT=tests/lint
+have_apt_tool() { # TOOL PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  (source scripts/lib.sh && vd_apt_install "$2") >/dev/null 2>&1
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "$1: not installed and the Debian package $2 could not be installed: skipped"
+  return 77
+}
+check_php() {
+  have_apt_tool php php-cli || return 77
+  have_apt_tool phpcs php-codesniffer || return 77
+  local rc=0
+  php "$LINT/parse.php" $(files '*.php') || rc=1
+  mkdir -p "$LINT/.cache"
+  phpcs -q --report-width=100 --standard="$LINT/phpcs.xml" --cache="$LINT/.cache/phpcs" \
+    $(files '*.php') || rc=1
+  [ $rc -eq 0 ] || echo "php: phpcbf --standard=$LINT/phpcs.xml FILE fixes most layout (CONTRIBUTING.md)"
+  return $rc
+}
+
+# JavaScript: ESLint (tests/lint/eslint.config.js) over the node scripts of tests/ and bench/
+# (js) and over the console, ui/ (js-ui).
+have_eslint() {
+  if [ ! -x "$LINT/node_modules/.bin/eslint" ] ||
+    [ "$LINT/package-lock.json" -nt "$LINT/node_modules/.package-lock.json" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+      (source scripts/lib.sh && vd_apt_install nodejs npm) >/dev/null 2>&1
+    fi
+    (cd "$LINT" && npm ci --no-audit --no-fund --loglevel=error) >/dev/null 2>&1
+  fi
+  [ -x "$LINT/node_modules/.bin/eslint" ] && return 0
+  echo "eslint: npm ci in $LINT failed (no npm or no registry): skipped"
+  return 77
+}
+eslint_files() {
+  have_eslint || return 77
+  mkdir -p "$LINT/.cache"
+  # the cache (by content) keeps a run over unchanged files well under a second
+  "$LINT/node_modules/.bin/eslint" --config "$LINT/eslint.config.js" --max-warnings 0 \
+    --cache --cache-strategy content --cache-location "$LINT/.cache/eslint" "$@"
+}
+check_js() { eslint_files $(files 'tests/*.js' 'tests/*.mjs' 'tests/*.cjs' 'bench/*.js' 'bench/*.mjs'); }
+check_js_ui() { eslint_files $(files 'ui/*.js' 'ui/*.mjs'); }
+
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs php js)
+# The checks run side by side; each one's findings are printed together, in the order asked.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for c in "${checks[@]}"; do
+  ("check_${c//-/_}" >"$out/$c" 2>&1; echo $? >"$out/$c.rc") &
+done
+wait
 status=0
 for c in "${checks[@]}"; do
-  if "check_$c"; then
+  cat "$out/$c"
+  rc=$(cat "$out/$c.rc")
+  if [ $rc -eq 0 ]; then
     printf '[check] %-9s ok\n' "$c"
+  elif [ $rc -eq 77 ]; then
+    printf '[check] %-9s skipped\n' "$c"
   else
     printf '[check] %-9s FAILED\n' "$c"
     status=1
