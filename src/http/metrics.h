@@ -15,6 +15,8 @@ void vd_metrics_observe_http(long route, int status, double seconds);
 void vd_metrics_observe_adjudication(const char *outcome, const char *retry_reason,
                                      const char *content_state);
 void vd_metrics_observe_tool_failure(const char *kind, bool retryable);
+/* A tool failure whose plugin label disagrees with the class of its template's text. */
+void vd_metrics_observe_label_disagreement(const char *label, const char *text);
 /* Long-poll claims parked (verdict_claim_waiters) changed by delta (waiters.c). */
 void vd_metrics_waiters_add(int delta);
 /* What one scrape shows besides the in-process counters. */

@@ -1,7 +1,8 @@
-/* incidents.c - tooling incidents (see incidents.h): the signature normaliser and the hint
- * are pure; vd_incident_note runs inside the tool-failure transaction and vd_incident_resolve
- * is its own transaction. The per-flow-step settings are the flow step's (flow_steps.h).
- * Depends on the store, never on HTTP. */
+/* incidents.c - tooling incidents (see incidents.h): the regex signature (kept on each
+ * failure and as the accuracy baseline of the template miner) and the hint are pure;
+ * vd_incident_note runs inside the tool-failure transaction and vd_incident_resolve is its own
+ * transaction. The per-flow-step settings are the flow step's (flow_steps.h). Depends on the store,
+ * never on HTTP. */
 #include "verdict/incidents.h"
 
 #include <ctype.h>
@@ -199,21 +200,22 @@ void vd_incident_hint(const vd_incident_ref *inc, char *buf, size_t n)
 }
 
 vd_error vd_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id, const char *tool,
-                          const char *signature, bool deterministic, const char *sample_error,
-                          vd_incident_ref *open)
+                          int64_t template_id, const char *template_text, bool counts,
+                          const char *sample_error, int64_t *own, vd_incident_ref *open)
 {
     vd_flow_step_settings s;
+    vd_incident_key k = {flow_step_id, tool, template_text, sample_error, item_id, template_id};
     bool opened = false;
     vd_error rc = VD_OK;
     memset(open, 0, sizeof(*open));
-    if (deterministic) {
-        rc = vd_store_incident_lock(c, flow_step_id, tool, signature);
+    *own = 0;
+    if (counts) {
+        rc = vd_store_incident_lock(c, flow_step_id, template_id);
         if (rc == VD_OK)
             rc = vd_store_flow_step_settings(c, flow_step_id, &s);
         if (rc == VD_OK)
-            rc = vd_store_incident_note(c, flow_step_id, item_id, tool, signature,
-                                        s.incident_window_minutes, s.incident_min_items,
-                                        s.pause_on_incident, sample_error, &opened);
+            rc = vd_store_incident_note(c, &k, s.incident_window_minutes, s.incident_min_items,
+                                        s.pause_on_incident, own, &opened);
     }
     return rc ? rc : vd_store_incident_open(c, flow_step_id, 0, tool, open);
 }
