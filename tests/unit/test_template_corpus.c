@@ -100,15 +100,15 @@ static void test_template_corpus_accuracy(void **state)
         double t = accuracy(from, to);
         group_by_mask(from, to);
         double m = accuracy(from, to);
-        printf("%-16s %4zu lines  templates %.3f  regex mask %.3f\n", lines[from].source,
-               to - from, t, m);
+        printf("%-16s %4zu lines  templates %.3f  regex mask %.3f\n", lines[from].source, to - from,
+               t, m);
         sum_t += t;
         sum_m += m;
         sources++;
         from = to;
     }
-    printf("average over %d sources: templates %.3f, regex mask %.3f\n", sources,
-           sum_t / sources, sum_m / sources);
+    printf("average over %d sources: templates %.3f, regex mask %.3f\n", sources, sum_t / sources,
+           sum_m / sources);
     assert_true(sources >= 6);
     assert_true(sum_t / sources >= 0.90);
     for (size_t i = 0; i < nlines; i++)
