@@ -47,7 +47,8 @@ void vd_tpl_render(const vd_tpl_msg *m, char *buf, size_t n);
 void vd_tpl_shape(const vd_tpl_msg *m, char *buf, size_t n);
 
 /* How alike template text t and m are: the share of m's non-punctuation tokens equal to t's
- * (a <*> in t counts as unequal, as in Drain); -1 when they differ in token count, in a
+ * (a <*> in t matches anything: Drain's "include parameters" reading, so a template that has
+ * learnt its variables keeps accepting them); -1 when they differ in token count, in a
  * punctuation mark or in a JSON key or code string (those never merge). Pure. */
 double vd_tpl_similarity(const char *t, const vd_tpl_msg *m);
 

@@ -153,8 +153,9 @@ const vd_agent_tool vd_agent_tools[] = {
      schema_fail, false},
     {"report_tool_failure", NULL,
      "Use when one of your other tools failed. Report its name, the arguments you called it "
-     "with and the error text; the answer tells you whether calling it again can work and what "
-     "to do instead. Set required when this item cannot be finished without that tool. When "
+     "with and the error text; the answer tells you whether calling it again can work (other "
+     "arguments for the same error count as the same call) and what to do instead. Set required "
+     "when this item cannot be finished without that tool. When "
      "the same failure is seen across many items, the answer names the tooling incident: "
      "then call defer_item with reason_code tool_error.",
      schema_tool_failure, true},

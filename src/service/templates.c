@@ -342,7 +342,7 @@ double vd_tpl_similarity(const char *t, const vd_tpl_msg *m)
             continue;
         }
         words++;
-        same += eq && !(n == 3 && memcmp(s, "<*>", 3) == 0);
+        same += eq || (n == 3 && memcmp(s, "<*>", 3) == 0);
     }
     if (i != m->n)
         return -1;

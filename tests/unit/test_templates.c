@@ -171,6 +171,44 @@ static void test_templates_classify_on_constants(void **state)
     assert_int_equal(vd_tpl_classify(NULL, &m, why, sizeof(why)), VD_TPL_TRANSIENT);
 }
 
+/* Random bytes, quotes, JSON punctuation and UTF-8 fragments, short and far past the token
+ * and store limits: no crash (ASan), a template that splits back into the same token count,
+ * and a message always matches its own template. */
+static void test_templates_random_input(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {
+        "\"",   "'",   "`",   "{",       "}",         ":",        ",",        " ",
+        "\\",   "/x/", "503", "a1b2c3d", "http://h/", "\xC2\xAB", "\xC2\xBB", "\xE3\x80\x8C",
+        "word", "\t",  "\n",  "x:",      "..."};
+    vd_tpl_mem s;
+    vd_tpl_mem_init(&s);
+    unsigned seed = 29;
+    char *text = malloc(20000), tpl[VD_TPL_TEXT_MAX + 1], why[256];
+    assert_non_null(text);
+    for (int round = 0; round < 400; round++) {
+        size_t len = 0, want = (size_t)(rand_r(&seed) % (round % 10 == 0 ? 19000 : 200));
+        while (len < want) {
+            const char *p = pieces[rand_r(&seed) % (sizeof(pieces) / sizeof(pieces[0]))];
+            size_t n = strlen(p);
+            memcpy(text + len, p, n);
+            len += n;
+        }
+        text[len] = '\0';
+        vd_tpl_msg m;
+        int64_t id = 0;
+        vd_tpl_parse(text, &m);
+        assert_true(m.n >= 0 && m.n <= VD_TPL_TOKENS);
+        vd_tpl_render(&m, tpl, sizeof(tpl));
+        assert_true(m.n == 0 || vd_tpl_similarity(tpl, &m) >= 0.99);
+        (void)vd_tpl_classify(NULL, &m, why, sizeof(why));
+        assert_true(vd_tpl_mem_add(&s, &m, &id, tpl, sizeof(tpl)));
+        assert_true(id >= 1);
+    }
+    free(text);
+    vd_tpl_mem_cleanup(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_templates_merge_wildcards),
         cmocka_unit_test(test_templates_classify_evidence),
         cmocka_unit_test(test_templates_classify_on_constants),
+        cmocka_unit_test(test_templates_random_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
