@@ -22,11 +22,9 @@ typedef enum vd_tool_kind {
 
 /* "deterministic" / "transient" / "unknown". */
 const char *vd_tool_kind_name(vd_tool_kind k);
-/* Classify an `unknown` failure by its error text: transient when it shows a refused or
- * reset connection; else deterministic when the provider refused the request (a refusal,
- * content or usage policy, content filter, moderation, safety system, forbidden or 403,
- * declined, not permitted); else transient when it shows a timeout, rate limit, overload,
- * 429, 502, 503 or 504; deterministic otherwise. Pure. */
+/* Classify a failure by the evidence in its own template (vd_tpl_classify on the text
+ * alone, no store): transient when the template's constant tokens show transient evidence
+ * and no deterministic marker, deterministic otherwise. Pure. */
 vd_tool_kind vd_tool_kind_classify(const char *error);
 
 /* How a failure was classified: the plugin's label (UNKNOWN: none), the class its template's

@@ -18,65 +18,17 @@ const char *vd_tool_kind_name(vd_tool_kind k)
     return (int)k >= 0 && k < VD_TOOL_KIND__MAX ? names[k] : "unknown";
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        if (strncasecmp(hay, needle, n) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* A status code standing alone ("HTTP 503", "503 Service"), not inside a longer number. */
-static bool has_code(const char *s, const char *code)
-{
-    size_t n = strlen(code);
-    for (const char *p = strstr(s, code); p; p = strstr(p + 1, code)) {
-        bool before = p == s || !isdigit((unsigned char)p[-1]);
-        bool after = !isdigit((unsigned char)p[n]);
-        if (before && after)
-            return true;
-    }
-    return false;
-}
-
-static bool any_ci(const char *hay, const char *const *needles, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (contains_ci(hay, needles[i]))
-            return true;
-    }
-    return false;
-}
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
 vd_tool_kind vd_tool_kind_classify(const char *error)
 {
-    /* the network refused a connection: try again later */
-    static const char *const network[] = {"connection refused", "econnrefused", "connection reset",
-                                          "econnreset"};
-    /* the provider refused this request: the same request is refused again */
-    static const char *const refusal[] = {
-        "refused",          "refusal",   "content policy", "content_policy", "usage polic",
-        "policy violation", "violates",  "content filter", "content_filter", "safety system",
-        "moderation",       "forbidden", "not permitted",  "blocked by",     "declined"};
-    static const char *const words[] = {"timeout",           "timed out",   "time out",
-                                        "rate limit",        "ratelimit",   "rate-limit",
-                                        "too many requests", "temporarily", "overloaded"};
-    static const char *const codes[] = {"429", "502", "503", "504"};
-    if (any_ci(error, network, COUNT(network)))
-        return VD_TOOL_KIND_TRANSIENT;
-    if (any_ci(error, refusal, COUNT(refusal)) || has_code(error, "403"))
-        return VD_TOOL_KIND_DETERMINISTIC;
-    if (any_ci(error, words, COUNT(words)))
-        return VD_TOOL_KIND_TRANSIENT;
-    for (size_t i = 0; i < COUNT(codes); i++) {
-        if (has_code(error, codes[i]))
-            return VD_TOOL_KIND_TRANSIENT;
+    char why[200];
+    vd_tpl_msg *m = malloc(sizeof(*m));
+    vd_tpl_class c = VD_TPL_NONE;
+    if (m) {
+        vd_tpl_parse(error, m);
+        c = vd_tpl_classify(NULL, m, why, sizeof(why));
     }
-    return VD_TOOL_KIND_DETERMINISTIC;
+    free(m);
+    return c == VD_TPL_TRANSIENT ? VD_TOOL_KIND_TRANSIENT : VD_TOOL_KIND_DETERMINISTIC;
 }
 
 void vd_tool_classification_decide(vd_tool_kind label, vd_tpl_class text, const char *text_why,
