@@ -5,6 +5,7 @@
  * whatever number or word sits in an argument; the plugin's kind is a prior (a recurring
  * template is deterministic, counts toward incidents, the disagreement is a metric); the loop
  * guard counts by (job, tool, template) whatever the arguments. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +18,7 @@
 #include "vt.h"
 #include "vt_api.h"
 
-static vt_server srv;
+static vt_server srv, srv2;
 
 /* POST a tool failure of claim c (kind and args_json may be NULL); asserts 200. */
 static vt_resp failure(const vt_claim *c, const char *tool, const char *error, const char *kind,
@@ -263,6 +264,72 @@ static void test_failure_templates_loop_guard(void **state)
     }
 }
 
+#define CLIENTS 16
+
+typedef struct rep_arg {
+    const vt_server *s;
+    vt_claim c;
+    long status;
+} rep_arg;
+
+static pthread_barrier_t barrier;
+
+static void *rep_worker(void *p)
+{
+    static const char *const words[] = {"alpha", "beta", "gamma", "delta"};
+    rep_arg *a = p;
+    char err[160], path[96];
+    snprintf(err, sizeof(err), "page %s-%s not found in wiki", words[a->c.item_id % 4],
+             words[(a->c.item_id / 4) % 4]);
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "claim_token", a->c.token);
+    cJSON_AddStringToObject(b, "tool", a->c.item_id % 2 ? "wiki_get" : "wiki_read");
+    cJSON_AddStringToObject(b, "error", err);
+    char *body = cJSON_PrintUnformatted(b);
+    cJSON_Delete(b);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)a->c.job_id);
+    pthread_barrier_wait(&barrier);
+    vt_resp r = vt_http(a->s, "POST", path, VT_WORKER, body, NULL);
+    a->status = r.status;
+    vt_resp_free(&r);
+    free(body);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* Two verdictd replicas on one database, 16 clients at once, one bug with a varying slug
+ * through two tool names: one template (the shape's join is serialised across replicas) and
+ * one incident of 16 items. */
+static void test_failure_templates_two_replicas(void **state)
+{
+    (void)state;
+    rep_arg args[CLIENTS];
+    pthread_t t[CLIENTS];
+    vt_server_start(&srv2, NULL);
+    register_n("rep", CLIENTS);
+    assert_int_equal(pthread_barrier_init(&barrier, NULL, CLIENTS), 0);
+    for (int i = 0; i < CLIENTS; i++)
+        args[i] = (rep_arg){.s = i % 2 ? &srv2 : &srv, .c = vt_claim1(&srv, "rep")};
+    for (int i = 0; i < CLIENTS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, rep_worker, &args[i]), 0);
+    for (int i = 0; i < CLIENTS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(args[i].status, 200);
+    }
+    pthread_barrier_destroy(&barrier);
+    vt_server_stop(&srv2);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM failure_templates WHERE flow_step_id = "
+                                 "'rep'"),
+                     1);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM tool_incidents WHERE flow_step_id = 'rep'"),
+                     1);
+    assert_int_equal(vt_sql_long("SELECT items FROM tool_incidents WHERE flow_step_id = 'rep'"),
+                     CLIENTS);
+    assert_int_equal(vt_sql_long("SELECT cardinality(tools) FROM tool_incidents"
+                                 " WHERE flow_step_id = 'rep'"),
+                     2);
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
@@ -274,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_failure_templates_evidence),
         cmocka_unit_test(test_failure_templates_label_is_prior),
         cmocka_unit_test(test_failure_templates_loop_guard),
+        cmocka_unit_test(test_failure_templates_two_replicas),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
