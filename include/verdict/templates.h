@@ -30,7 +30,7 @@ typedef struct vd_tpl_msg {
     const char *tok[VD_TPL_TOKENS];
     const char *raw[VD_TPL_TOKENS];
     size_t raw_len[VD_TPL_TOKENS];
-    char store[2048]; /* the tokens' text */
+    char store[VD_TPL_TEXT_MAX + 1]; /* the tokens' text: rendered, at most VD_TPL_TEXT_MAX bytes */
 } vd_tpl_msg;
 
 /* Tokenise and mask `text` into m (text is borrowed and must outlive m). Masks: URLs <url>,

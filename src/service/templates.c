@@ -307,7 +307,7 @@ void vd_tpl_render(const vd_tpl_msg *m, char *buf, size_t n)
 void vd_tpl_shape(const vd_tpl_msg *m, char *buf, size_t n)
 {
     const char *lead = m->n ? m->tok[0] : "";
-    if (vd_tpl_is_mask(lead, strlen(lead)))
+    if (vd_tpl_is_mask(lead, strlen(lead)) || strlen(lead) > 64) /* a long JSON key */
         lead = "<*>";
     snprintf(buf, n, "%d %s", m->n, lead);
 }

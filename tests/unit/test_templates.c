@@ -209,6 +209,32 @@ static void test_templates_random_input(void **state)
     vd_tpl_mem_cleanup(&s);
 }
 
+/* Long words and a long JSON key: the template fits VD_TPL_TEXT_MAX whole, matches its own
+ * message, and the shape stays short. */
+static void test_templates_long_text_fits(void **state)
+{
+    (void)state;
+    char text[8192] = "\"", tpl[VD_TPL_TEXT_MAX + 1], shape[VD_TPL_SHAPE_MAX + 1];
+    size_t len = 1;
+    for (int i = 0; i < 100; i++)
+        text[len++] = 'k';
+    len += (size_t)snprintf(text + len, sizeof(text) - len, "\": 1 ");
+    for (int w = 0; w < 80 && len + 70 < sizeof(text); w++) {
+        for (int i = 0; i < 60; i++)
+            text[len++] = (char)('a' + (w + i) % 26);
+        text[len++] = ' ';
+    }
+    text[len] = '\0';
+    vd_tpl_msg m;
+    vd_tpl_parse(text, &m);
+    vd_tpl_render(&m, tpl, sizeof(tpl));
+    assert_true(strlen(tpl) <= VD_TPL_TEXT_MAX);
+    assert_true(vd_tpl_similarity(tpl, &m) >= 0.99);
+    assert_string_equal(tpl + strlen(tpl) - 3, "<*>"); /* the rest stands as one <*> */
+    vd_tpl_shape(&m, shape, sizeof(shape));
+    assert_string_equal(strchr(shape, ' '), " <*>");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_templates_classify_evidence),
         cmocka_unit_test(test_templates_classify_on_constants),
         cmocka_unit_test(test_templates_random_input),
+        cmocka_unit_test(test_templates_long_text_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
