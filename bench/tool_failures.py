@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Cost of one tool failure over HTTP with many failures stored (the failure-template store).
 
-    python3 bench/tool_failures.py --verdictd build/verdictd --database-url "$VD_PG_URL" \
-        [--stored 200000] [--requests 2000]
+    python3 bench/tool_failures.py --verdictd /path/to/main/verdictd --verdictd build/verdictd \
+        --database-url "$VD_PG_URL" [--stored 200000] [--requests 2000]
 
 Creates a fresh database on that server, starts the given verdictd against it, registers and
 claims 1,200 items of one flow step, reports 500 failures over HTTP (texts drawn from the
 template families of tests/corpus/generate.py with fresh values), copies those rows until
 `--stored` failures are stored (spread over the last 48 hours, so the incident window holds a
 share of them), VACUUM ANALYZE, then times `--requests` more failures over HTTP, one client
-with keep-alive, on jobs that have no failures yet. Prints p50/p90/p99 in milliseconds. Run
-it with main's verdictd and with this branch's to compare; the same seed gives both the same
-texts. Needs psql on PATH.
+with keep-alive, on jobs that have no failures yet. Prints p50/p90/p99 in milliseconds. Given
+two verdictd (main's and this branch's), each gets its own database and server, and the timed
+requests alternate between them one by one with the same texts, so a noisy machine loads both
+alike. Needs psql on PATH.
 """
 import argparse
 import http.client
@@ -76,11 +77,11 @@ def families():
     return out
 
 
-def start(args, dburl, port):
+def start(verdictd, dburl, port):
     env = dict(os.environ, VERDICT_DATABASE_URL=dburl, VERDICT_LISTEN=f"127.0.0.1:{port}",
                VERDICT_API_KEYS=f"bench:admin:{TOKEN}", VERDICT_LOG_LEVEL="warn",
                VERDICT_THREADS="4")
-    proc = subprocess.Popen([args.verdictd, "serve"], env=env)
+    proc = subprocess.Popen([verdictd, "serve"], env=env)
     for _ in range(300):
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -130,33 +131,49 @@ def seed(dburl, stored, have):
     return int(psql(dburl, "SELECT count(*) FROM tool_failures"))
 
 
+def prepare(args, verdictd, port):
+    name = f"bench_tf_{os.getpid()}_{port}"
+    psql(args.database_url, f"CREATE DATABASE {name}")
+    dburl = with_db(args.database_url, name)
+    proc = start(verdictd, dburl, port)
+    cl, rng = Client(port), random.Random(29)
+    jobs = setup_jobs(cl, 1200)
+    for i in range(500):
+        fail(cl, jobs[i], families(), rng)
+    total = seed(dburl, args.stored, 500)
+    return {"verdictd": verdictd, "name": name, "proc": proc, "client": Client(port),
+            "jobs": jobs, "stored": total, "lat": []}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--verdictd", required=True)
+    ap.add_argument("--verdictd", required=True, action="append",
+                    help="once, or twice to compare: their requests alternate, one by one")
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--stored", type=int, default=200000)
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--port", type=int, default=18000 + os.getpid() % 1000)
     args = ap.parse_args()
-    name = f"bench_tf_{os.getpid()}"
-    psql(args.database_url, f"CREATE DATABASE {name}")
-    dburl = with_db(args.database_url, name)
-    proc = start(args, dburl, args.port)
+    runs = []
     try:
-        cl, rng, fam = Client(args.port), random.Random(29), families()
-        jobs = setup_jobs(cl, 1200)
-        for i in range(500):
-            fail(cl, jobs[i], fam, rng)
-        total = seed(dburl, args.stored, 500)
-        lat = sorted(fail(cl, jobs[500 + i % 700], fam, rng) for i in range(args.requests))
-        pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
-        print(json.dumps({"verdictd": args.verdictd, "stored": total, "requests": len(lat),
-                          "p50_ms": round(pick(0.50), 3), "p90_ms": round(pick(0.90), 3),
-                          "p99_ms": round(pick(0.99), 3)}))
+        for k, v in enumerate(args.verdictd):
+            runs.append(prepare(args, v, args.port + k))
+        fam = families()
+        rngs = [random.Random(7) for _ in runs]  # the same texts for every build
+        for i in range(args.requests):
+            for r, rng in zip(runs, rngs):
+                r["lat"].append(fail(r["client"], r["jobs"][500 + i % 700], fam, rng))
+        for r in runs:
+            lat = sorted(r["lat"])
+            pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
+            print(json.dumps({"verdictd": r["verdictd"], "stored": r["stored"],
+                              "requests": len(lat), "p50_ms": round(pick(0.50), 3),
+                              "p90_ms": round(pick(0.90), 3), "p99_ms": round(pick(0.99), 3)}))
     finally:
-        proc.terminate()
-        proc.wait()
-        psql(args.database_url, f"DROP DATABASE IF EXISTS {name}")
+        for r in runs:
+            r["proc"].terminate()
+            r["proc"].wait()
+            psql(args.database_url, f"DROP DATABASE IF EXISTS {r['name']}")
 
 
 if __name__ == "__main__":

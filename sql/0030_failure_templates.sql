@@ -11,9 +11,10 @@ CREATE TABLE failure_templates (
     flow_step_id text NOT NULL REFERENCES flow_steps (flow_step_id),
     shape        text NOT NULL,
     template     text NOT NULL,
-    failures     bigint NOT NULL DEFAULT 1 CHECK (failures >= 1),
-    first_seen   timestamptz NOT NULL DEFAULT now(),
-    last_seen    timestamptz NOT NULL DEFAULT now()
+    -- no per-failure counter: a failure that joins a template without changing it writes
+    -- nothing here (tool_failures.template_id counts them)
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now()  -- the text last changed
 );
 CREATE INDEX failure_templates_shape ON failure_templates (flow_step_id, shape, id);
 

@@ -40,11 +40,15 @@ void vd_incident_hint(const vd_incident_ref *inc, char *buf, size_t n);
  * its distinct items in the window reach the flow step's minimum (and pause the flow step when
  * it says so), or link the item and the tool to the incident already open; *own receives that
  * incident's id (0: none). Then, for every failure, *open receives the incident open in the
- * flow step (one of this tool first), id 0 when none. template_text names the incident. */
-VD_MUST_USE vd_error vd_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
-                                      const char *tool, int64_t template_id,
-                                      const char *template_text, bool counts,
-                                      const char *sample_error, int64_t *own,
+ * flow step (one of this tool first; the template's own when it counted), id 0 when none.
+ * template_text names the incident. known: the template's incident open when the templates
+ * were read (0: none): a counting failure links to it in one statement. */
+typedef struct vd_incident_failure {
+    const char *flow_step_id, *tool, *template_text, *sample_error;
+    int64_t item_id, template_id, known;
+    bool counts;
+} vd_incident_failure;
+VD_MUST_USE vd_error vd_incident_note(vd_conn *c, const vd_incident_failure *f, int64_t *own,
                                       vd_incident_ref *open);
 
 /* Resolve incident id in one transaction: state resolved (by actor, with reason: may be NULL),
@@ -73,6 +77,9 @@ typedef struct vd_incident_key {
 VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const vd_incident_key *k,
                                             int window_minutes, int min_items, bool pause,
                                             int64_t *id, bool *opened);
+/* Link item_id and tool to open incident id; *out names it (id 0 when it is no longer open). */
+VD_MUST_USE vd_error vd_store_incident_link(vd_conn *c, int64_t id, int64_t item_id,
+                                            const char *tool, vd_incident_ref *out);
 /* {"tool_incidents": [...], "next_after": id|null}: state and flow_step_id may be NULL. */
 VD_MUST_USE vd_error vd_store_incidents_list(vd_conn *c, const char *state,
                                              const char *flow_step_id, int64_t after, int64_t limit,

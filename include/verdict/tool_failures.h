@@ -107,10 +107,6 @@ typedef struct vd_tool_failure_row {
     const char *tool, *args, *kind, *error, *signature;
     bool retryable, required, counted;
 } vd_tool_failure_row;
-/* Earlier failures of job_id with template_id: of `tool`, and of any tool. */
-VD_MUST_USE vd_error vd_store_tool_failure_count_template(vd_conn *c, int64_t job_id,
-                                                          int64_t template_id, const char *tool,
-                                                          long *same_tool, long *same_job);
 /* Insert the failure row; *failure_id its id. VD_ERR_NOT_FOUND when the job is gone. */
 VD_MUST_USE vd_error vd_store_tool_failure_insert_template(vd_conn *c,
                                                            const vd_tool_failure_row *row,

@@ -117,17 +117,20 @@ static bool ascii_word(unsigned char c)
 /* Whether needle (a '*' suffix: a prefix) occurs in hay at word boundaries. */
 static bool has_marker(const char *hay, const char *needle)
 {
+    char word[64];
     size_t n = strlen(needle);
     bool prefix = n > 0 && needle[n - 1] == '*';
     if (prefix)
         n--;
-    for (const char *p = hay; *p; p++) {
-        if (strncmp(p, needle, n) != 0)
-            continue;
+    if (n == 0 || n >= sizeof(word))
+        return false;
+    memcpy(word, needle, n);
+    word[n] = '\0';
+    for (const char *p = strstr(hay, word); p; p = strstr(p + 1, word)) {
         bool before =
-            p == hay || !ascii_word((unsigned char)p[-1]) || !ascii_word((unsigned char)needle[0]);
+            p == hay || !ascii_word((unsigned char)p[-1]) || !ascii_word((unsigned char)word[0]);
         bool after =
-            prefix || !ascii_word((unsigned char)p[n]) || !ascii_word((unsigned char)needle[n - 1]);
+            prefix || !ascii_word((unsigned char)p[n]) || !ascii_word((unsigned char)word[n - 1]);
         if (before && after)
             return true;
     }

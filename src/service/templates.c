@@ -364,13 +364,12 @@ void vd_tpl_merge(const char *t, const vd_tpl_msg *m, char *buf, size_t n)
     }
 }
 
-/* Whether merging t with m into merged keeps the evidence class of both. */
-static bool keeps_evidence(const char *t, const vd_tpl_msg *m, const char *merged)
+/* Whether merging t with m into merged keeps the evidence class of both (own: m's). */
+static bool keeps_evidence(const char *t, const vd_tpl_msg *m, const char *merged, vd_tpl_class own)
 {
     char why[200];
-    vd_tpl_class own = vd_tpl_classify(NULL, m, why, sizeof(why));
     return vd_tpl_classify(t, m, why, sizeof(why)) == own &&
-           vd_tpl_classify(merged, m, why, sizeof(why)) == own;
+           (strcmp(t, merged) == 0 || vd_tpl_classify(merged, m, why, sizeof(why)) == own);
 }
 
 int vd_tpl_choose(const char *const *templates, size_t count, const vd_tpl_msg *m, char *merged,
@@ -378,6 +377,8 @@ int vd_tpl_choose(const char *const *templates, size_t count, const vd_tpl_msg *
 {
     double last = 2.0;
     size_t last_i = 0;
+    char why[200];
+    vd_tpl_class own = count ? vd_tpl_classify(NULL, m, why, sizeof(why)) : VD_TPL_NONE;
     for (int tries = 0; tries < 4; tries++) { /* the best, then the next best, ... */
         int best = -1;
         double top = VD_TPL_SIMILARITY;
@@ -392,7 +393,7 @@ int vd_tpl_choose(const char *const *templates, size_t count, const vd_tpl_msg *
         if (best < 0)
             break;
         vd_tpl_merge(templates[best], m, merged, n);
-        if (keeps_evidence(templates[best], m, merged))
+        if (keeps_evidence(templates[best], m, merged, own))
             return best;
         last = top;
         last_i = (size_t)best;

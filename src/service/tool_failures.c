@@ -104,23 +104,29 @@ typedef struct record_ctx {
     vd_tpl_class text;
     char text_why[200];
     long same_tool, same_job;
-    int64_t failure_id;
+    int64_t failure_id, known_incident; /* the template's incident open when read */
 } record_ctx;
 
 /* Mine the failure into its flow step's templates: join the most similar of its shape (under
- * the shape's lock, so two replicas never race) or start one. */
+ * the shape's lock, so two replicas never race) or start one; the job's earlier failures of
+ * that template come with the read. */
 static vd_error mine(vd_conn *c, record_ctx *r, const char *flow_step)
 {
     char shape[VD_TPL_SHAPE_MAX + 1];
     vd_tpl_rows rows;
+    vd_tool_failure_facts *x = r->facts;
     vd_tpl_shape(&r->msg, shape, sizeof(shape));
-    vd_error rc = vd_store_templates_of_shape(c, flow_step, shape, &rows);
+    vd_error rc = vd_store_templates_of_shape(c, flow_step, shape, r->f->job_id, r->f->tool, &rows);
     if (rc)
         return rc;
-    int best = vd_tpl_choose((const char *const *)rows.text, rows.n, &r->msg,
-                             r->facts->template_text, sizeof(r->facts->template_text));
-    rc = vd_store_template_save(c, best >= 0 ? rows.id[best] : 0, flow_step, shape,
-                                r->facts->template_text, &r->facts->template_id);
+    int best = vd_tpl_choose((const char *const *)rows.text, rows.n, &r->msg, x->template_text,
+                             sizeof(x->template_text));
+    r->same_tool = best >= 0 ? rows.same_tool[best] : 0;
+    r->same_job = best >= 0 ? rows.same_job[best] : 0;
+    r->known_incident = best >= 0 ? rows.incident[best] : 0;
+    rc = vd_store_template_save(c, best >= 0 ? rows.id[best] : 0,
+                                best >= 0 && strcmp(rows.text[best], x->template_text) != 0,
+                                flow_step, shape, x->template_text, &x->template_id);
     vd_tpl_rows_cleanup(&rows);
     return rc;
 }
@@ -159,14 +165,20 @@ static vd_error note_incident(vd_conn *c, record_ctx *r, const vd_job_snapshot *
 {
     const vd_tool_failure *f = r->f;
     bool counted = r->text != VD_TPL_TRANSIENT || r->out->kind == VD_TOOL_KIND_DETERMINISTIC;
+    vd_incident_failure inc = {.flow_step_id = snap->flow_step_id,
+                               .tool = f->tool,
+                               .template_text = r->facts->template_text,
+                               .sample_error = r->redacted,
+                               .item_id = snap->item_id,
+                               .template_id = r->facts->template_id,
+                               .known = r->known_incident,
+                               .counts = counted};
     int64_t own = 0;
     vd_error rc = insert_row(c, r, counted);
     if (rc == VD_OK)
-        rc = vd_incident_note(c, snap->flow_step_id, snap->item_id, f->tool, r->facts->template_id,
-                              r->facts->template_text, counted, r->redacted, &own,
-                              &r->out->incident);
+        rc = vd_incident_note(c, &inc, &own, &r->out->incident);
     if (rc == VD_OK && own && r->out->kind == VD_TOOL_KIND_TRANSIENT &&
-        r->text != VD_TPL_TRANSIENT) {
+        r->text != VD_TPL_TRANSIENT) { /* this failure opened its template's incident */
         vd_incident_ref keep = r->out->incident;
         decide(r, true);
         r->out->incident = keep;
@@ -183,12 +195,10 @@ static vd_error record_tx(vd_conn *c, void *arg)
     const vd_tool_failure *f = r->f;
     vd_job_snapshot snap;
     vd_error rc = vd_store_job_lock(c, f->job_id, f->token, NULL, &snap);
-    if (rc || (rc = vd_job_fence(&snap)) || (rc = mine(c, r, snap.flow_step_id)) ||
-        (rc = vd_store_tool_failure_count_template(c, f->job_id, r->facts->template_id, f->tool,
-                                                   &r->same_tool, &r->same_job)))
+    if (rc || (rc = vd_job_fence(&snap)) || (rc = mine(c, r, snap.flow_step_id)))
         goto out;
     r->text = vd_tpl_classify(r->facts->template_text, &r->msg, r->text_why, sizeof(r->text_why));
-    decide(r, false);
+    decide(r, r->known_incident != 0);
     rc = note_incident(c, r, &snap);
 out:
     vd_job_snapshot_cleanup(&snap);

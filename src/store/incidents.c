@@ -58,6 +58,25 @@ vd_error vd_store_incident_note(vd_conn *c, const vd_incident_key *k, int window
     return VD_OK;
 }
 
+vd_error vd_store_incident_link(vd_conn *c, int64_t id, int64_t item_id, const char *tool,
+                                vd_incident_ref *out)
+{
+    vd_i64_text ids = vd_i64_text_of(id), item = vd_i64_text_of(item_id);
+    const char *p[] = {ids.s, item.s, tool};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_INCIDENT_LINK, 3, p, &res);
+    memset(out, 0, sizeof(*out));
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 1) {
+        out->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        snprintf(out->tool, sizeof(out->tool), "%s", PQgetvalue(res, 0, 1));
+        out->items = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+    }
+    PQclear(res);
+    return VD_OK;
+}
+
 vd_error vd_store_incidents_list(vd_conn *c, const char *state, const char *flow_step_id,
                                  int64_t after, int64_t limit, char **out)
 {

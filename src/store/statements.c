@@ -875,6 +875,19 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " SELECT coalesce((SELECT id FROM ins), (SELECT id FROM uo), 0),"
          "        EXISTS (SELECT 1 FROM ins)"},
 
+    /* The failure of item $2 through tool $3 joins open incident $1 (its template's): link the
+     * item and the tool. No row when the incident is no longer open. */
+    [VD_SQL_INCIDENT_LINK] =
+        {"incident_link",
+         "WITH l AS (INSERT INTO tool_incident_items (incident_id, item_id)"
+         "           SELECT $1::bigint, $2::bigint WHERE EXISTS (SELECT 1 FROM tool_incidents"
+         "             WHERE id = $1::bigint AND state = 'open')"
+         "           ON CONFLICT DO NOTHING RETURNING incident_id)"
+         " UPDATE tool_incidents t SET last_seen = now(), items = t.items + (SELECT count(*) FROM "
+         "l),"
+         "   tools = CASE WHEN $3 = ANY (t.tools) THEN t.tools ELSE t.tools || $3 END"
+         " WHERE t.id = $1::bigint AND t.state = 'open' RETURNING t.id, t.tool, t.items"},
+
     /* GET /v1/tool-incidents: keyset pagination by id ($3 after, $4 limit). */
     [VD_SQL_INCIDENTS_LIST] =
         {"incidents_list",
@@ -944,24 +957,29 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                               "SELECT pg_advisory_xact_lock(hashtextextended("
                               "  concat_ws(chr(1), 'verdict.template', $1::text, $2::text), 0))"},
 
+    /* The templates of ($1 flow step, $2 shape), each with the earlier failures of job $3
+     * that joined it (of tool $4, and of any tool: the loop guard and recurrence) and its open
+     * incident (0: none), read here so that they cost no round trip of their own. */
     [VD_SQL_TEMPLATE_CANDIDATES] =
-        {"template_candidates", "SELECT id, template FROM failure_templates"
-                                " WHERE flow_step_id = $1 AND shape = $2 ORDER BY id LIMIT 256"},
+        {"template_candidates",
+         "SELECT t.id, t.template, c.same_tool, c.same_job,"
+         "       coalesce((SELECT i.id FROM tool_incidents i WHERE i.flow_step_id = $1"
+         "                 AND i.template_id = t.id AND i.state = 'open'), 0)"
+         " FROM failure_templates t"
+         " CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE f.tool = $4) AS same_tool,"
+         "                            count(*) AS same_job FROM tool_failures f"
+         "                     WHERE f.job_id = $3::bigint AND f.template_id = t.id) c"
+         " WHERE t.flow_step_id = $1 AND t.shape = $2 ORDER BY t.id LIMIT 256"},
 
-    /* $1 the template joined (NULL: a new one), $2 flow step, $3 shape, $4 its text now. */
-    [VD_SQL_TEMPLATE_SAVE] =
-        {"template_save",
-         "WITH u AS (UPDATE failure_templates SET template = $4, failures = failures + 1,"
-         "             last_seen = now() WHERE id = $1::bigint RETURNING id),"
-         " i AS (INSERT INTO failure_templates (flow_step_id, shape, template)"
-         "       SELECT $2, $3, $4 WHERE $1::bigint IS NULL RETURNING id)"
-         " SELECT id FROM u UNION ALL SELECT id FROM i"},
+    /* A template whose text changed ($1 id, $2 text): sent deferred with the failure's insert. */
+    [VD_SQL_TEMPLATE_UPDATE] = {"template_update",
+                                "UPDATE failure_templates SET template = $2, updated_at = now()"
+                                " WHERE id = $1::bigint"},
 
-    /* Earlier failures of the job with template $2: of tool $3, and of any tool. */
-    [VD_SQL_TOOL_FAILURE_COUNT_TEMPLATE] =
-        {"tool_failure_count_template",
-         "SELECT count(*) FILTER (WHERE tool = $3), count(*) FROM tool_failures"
-         " WHERE job_id = $1 AND template_id = $2::bigint"},
+    /* A new template of ($1 flow step, $2 shape) with text $3: its id. */
+    [VD_SQL_TEMPLATE_INSERT] = {"template_insert",
+                                "INSERT INTO failure_templates (flow_step_id, shape, template)"
+                                " VALUES ($1, $2, $3) RETURNING id"},
 
     /* TOOL_FAILURE_INSERT with $9 the template and $10 whether it counts toward incidents. */
     [VD_SQL_TOOL_FAILURE_INSERT_TEMPLATE] =

@@ -15,67 +15,65 @@ void vd_tpl_rows_cleanup(vd_tpl_rows *r)
         free(r->text[i]);
     free(r->text);
     free(r->id);
+    free(r->same_tool);
+    free(r->same_job);
+    free(r->incident);
     memset(r, 0, sizeof(*r));
 }
 
-vd_error vd_store_templates_of_shape(vd_conn *c, const char *flow_step_id, const char *shape,
-                                     vd_tpl_rows *out)
+static bool rows_alloc(vd_tpl_rows *r, size_t n)
 {
-    const char *p[] = {flow_step_id, shape};
+    r->id = calloc(n + 1, sizeof(*r->id));
+    r->text = calloc(n + 1, sizeof(*r->text));
+    r->same_tool = calloc(n + 1, sizeof(*r->same_tool));
+    r->same_job = calloc(n + 1, sizeof(*r->same_job));
+    r->incident = calloc(n + 1, sizeof(*r->incident));
+    return r->id && r->text && r->same_tool && r->same_job && r->incident;
+}
+
+vd_error vd_store_templates_of_shape(vd_conn *c, const char *flow_step_id, const char *shape,
+                                     int64_t job_id, const char *tool, vd_tpl_rows *out)
+{
+    vd_i64_text job = vd_i64_text_of(job_id);
+    const char *p[] = {flow_step_id, shape, job.s, tool};
     PGresult *res = NULL;
     vd_error rc = vd_sql_exec_deferred(c, VD_SQL_TEMPLATE_LOCK, 2, p);
     memset(out, 0, sizeof(*out));
     if (rc == VD_OK)
-        rc = vd_sql_exec(c, VD_SQL_TEMPLATE_CANDIDATES, 2, p, &res);
+        rc = vd_sql_exec(c, VD_SQL_TEMPLATE_CANDIDATES, 4, p, &res);
     if (rc)
         return rc;
     size_t n = (size_t)PQntuples(res);
-    out->id = calloc(n + 1, sizeof(*out->id));
-    out->text = calloc(n + 1, sizeof(*out->text));
-    for (size_t i = 0; out->id && out->text && i < n; i++, out->n++) {
+    bool ok = rows_alloc(out, n);
+    for (size_t i = 0; ok && i < n; i++, out->n++) {
         out->id[i] = strtoll(PQgetvalue(res, (int)i, 0), NULL, 10);
+        out->same_tool[i] = strtol(PQgetvalue(res, (int)i, 2), NULL, 10);
+        out->same_job[i] = strtol(PQgetvalue(res, (int)i, 3), NULL, 10);
+        out->incident[i] = strtoll(PQgetvalue(res, (int)i, 4), NULL, 10);
         out->text[i] = strdup(PQgetvalue(res, (int)i, 1));
-        if (!out->text[i])
-            break;
+        ok = out->text[i] != NULL;
     }
     PQclear(res);
-    if (out->n != n) {
+    if (!ok) {
         vd_tpl_rows_cleanup(out);
         return VD_ERR_INTERNAL;
     }
     return VD_OK;
 }
 
-vd_error vd_store_template_save(vd_conn *c, int64_t id, const char *flow_step_id, const char *shape,
-                                const char *text, int64_t *out_id)
+vd_error vd_store_template_save(vd_conn *c, int64_t id, bool changed, const char *flow_step_id,
+                                const char *shape, const char *text, int64_t *out_id)
 {
     vd_i64_text ids = vd_i64_text_of(id);
-    const char *p[] = {id ? ids.s : NULL, flow_step_id, shape, text};
+    const char *up[] = {ids.s, text}, *ins[] = {flow_step_id, shape, text};
     PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_TEMPLATE_SAVE, 4, p, &res);
-    *out_id = 0;
+    *out_id = id;
+    if (id) /* the failure's insert follows: one round trip for both */
+        return changed ? vd_sql_exec_deferred(c, VD_SQL_TEMPLATE_UPDATE, 2, up) : VD_OK;
+    vd_error rc = vd_sql_exec(c, VD_SQL_TEMPLATE_INSERT, 3, ins, &res);
     if (rc)
         return rc;
-    if (PQntuples(res) == 1)
-        *out_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    else
-        rc = VD_ERR_NOT_FOUND; /* the template was deleted under us */
-    PQclear(res);
-    return rc;
-}
-
-vd_error vd_store_tool_failure_count_template(vd_conn *c, int64_t job_id, int64_t template_id,
-                                              const char *tool, long *same_tool, long *same_job)
-{
-    vd_i64_text job = vd_i64_text_of(job_id), tpl = vd_i64_text_of(template_id);
-    const char *p[] = {job.s, tpl.s, tool};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_COUNT_TEMPLATE, 3, p, &res);
-    *same_tool = *same_job = 0;
-    if (rc)
-        return rc;
-    *same_tool = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    *same_job = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+    *out_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return VD_OK;
 }
