@@ -24,6 +24,8 @@ ALTER TABLE tool_failures
 -- distinct items of one template in the window: one scan
 CREATE INDEX tool_failures_template ON tool_failures (flow_step_id, template_id, at)
     INCLUDE (item_id) WHERE counted;
+-- the regex signature is still written on each failure but no longer keys anything
+DROP INDEX tool_failures_signature;
 -- the loop guard and recurrence in a job: (job, template), then tool
 CREATE INDEX tool_failures_job_template ON tool_failures (job_id, template_id) INCLUDE (tool);
 
