@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "verdict/classify.h"
 #include "verdict/config.h"
 #include "verdict/server.h"
 #include "verdict/store.h"
@@ -15,10 +16,12 @@
 #include "verdict/util.h"
 
 static const char usage[] =
-    "usage: verdictd [serve|migrate|version] [--help]\n"
+    "usage: verdictd [serve|migrate|classify|version] [--help]\n"
     "\n"
     "  serve     apply pending migrations (unless VERDICT_AUTO_MIGRATE=0) and serve HTTP\n"
     "  migrate   apply pending migrations and exit\n"
+    "  classify  read {\"tool\",\"error\",\"kind\"?} JSON lines on stdin, write how the server\n"
+    "            classifies each (class, template_id, template, why); needs no database\n"
     "  version   print the version and exit\n"
     "\n"
     "Configuration comes from the environment: VERDICT_DATABASE_URL (required),\n"
@@ -104,13 +107,16 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    if (argc > 2 || (argc == 2 && strcmp(argv[1], "serve") != 0 &&
-                     strcmp(argv[1], "migrate") != 0 && strcmp(argv[1], "version") != 0)) {
+    if (argc > 2 ||
+        (argc == 2 && strcmp(argv[1], "serve") != 0 && strcmp(argv[1], "migrate") != 0 &&
+         strcmp(argv[1], "version") != 0 && strcmp(argv[1], "classify") != 0)) {
         fputs(usage, stderr);
         return 2;
     }
     if (argc == 2)
         cmd = argv[1];
+    if (strcmp(cmd, "classify") == 0)
+        return vd_classify_run(stdin, stdout);
     if (strcmp(cmd, "version") == 0) {
         printf("verdictd %s\n", VERDICT_VERSION);
         return 0;

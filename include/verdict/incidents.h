@@ -1,8 +1,8 @@
 /* incidents.h - tooling incidents (issue 17 part 1): the same deterministic tool failure on
- * many items of a flow step is a tooling bug, not a problem with the sources. A failure's
- * signature is (flow step, tool, its error text normalised by vd_tool_signature); an incident
- * opens when one signature reaches the flow step's incident_min_items distinct items within
- * incident_window_minutes. While it is open, tool-failure envelopes say so and reject_source
+ * many items of a flow step is a tooling bug, not a problem with the sources. A failure's key
+ * is (flow step, its failure template: templates.h), whichever tools it came through; an
+ * incident opens when one template reaches the flow step's incident_min_items distinct items
+ * within incident_window_minutes. While it is open, tool-failure envelopes say so and reject_source
  * in that flow step needs force. */
 #ifndef VERDICT_INCIDENTS_H
 #define VERDICT_INCIDENTS_H
@@ -35,15 +35,21 @@ typedef struct vd_incident_ref {
  * Pure. */
 void vd_incident_hint(const vd_incident_ref *inc, char *buf, size_t n);
 
-/* Inside the tool-failure transaction, after the failure row (with its signature) is
- * written: for a deterministic failure, open the incident of (flow_step_id, tool, signature)
- * when its distinct items in the window reach the flow step's minimum (and pause the flow
- * step when it says so), or link the item to the incident already open; then, for every
- * failure, *open receives the incident open in the flow step (the one of this signature
- * first), id 0 when none. */
-VD_MUST_USE vd_error vd_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
-                                      const char *tool, const char *signature, bool deterministic,
-                                      const char *sample_error, vd_incident_ref *open);
+/* Inside the tool-failure transaction, after the failure row (with its template) is
+ * written: for a failure that counts, open the incident of (flow_step_id, template_id) when
+ * its distinct items in the window reach the flow step's minimum (and pause the flow step when
+ * it says so), or link the item and the tool to the incident already open; *own receives that
+ * incident's id (0: none). Then, for every failure, *open receives the incident open in the
+ * flow step (one of this tool first; the template's own when it counted), id 0 when none.
+ * template_text names the incident. known: the template's incident open when the templates
+ * were read (0: none): a counting failure links to it in one statement. */
+typedef struct vd_incident_failure {
+    const char *flow_step_id, *tool, *template_text, *sample_error;
+    int64_t item_id, template_id, known;
+    bool counts;
+} vd_incident_failure;
+VD_MUST_USE vd_error vd_incident_note(vd_conn *c, const vd_incident_failure *f, int64_t *own,
+                                      vd_incident_ref *open);
 
 /* Resolve incident id in one transaction: state resolved (by actor, with reason: may be NULL),
  * and with requeue every linked item that is deferred, failed, manual_review or rejected and
@@ -58,15 +64,22 @@ VD_MUST_USE vd_error vd_incident_resolve(vd_conn *conn, int64_t id, bool requeue
  * first (tool may be NULL); id 0 when none. */
 VD_MUST_USE vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
                                             const char *tool, vd_incident_ref *out);
-/* Serialise the incident decisions of one signature until the transaction ends. Sent with
+/* Serialise the incident decisions of one template until the transaction ends. Sent with
  * the next statement (vd_sql_exec_deferred): its error is that statement's. */
-VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id, const char *tool,
-                                            const char *signature);
-/* The deterministic step of vd_incident_note; *opened says whether this call opened it. */
-VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id,
-                                            const char *tool, const char *signature,
+VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id,
+                                            int64_t template_id);
+/* The counting step of vd_incident_note: the incident of the template (*id, 0: none) and
+ * whether this call opened it. */
+typedef struct vd_incident_key {
+    const char *flow_step_id, *tool, *template_text, *sample_error;
+    int64_t item_id, template_id;
+} vd_incident_key;
+VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const vd_incident_key *k,
                                             int window_minutes, int min_items, bool pause,
-                                            const char *sample_error, bool *opened);
+                                            int64_t *id, bool *opened);
+/* Link item_id and tool to open incident id; *out names it (id 0 when it is no longer open). */
+VD_MUST_USE vd_error vd_store_incident_link(vd_conn *c, int64_t id, int64_t item_id,
+                                            const char *tool, vd_incident_ref *out);
 /* {"tool_incidents": [...], "next_after": id|null}: state and flow_step_id may be NULL. */
 VD_MUST_USE vd_error vd_store_incidents_list(vd_conn *c, const char *state,
                                              const char *flow_step_id, int64_t after, int64_t limit,

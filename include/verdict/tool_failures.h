@@ -11,6 +11,7 @@
 #include "verdict/error.h"
 #include "verdict/incidents.h"
 #include "verdict/store.h"
+#include "verdict/templates.h"
 
 typedef enum vd_tool_kind {
     VD_TOOL_KIND_UNKNOWN = 0,
@@ -21,12 +22,24 @@ typedef enum vd_tool_kind {
 
 /* "deterministic" / "transient" / "unknown". */
 const char *vd_tool_kind_name(vd_tool_kind k);
-/* Classify an `unknown` failure by its error text: transient when it shows a refused or
- * reset connection; else deterministic when the provider refused the request (a refusal,
- * content or usage policy, content filter, moderation, safety system, forbidden or 403,
- * declined, not permitted); else transient when it shows a timeout, rate limit, overload,
- * 429, 502, 503 or 504; deterministic otherwise. Pure. */
+/* Classify a failure by the evidence in its own template (vd_tpl_classify on the text
+ * alone, no store): transient when the template's constant tokens show transient evidence
+ * and no deterministic marker, deterministic otherwise. Pure. */
 vd_tool_kind vd_tool_kind_classify(const char *error);
+
+/* How a failure was classified: the plugin's label (UNKNOWN: none), the class its template's
+ * text shows, the final class, and why. */
+typedef struct vd_tool_classification {
+    vd_tool_kind label, text, final;
+    char why[256];
+} vd_tool_classification;
+
+/* The plugin's kind is a prior: final is the label when there is one, else the text's class;
+ * a failure whose template recurs (the 2nd time in the job, or its incident is open) is
+ * deterministic whatever its label unless its own text shows transient evidence. text_why is
+ * vd_tpl_classify's. Pure. */
+void vd_tool_classification_decide(vd_tool_kind label, vd_tpl_class text, const char *text_why,
+                                   bool recurs, vd_tool_classification *out);
 
 typedef struct vd_tool_failure {
     int64_t job_id;
@@ -41,7 +54,7 @@ typedef struct vd_tool_failure {
 typedef struct vd_tool_verdict {
     vd_tool_kind kind; /* after classification */
     bool retryable;
-    long repeat_count; /* failures of the same (tool, args) in this job, this one included */
+    long repeat_count; /* failures of the same (tool, template) in this job, this one included */
     char hint[512];
     /* the tooling incident open in the job's flow step (incidents.h), id 0 when none: the
      * hint then says so */
@@ -68,11 +81,37 @@ typedef struct vd_tool_guard_input {
  * (nothing it should have written was written), unless force. Pure. */
 bool vd_tool_guard_refuses(const vd_tool_guard_input *in);
 
+/* The tool-failure envelope's extra facts: how it was classified and its template. */
+typedef struct vd_tool_failure_facts {
+    vd_tool_classification classification;
+    int64_t template_id;
+    char template_text[VD_TPL_TEXT_MAX + 1];
+} vd_tool_failure_facts;
+
 /* Record f in one transaction on conn: fenced by the claim token like every job write. The
  * failure's signature counts towards a tooling incident (vd_incident_note) in the same
  * transaction.
  * Errors: VD_ERR_NOT_FOUND, CLAIM_LOST, JOB_FINALIZED, DATABASE_UNAVAILABLE. */
 VD_MUST_USE vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg,
                                             const vd_tool_failure *f, vd_tool_verdict *out);
+/* The same, and *facts (may be NULL) says how it was classified and its template. The
+ * failure is mined into its flow step's templates (templates.h); the loop guard counts by
+ * (job, tool, template), whatever the arguments. */
+VD_MUST_USE vd_error vd_tool_failure_record_facts(vd_conn *conn, const vd_config *cfg,
+                                                  const vd_tool_failure *f, vd_tool_verdict *out,
+                                                  vd_tool_failure_facts *facts);
+
+/* Store operations (src/store/templates.c). */
+typedef struct vd_tool_failure_row {
+    int64_t job_id, template_id;
+    const char *tool, *args, *kind, *error, *signature;
+    bool retryable, required, counted;
+} vd_tool_failure_row;
+/* Insert the failure row; *failure_id its id. VD_ERR_NOT_FOUND when the job is gone. */
+VD_MUST_USE vd_error vd_store_tool_failure_insert_template(vd_conn *c,
+                                                           const vd_tool_failure_row *row,
+                                                           int64_t *failure_id);
+/* Mark failure_id deterministic and not retryable (found so after its insert). */
+VD_MUST_USE vd_error vd_store_tool_failure_final(vd_conn *c, int64_t failure_id);
 
 #endif

@@ -64,6 +64,22 @@ static vd_error parse_kind(vd_field f, vd_tool_kind *out)
                    "'kind' must be deterministic, transient or unknown");
 }
 
+/* classification {label, text, final, why} and the failure's template. */
+static void add_classification(cJSON *o, const vd_tool_failure_facts *x)
+{
+    const vd_tool_classification *c = &x->classification;
+    cJSON *k = cJSON_AddObjectToObject(o, "classification");
+    if (c->label == VD_TOOL_KIND_UNKNOWN)
+        cJSON_AddNullToObject(k, "label");
+    else
+        cJSON_AddStringToObject(k, "label", vd_tool_kind_name(c->label));
+    cJSON_AddStringToObject(k, "text", vd_tool_kind_name(c->text));
+    cJSON_AddStringToObject(k, "final", vd_tool_kind_name(c->final));
+    cJSON_AddStringToObject(k, "why", c->why);
+    cJSON_AddNumberToObject(o, "template_id", (double)x->template_id);
+    cJSON_AddStringToObject(o, "template", x->template_text);
+}
+
 static cJSON *envelope(const vd_tool_failure *f, const vd_tool_verdict *v)
 {
     cJSON *o = cJSON_CreateObject();
@@ -105,6 +121,7 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     char *args_text = NULL, what[48];
     vd_tool_failure f = {.job_id = job_id};
     vd_tool_verdict v;
+    vd_tool_failure_facts facts;
     vd_conn *c = NULL;
     vd_field fl = {ctx, body, NULL};
     vd_error rc;
@@ -129,14 +146,20 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     if ((rc = vd_ctx_db(ctx, &c)))
         goto out;
     snprintf(what, sizeof(what), "job %lld", (long long)f.job_id);
-    rc = vd_tool_failure_record(c, ctx->cfg, &f, &v);
+    rc = vd_tool_failure_record_facts(c, ctx->cfg, &f, &v, &facts);
     if (rc == VD_ERR_JOB_FINALIZED)
         vd_fail(ctx, rc, NULL, "%s is already finished: record tool failures while it runs", what);
     else if (rc)
         vd_store_fail(ctx, rc, what);
     else {
         vd_metrics_observe_tool_failure(vd_tool_kind_name(v.kind), v.retryable);
+        if (facts.classification.label != VD_TOOL_KIND_UNKNOWN &&
+            facts.classification.label != facts.classification.text)
+            vd_metrics_observe_label_disagreement(vd_tool_kind_name(facts.classification.label),
+                                                  vd_tool_kind_name(facts.classification.text));
         *out = envelope(&f, &v);
+        if (*out)
+            add_classification(*out, &facts);
         if (!*out || !add_tool_result(*out)) {
             cJSON_Delete(*out);
             *out = NULL;

@@ -28,8 +28,9 @@ typedef struct labelled {
     char labels[160];
     uint64_t n;
 } labelled;
-static labelled outcomes[MAX_LABELLED], tool_failures[MAX_LABELLED], releases[MAX_LABELLED];
-static size_t n_outcomes, n_tool_failures, n_releases;
+static labelled outcomes[MAX_LABELLED], tool_failures[MAX_LABELLED], releases[MAX_LABELLED],
+    disagreements[8];
+static size_t n_outcomes, n_tool_failures, n_releases, n_disagreements;
 static pthread_mutex_t labelled_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void bump(labelled *table, size_t *n, const char *labels)
@@ -75,6 +76,21 @@ void vd_metrics_observe_release(const char *flow_step_id, bool churn)
     }
     snprintf(labels + n, sizeof(labels) - n, "\",churn=\"%s\"", churn ? "true" : "false");
     bump(releases, &n_releases, labels);
+}
+
+void vd_metrics_observe_label_disagreement(const char *label, const char *text)
+{
+    char labels[160];
+    snprintf(labels, sizeof(labels), "label=\"%s\",text=\"%s\"", label, text);
+    pthread_mutex_lock(&labelled_mu);
+    size_t i = 0;
+    while (i < n_disagreements && strcmp(disagreements[i].labels, labels) != 0)
+        i++;
+    if (i == n_disagreements && i < sizeof(disagreements) / sizeof(disagreements[0]))
+        snprintf(disagreements[n_disagreements++].labels, sizeof(labels), "%s", labels);
+    if (i < n_disagreements)
+        disagreements[i].n++;
+    pthread_mutex_unlock(&labelled_mu);
 }
 
 static void render_labelled(vd_buf *out, const char *name, const char *help, labelled *table,
@@ -186,6 +202,10 @@ static void render_http(vd_buf *out)
                     "Holder releases without a verdict, by flow step and whether the release "
                     "parked the item in manual_review (churn).",
                     releases, &n_releases);
+    render_labelled(out, "verdict_tool_failure_label_disagreements_total",
+                    "Tool failures whose plugin label (kind) disagrees with the class their "
+                    "template's text shows.",
+                    disagreements, &n_disagreements);
 }
 
 /* A label value, escaped as the text format wants (backslash, double quote, newline). */

@@ -17,6 +17,8 @@ void vd_metrics_observe_adjudication(const char *outcome, const char *retry_reas
 void vd_metrics_observe_tool_failure(const char *kind, bool retryable);
 /* Count one holder release of an item of flow_step_id; churn: it parked the item. */
 void vd_metrics_observe_release(const char *flow_step_id, bool churn);
+/* A tool failure whose plugin label disagrees with the class of its template's text. */
+void vd_metrics_observe_label_disagreement(const char *label, const char *text);
 /* Long-poll claims parked (verdict_claim_waiters) changed by delta (waiters.c). */
 void vd_metrics_waiters_add(int delta);
 /* One connection closed to keep the global connection cap (guard.c). */

@@ -1,7 +1,8 @@
-/* incidents.c - tooling incidents (see incidents.h): the signature normaliser and the hint
- * are pure; vd_incident_note runs inside the tool-failure transaction and vd_incident_resolve
- * is its own transaction. The per-flow-step settings are the flow step's (flow_steps.h).
- * Depends on the store, never on HTTP. */
+/* incidents.c - tooling incidents (see incidents.h): the regex signature (kept on each
+ * failure and as the accuracy baseline of the template miner) and the hint are pure;
+ * vd_incident_note runs inside the tool-failure transaction and vd_incident_resolve is its own
+ * transaction. The per-flow-step settings are the flow step's (flow_steps.h). Depends on the store,
+ * never on HTTP. */
 #include "verdict/incidents.h"
 
 #include <ctype.h>
@@ -198,24 +199,32 @@ void vd_incident_hint(const vd_incident_ref *inc, char *buf, size_t n)
              inc->tool, inc->items, (long long)inc->id);
 }
 
-vd_error vd_incident_note(vd_conn *c, const char *flow_step_id, int64_t item_id, const char *tool,
-                          const char *signature, bool deterministic, const char *sample_error,
+vd_error vd_incident_note(vd_conn *c, const vd_incident_failure *f, int64_t *own,
                           vd_incident_ref *open)
 {
     vd_flow_step_settings s;
+    vd_incident_key k = {f->flow_step_id, f->tool,    f->template_text,
+                         f->sample_error, f->item_id, f->template_id};
     bool opened = false;
     vd_error rc = VD_OK;
     memset(open, 0, sizeof(*open));
-    if (deterministic) {
-        rc = vd_store_incident_lock(c, flow_step_id, tool, signature);
-        if (rc == VD_OK)
-            rc = vd_store_flow_step_settings(c, flow_step_id, &s);
-        if (rc == VD_OK)
-            rc = vd_store_incident_note(c, flow_step_id, item_id, tool, signature,
-                                        s.incident_window_minutes, s.incident_min_items,
-                                        s.pause_on_incident, sample_error, &opened);
+    *own = 0;
+    if (f->counts && f->known) { /* the template's incident is open: join it */
+        rc = vd_store_incident_link(c, f->known, f->item_id, f->tool, open);
+        if (rc || open->id) {
+            *own = open->id;
+            return rc;
+        }
     }
-    return rc ? rc : vd_store_incident_open(c, flow_step_id, 0, tool, open);
+    if (f->counts) {
+        rc = vd_store_incident_lock(c, f->flow_step_id, f->template_id);
+        if (rc == VD_OK)
+            rc = vd_store_flow_step_settings(c, f->flow_step_id, &s);
+        if (rc == VD_OK)
+            rc = vd_store_incident_note(c, &k, s.incident_window_minutes, s.incident_min_items,
+                                        s.pause_on_incident, own, &opened);
+    }
+    return rc ? rc : vd_store_incident_open(c, f->flow_step_id, 0, f->tool, open);
 }
 
 typedef struct resolve_ctx {

@@ -19,65 +19,36 @@ const char *vd_tool_kind_name(vd_tool_kind k)
     return (int)k >= 0 && k < VD_TOOL_KIND__MAX ? names[k] : "unknown";
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        if (strncasecmp(hay, needle, n) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* A status code standing alone ("HTTP 503", "503 Service"), not inside a longer number. */
-static bool has_code(const char *s, const char *code)
-{
-    size_t n = strlen(code);
-    for (const char *p = strstr(s, code); p; p = strstr(p + 1, code)) {
-        bool before = p == s || !isdigit((unsigned char)p[-1]);
-        bool after = !isdigit((unsigned char)p[n]);
-        if (before && after)
-            return true;
-    }
-    return false;
-}
-
-static bool any_ci(const char *hay, const char *const *needles, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (contains_ci(hay, needles[i]))
-            return true;
-    }
-    return false;
-}
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
 vd_tool_kind vd_tool_kind_classify(const char *error)
 {
-    /* the network refused a connection: try again later */
-    static const char *const network[] = {"connection refused", "econnrefused", "connection reset",
-                                          "econnreset"};
-    /* the provider refused this request: the same request is refused again */
-    static const char *const refusal[] = {
-        "refused",          "refusal",   "content policy", "content_policy", "usage polic",
-        "policy violation", "violates",  "content filter", "content_filter", "safety system",
-        "moderation",       "forbidden", "not permitted",  "blocked by",     "declined"};
-    static const char *const words[] = {"timeout",           "timed out",   "time out",
-                                        "rate limit",        "ratelimit",   "rate-limit",
-                                        "too many requests", "temporarily", "overloaded"};
-    static const char *const codes[] = {"429", "502", "503", "504"};
-    if (any_ci(error, network, COUNT(network)))
-        return VD_TOOL_KIND_TRANSIENT;
-    if (any_ci(error, refusal, COUNT(refusal)) || has_code(error, "403"))
-        return VD_TOOL_KIND_DETERMINISTIC;
-    if (any_ci(error, words, COUNT(words)))
-        return VD_TOOL_KIND_TRANSIENT;
-    for (size_t i = 0; i < COUNT(codes); i++) {
-        if (has_code(error, codes[i]))
-            return VD_TOOL_KIND_TRANSIENT;
+    char why[200];
+    vd_tpl_msg *m = malloc(sizeof(*m));
+    vd_tpl_class c = VD_TPL_NONE;
+    if (m) {
+        vd_tpl_parse(error, m);
+        c = vd_tpl_classify(NULL, m, why, sizeof(why));
     }
-    return VD_TOOL_KIND_DETERMINISTIC;
+    free(m);
+    return c == VD_TPL_TRANSIENT ? VD_TOOL_KIND_TRANSIENT : VD_TOOL_KIND_DETERMINISTIC;
+}
+
+void vd_tool_classification_decide(vd_tool_kind label, vd_tpl_class text, const char *text_why,
+                                   bool recurs, vd_tool_classification *out)
+{
+    out->label = label;
+    out->text = text == VD_TPL_TRANSIENT ? VD_TOOL_KIND_TRANSIENT : VD_TOOL_KIND_DETERMINISTIC;
+    out->final = label != VD_TOOL_KIND_UNKNOWN ? label : out->text;
+    if (out->final == VD_TOOL_KIND_TRANSIENT && text != VD_TPL_TRANSIENT && recurs) {
+        out->final = VD_TOOL_KIND_DETERMINISTIC;
+        snprintf(out->why, sizeof(out->why),
+                 "deterministic: the same failure template recurs, whatever its label (%s)",
+                 text_why);
+    } else if (label != VD_TOOL_KIND_UNKNOWN && label != out->text) {
+        snprintf(out->why, sizeof(out->why), "%s: the plugin's label; the text reads %s (%s)",
+                 vd_tool_kind_name(label), vd_tool_kind_name(out->text), text_why);
+    } else {
+        snprintf(out->why, sizeof(out->why), "%s", text_why);
+    }
 }
 
 void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, long repeat_count,
@@ -125,25 +96,95 @@ typedef struct record_ctx {
     const vd_config *cfg;
     const vd_tool_failure *f;
     vd_tool_verdict *out;
+    vd_tool_failure_facts *facts;
     char *redacted;
     char signature[VD_SIGNATURE_MAX + 1];
+    vd_tpl_msg msg;
+    vd_tpl_class text;
+    char text_why[200];
+    long same_tool, same_job;
+    int64_t failure_id, known_incident; /* the template's incident open when read */
 } record_ctx;
 
-/* The incident part of the record: count the signature, and say so in the hint. */
-static vd_error note_incident(vd_conn *c, record_ctx *r, vd_tool_kind kind)
+/* Mine the failure into its flow step's templates: join the most similar of its shape (under
+ * the shape's lock, so two replicas never race) or start one; the job's earlier failures of
+ * that template come with the read. */
+static vd_error mine(vd_conn *c, record_ctx *r, const char *flow_step)
 {
-    char *flow_step = NULL;
-    int64_t item = 0;
+    char shape[VD_TPL_SHAPE_MAX + 1];
+    vd_tpl_rows rows;
+    vd_tool_failure_facts *x = r->facts;
+    vd_tpl_shape(&r->msg, shape, sizeof(shape));
+    vd_error rc = vd_store_templates_of_shape(c, flow_step, shape, r->f->job_id, r->f->tool, &rows);
+    if (rc)
+        return rc;
+    int best = vd_tpl_choose((const char *const *)rows.text, rows.n, &r->msg, x->template_text,
+                             sizeof(x->template_text));
+    r->same_tool = best >= 0 ? rows.same_tool[best] : 0;
+    r->same_job = best >= 0 ? rows.same_job[best] : 0;
+    r->known_incident = best >= 0 ? rows.incident[best] : 0;
+    rc = vd_store_template_save(c, best >= 0 ? rows.id[best] : 0,
+                                best >= 0 && strcmp(rows.text[best], x->template_text) != 0,
+                                flow_step, shape, x->template_text, &x->template_id);
+    vd_tpl_rows_cleanup(&rows);
+    return rc;
+}
+
+/* Classify and decide: the label is a prior, the template's text the evidence, a recurrence
+ * in the job or an open incident of the template the verdict. */
+static void decide(record_ctx *r, bool incident)
+{
     const vd_tool_failure *f = r->f;
-    vd_error rc = vd_store_tool_failure_insert(
-        c, f->job_id, f->tool, f->args, vd_tool_kind_name(kind), r->out->retryable, f->required,
-        r->redacted, r->signature, &flow_step, &item);
+    vd_tool_classification *cls = &r->facts->classification;
+    vd_tool_classification_decide(f->kind, r->text, r->text_why, r->same_job > 0 || incident, cls);
+    vd_tool_verdict_decide(cls->final, f->tool, f->required, r->same_tool + 1,
+                           r->cfg->loop_threshold, r->out);
+}
+
+static vd_error insert_row(vd_conn *c, record_ctx *r, bool counted)
+{
+    const vd_tool_failure *f = r->f;
+    vd_tool_failure_row row = {.job_id = f->job_id,
+                               .template_id = r->facts->template_id,
+                               .tool = f->tool,
+                               .args = f->args,
+                               .kind = vd_tool_kind_name(r->out->kind),
+                               .error = r->redacted,
+                               .signature = r->signature,
+                               .retryable = r->out->retryable,
+                               .required = f->required,
+                               .counted = counted};
+    return vd_store_tool_failure_insert_template(c, &row, &r->failure_id);
+}
+
+/* The incident part of the record: every failure whose own text shows no transient evidence
+ * counts toward its template's incident, whatever its label; an open incident of its
+ * template makes it deterministic. */
+static vd_error note_incident(vd_conn *c, record_ctx *r, const vd_job_snapshot *snap)
+{
+    const vd_tool_failure *f = r->f;
+    bool counted = r->text != VD_TPL_TRANSIENT || r->out->kind == VD_TOOL_KIND_DETERMINISTIC;
+    vd_incident_failure inc = {.flow_step_id = snap->flow_step_id,
+                               .tool = f->tool,
+                               .template_text = r->facts->template_text,
+                               .sample_error = r->redacted,
+                               .item_id = snap->item_id,
+                               .template_id = r->facts->template_id,
+                               .known = r->known_incident,
+                               .counts = counted};
+    int64_t own = 0;
+    vd_error rc = insert_row(c, r, counted);
     if (rc == VD_OK)
-        rc = vd_incident_note(c, flow_step, item, f->tool, r->signature,
-                              kind == VD_TOOL_KIND_DETERMINISTIC, r->redacted, &r->out->incident);
+        rc = vd_incident_note(c, &inc, &own, &r->out->incident);
+    if (rc == VD_OK && own && r->out->kind == VD_TOOL_KIND_TRANSIENT &&
+        r->text != VD_TPL_TRANSIENT) { /* this failure opened its template's incident */
+        vd_incident_ref keep = r->out->incident;
+        decide(r, true);
+        r->out->incident = keep;
+        rc = vd_store_tool_failure_final(c, r->failure_id);
+    }
     if (rc == VD_OK && r->out->incident.id)
         vd_incident_hint(&r->out->incident, r->out->hint, sizeof(r->out->hint));
-    free(flow_step);
     return rc;
 }
 
@@ -152,27 +193,41 @@ static vd_error record_tx(vd_conn *c, void *arg)
     record_ctx *r = arg;
     const vd_tool_failure *f = r->f;
     vd_job_snapshot snap;
-    long before = 0;
     vd_error rc = vd_store_job_lock(c, f->job_id, f->token, NULL, &snap);
-    if (rc || (rc = vd_job_fence(&snap)) ||
-        (rc = vd_store_tool_failure_count(c, f->job_id, f->tool, f->args, &before)))
+    if (rc || (rc = vd_job_fence(&snap)) || (rc = mine(c, r, snap.flow_step_id)))
         goto out;
-    vd_tool_kind kind = f->kind == VD_TOOL_KIND_UNKNOWN ? vd_tool_kind_classify(f->error) : f->kind;
-    vd_tool_verdict_decide(kind, f->tool, f->required, before + 1, r->cfg->loop_threshold, r->out);
-    rc = note_incident(c, r, kind);
+    r->text = vd_tpl_classify(r->facts->template_text, &r->msg, r->text_why, sizeof(r->text_why));
+    decide(r, r->known_incident != 0);
+    rc = note_incident(c, r, &snap);
 out:
     vd_job_snapshot_cleanup(&snap);
+    return rc;
+}
+
+vd_error vd_tool_failure_record_facts(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
+                                      vd_tool_verdict *out, vd_tool_failure_facts *facts)
+{
+    vd_tool_failure_facts own;
+    record_ctx *r = calloc(1, sizeof(*r));
+    vd_error rc = VD_ERR_INTERNAL;
+    memset(&out->incident, 0, sizeof(out->incident));
+    if (!r)
+        return rc;
+    *r = (record_ctx){.cfg = cfg, .f = f, .out = out, .facts = facts ? facts : &own};
+    memset(r->facts, 0, sizeof(*r->facts));
+    r->redacted = vd_redact(f->error);
+    if (r->redacted) { /* from the redacted text: no secret reaches a template */
+        vd_tool_signature(r->redacted, r->signature, sizeof(r->signature));
+        vd_tpl_parse(r->redacted, &r->msg);
+        rc = vd_store_tx(conn, record_tx, r);
+    }
+    free(r->redacted);
+    free(r);
     return rc;
 }
 
 vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg, const vd_tool_failure *f,
                                 vd_tool_verdict *out)
 {
-    record_ctx r = {cfg, f, out, vd_redact(f->error), ""};
-    memset(&out->incident, 0, sizeof(out->incident));
-    if (r.redacted) /* from the redacted text: no secret reaches a signature */
-        vd_tool_signature(r.redacted, r.signature, sizeof(r.signature));
-    vd_error rc = r.redacted ? vd_store_tx(conn, record_tx, &r) : VD_ERR_INTERNAL;
-    free(r.redacted);
-    return rc;
+    return vd_tool_failure_record_facts(conn, cfg, f, out, NULL);
 }

@@ -872,48 +872,64 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                           " WHERE t.state = 'open'"
                           "   AND t.flow_step_id = coalesce($1, (SELECT i.flow_step_id FROM items i"
                           "                                      WHERE i.id = $2::bigint))"
-                          " ORDER BY t.tool = $3 DESC NULLS LAST, t.items DESC, t.id LIMIT 1"},
+                          " ORDER BY (t.tool = $3 OR $3 = ANY (t.tools)) DESC NULLS LAST,"
+                          "   t.items DESC, t.id LIMIT 1"},
 
-    /* The decisions of one signature one at a time, until the transaction ends: the count
+    /* The decisions of one template one at a time, until the transaction ends: the count
      * that follows then sees every failure committed before (READ COMMITTED takes a new
      * snapshot per statement), so concurrent failures neither miss the threshold nor open
-     * two incidents (the unique index tool_incidents_one_open is the backstop). */
-    [VD_SQL_INCIDENT_LOCK] =
-        {"incident_lock",
-         "SELECT pg_advisory_xact_lock(hashtextextended("
-         "  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text, $3::text), 0))"},
+     * two incidents (the unique index tool_incidents_open_template is the backstop). */
+    [VD_SQL_INCIDENT_LOCK] = {"incident_lock",
+                              "SELECT pg_advisory_xact_lock(hashtextextended("
+                              "  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text), 0))"},
 
-    /* $1 flow step, $2 tool, $3 signature, $4 item, $5 window (minutes), $6 min items,
-     * $7 pause the flow step when this opens one, $8 sample error. Links the item to the open
-     * incident, or opens one with every item of the window (tool_failures_signature). Answers
-     * the incident (0: none) and whether this statement opened it. */
+    /* $1 flow step, $2 tool, $3 template id, $4 item, $5 window (minutes), $6 min items,
+     * $7 pause the flow step when this opens one, $8 sample error, $9 the template's text.
+     * Links the item (and the tool) to the open incident of the template, or opens one with
+     * every item and tool of the window (tool_failures_template). Answers the incident (0:
+     * none) and whether this statement opened it. */
     [VD_SQL_INCIDENT_NOTE] =
         {"incident_note",
-         "WITH o AS (SELECT id FROM tool_incidents WHERE flow_step_id = $1 AND tool = $2"
-         "           AND signature = $3 AND state = 'open'),"
-         " w AS (SELECT f.item_id, f.at FROM tool_failures f"
-         "       WHERE f.flow_step_id = $1 AND f.tool = $2 AND f.signature = $3"
-         "         AND f.kind = 'deterministic' AND f.at >= now() - $5 * interval '1 minute'),"
+         "WITH o AS (SELECT id FROM tool_incidents WHERE flow_step_id = $1"
+         "           AND template_id = $3::bigint AND state = 'open'),"
+         " w AS (SELECT f.item_id, f.at, f.tool FROM tool_failures f"
+         "       WHERE f.flow_step_id = $1 AND f.template_id = $3::bigint AND f.counted"
+         "         AND f.at >= now() - $5 * interval '1 minute'),"
          " s AS (SELECT DISTINCT item_id FROM w WHERE item_id IS NOT NULL),"
          " ins AS ("
          "  INSERT INTO tool_incidents (flow_step_id, tool, signature, sample_error, items,"
-         "                              first_seen)"
-         "  SELECT $1, $2, $3, $8, (SELECT count(*) FROM s), (SELECT min(at) FROM w)"
+         "                              first_seen, template_id, template, tools)"
+         "  SELECT $1, $2, $9, $8, (SELECT count(*) FROM s), (SELECT min(at) FROM w),"
+         "         $3::bigint, $9, (SELECT array_agg(DISTINCT tool ORDER BY tool) FROM w)"
          "  WHERE NOT EXISTS (SELECT 1 FROM o) AND (SELECT count(*) FROM s) >= $6"
-         "  ON CONFLICT (flow_step_id, tool, signature) WHERE state = 'open' DO NOTHING"
+         "  ON CONFLICT (flow_step_id, template_id) WHERE state = 'open' DO NOTHING"
          "  RETURNING id),"
          " li AS (INSERT INTO tool_incident_items (incident_id, item_id)"
          "        SELECT ins.id, s.item_id FROM ins, s ON CONFLICT DO NOTHING),"
          " lo AS (INSERT INTO tool_incident_items (incident_id, item_id)"
          "        SELECT o.id, $4 FROM o ON CONFLICT DO NOTHING RETURNING incident_id),"
          " uo AS (UPDATE tool_incidents t SET last_seen = now(),"
-         "          items = t.items + (SELECT count(*) FROM lo)"
+         "          items = t.items + (SELECT count(*) FROM lo),"
+         "          tools = CASE WHEN $2 = ANY (t.tools) THEN t.tools ELSE t.tools || $2 END"
          "        FROM o WHERE t.id = o.id RETURNING t.id),"
          " p AS (UPDATE flow_steps fs SET paused = true, updated_at = now()"
          "       WHERE fs.flow_step_id = $1 AND $7 AND NOT fs.paused"
          "         AND EXISTS (SELECT 1 FROM ins))"
          " SELECT coalesce((SELECT id FROM ins), (SELECT id FROM uo), 0),"
          "        EXISTS (SELECT 1 FROM ins)"},
+
+    /* The failure of item $2 through tool $3 joins open incident $1 (its template's): link the
+     * item and the tool. No row when the incident is no longer open. */
+    [VD_SQL_INCIDENT_LINK] =
+        {"incident_link",
+         "WITH l AS (INSERT INTO tool_incident_items (incident_id, item_id)"
+         "           SELECT $1::bigint, $2::bigint WHERE EXISTS (SELECT 1 FROM tool_incidents"
+         "             WHERE id = $1::bigint AND state = 'open')"
+         "           ON CONFLICT DO NOTHING RETURNING incident_id)"
+         " UPDATE tool_incidents t SET last_seen = now(), items = t.items + (SELECT count(*) FROM "
+         "l),"
+         "   tools = CASE WHEN $3 = ANY (t.tools) THEN t.tools ELSE t.tools || $3 END"
+         " WHERE t.id = $1::bigint AND t.state = 'open' RETURNING t.id, t.tool, t.items"},
 
     /* GET /v1/tool-incidents: keyset pagination by id ($3 after, $4 limit). */
     [VD_SQL_INCIDENTS_LIST] =
@@ -976,4 +992,54 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
+
+    /* Failure templates (sql/0030, service/templates.c). The joins of one (flow step, shape)
+     * one at a time across replicas, until the transaction ends; sent in one pipeline with
+     * the candidates that follow, so they are read after the lock. */
+    [VD_SQL_TEMPLATE_LOCK] = {"template_lock",
+                              "SELECT pg_advisory_xact_lock(hashtextextended("
+                              "  concat_ws(chr(1), 'verdict.template', $1::text, $2::text), 0))"},
+
+    /* The templates of ($1 flow step, $2 shape), each with the earlier failures of job $3
+     * that joined it (of tool $4, and of any tool: the loop guard and recurrence) and its open
+     * incident (0: none), read here so that they cost no round trip of their own. */
+    [VD_SQL_TEMPLATE_CANDIDATES] =
+        {"template_candidates",
+         "SELECT t.id, t.template, c.same_tool, c.same_job,"
+         "       coalesce((SELECT i.id FROM tool_incidents i WHERE i.flow_step_id = $1"
+         "                 AND i.template_id = t.id AND i.state = 'open'), 0)"
+         " FROM failure_templates t"
+         " CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE f.tool = $4) AS same_tool,"
+         "                            count(*) AS same_job FROM tool_failures f"
+         "                     WHERE f.job_id = $3::bigint AND f.template_id = t.id) c"
+         " WHERE t.flow_step_id = $1 AND t.shape = $2 ORDER BY t.id LIMIT 256"},
+
+    /* A template whose text changed ($1 id, $2 text): sent deferred with the failure's insert. */
+    [VD_SQL_TEMPLATE_UPDATE] = {"template_update",
+                                "UPDATE failure_templates SET template = $2, updated_at = now()"
+                                " WHERE id = $1::bigint"},
+
+    /* A new template of ($1 flow step, $2 shape) with text $3: its id. */
+    [VD_SQL_TEMPLATE_INSERT] = {"template_insert",
+                                "INSERT INTO failure_templates (flow_step_id, shape, template)"
+                                " VALUES ($1, $2, $3) RETURNING id"},
+
+    /* TOOL_FAILURE_INSERT with $9 the template and $10 whether it counts toward incidents. */
+    [VD_SQL_TOOL_FAILURE_INSERT_TEMPLATE] =
+        {"tool_failure_insert_template",
+         "WITH j AS (SELECT id, item_id, flow_step_id FROM jobs WHERE id = $1),"
+         " f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,"
+         "                                  error, item_id, flow_step_id, signature,"
+         "                                  template_id, counted)"
+         "       SELECT $1, $2, $3, $4, $5, $6, $7, j.item_id, j.flow_step_id, $8, $9::bigint,"
+         "              $10 FROM j"
+         "       RETURNING id, job_id),"
+         " u AS (UPDATE jobs SET required_tool_failed = true FROM f"
+         "       WHERE jobs.id = f.job_id AND $6)"
+         " SELECT id FROM f"},
+
+    /* A failure found deterministic after its insert (its template's incident is open). */
+    [VD_SQL_TOOL_FAILURE_FINAL] = {"tool_failure_final",
+                                   "UPDATE tool_failures SET kind = 'deterministic',"
+                                   " retryable = false WHERE id = $1::bigint"},
 };

@@ -125,9 +125,12 @@ static void test_incidents_job640_story(void **state)
     assert_int_equal((int64_t)vt_num(first, "id"), incident);
     assert_int_equal((int)vt_num(first, "items"), 20);
     assert_string_equal(vt_str(first, "state"), "open");
-    assert_string_equal(vt_str(first, "signature"),
-                        "wiki_upsert: target_path <q> must stay inside root (request <n>, item "
-                        "<n>)");
+    /* the key is the failure template now (the regex signature was before) */
+    assert_string_equal(vt_str(first, "template"),
+                        "wiki_upsert : target_path <q> must stay inside root ( request <num> , "
+                        "item <num> )");
+    assert_true(vt_num(first, "template_id") > 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(first, "tools")), 1);
     vt_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/tool-incidents/%lld", (long long)incident);
     r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
