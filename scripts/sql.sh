@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# scripts/sql.sh - the SQL's generated files, made from a database migrated from zero.
+#
+#   scripts/sql.sh gen      write sql/schema.sql and sql/functions/<name>.sql
+#   scripts/sql.sh check    fail when either is stale (needs PostgreSQL; exit 77 without one
+#                           when --need-url is given and VERDICT_TEST_DATABASE_URL is unset)
+#   scripts/sql.sh check --verdictd PATH
+#                           also migrate a fresh database with verdictd itself (embedded
+#                           migrations, then the embedded functions/) and compare
+#   scripts/sql.sh stamp    fast, no PostgreSQL: fail when sql/0*.sql changed since gen
+#
+# PostgreSQL: VERDICT_TEST_DATABASE_URL (a libpq keyword string, as scripts/test.sh exports
+# it) or, without it, a throwaway cluster started here (scripts/lib.sh) and stopped at exit.
+#
+# The rules (CONTRIBUTING.md, "SQL"): every migration sql/NNNN_*.sql is applied in order, each
+# in one transaction, to an empty database WITHOUT the files of sql/functions/ ("M" below).
+# - sql/schema.sql is M's pg_dump --schema-only minus functions, the migrations' bookkeeping
+#   tables, SET lines and version banners.
+# - sql/functions/<name>.sql holds every overload of one function as CREATE OR REPLACE, after a
+#   header line "-- from-migrations: <md5 of M's definition when gen last wrote it | none>".
+#   A file may be edited by hand (that is how a function changes); gen keeps the edit. When a
+#   migration changes the function after the file was written (M's md5 is not the header's),
+#   the file is stale: verdictd applies functions/ after the migrations, so the stale file
+#   would silently undo the migration. check fails on exactly that; gen takes M's version when
+#   the file was not edited, and refuses (a conflict to merge by hand) when it was.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+SCHEMA=sql/schema.sql
+FUNCS=sql/functions
+TMPDIR_SQL=$(mktemp -d)
+OWN_PG=""
+cleanup() {
+  [ -n "$OWN_PG" ] && vd_pg_stop "$OWN_PG"
+  rm -rf "$TMPDIR_SQL"
+  [ -n "$OWN_PG" ] && rm -rf "$OWN_PG"
+  return 0
+}
+trap cleanup EXIT
+
+migrations() { ls sql/[0-9][0-9][0-9][0-9]_*.sql | LC_ALL=C sort; }
+migrations_md5() { migrations | xargs cat | md5sum | cut -d' ' -f1; }
+
+PSQL="$VD_PG_BIN/psql"
+[ -x "$PSQL" ] || PSQL=psql
+PG_DUMP="$VD_PG_BIN/pg_dump"
+[ -x "$PG_DUMP" ] || PG_DUMP=pg_dump
+PG_RESTORE="$VD_PG_BIN/pg_restore"
+[ -x "$PG_RESTORE" ] || PG_RESTORE=pg_restore
+
+pg_url() {
+  if [ -n "${VERDICT_TEST_DATABASE_URL:-}" ]; then
+    BASE_URL=$VERDICT_TEST_DATABASE_URL
+    return
+  fi
+  OWN_PG=$(mktemp -d /tmp/verdict-sql-XXXXXX)
+  vd_pg_start "$OWN_PG" -c fsync=off -c synchronous_commit=off -c full_page_writes=off
+  BASE_URL=$VD_PG_URL
+}
+
+q() { PGOPTIONS="-c client_min_messages=warning" "$PSQL" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+# fresh NAME: an empty database NAME (dropped at exit of the script's callers: see drop_all)
+DBS=()
+fresh() {
+  q "$BASE_URL" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"
+  DBS+=("$1")
+}
+drop_all() {
+  for d in "${DBS[@]}"; do q "$BASE_URL" -c "DROP DATABASE IF EXISTS $d WITH (FORCE)"; done
+}
+url_of() { printf '%s dbname=%s' "$BASE_URL" "$1"; }
+
+# migrate_plain DB: the migrations alone, in order, each in one transaction
+migrate_plain() {
+  local m
+  for m in $(migrations); do
+    q "$(url_of "$1")" -1 -c 'SET client_min_messages = warning' -f "$m" >/dev/null
+  done
+}
+
+# apply_files DB: every functions/ file, in name order, in one transaction
+apply_files() {
+  local args=() f
+  for f in "$FUNCS"/*.sql; do args+=(-f "$f"); done
+  [ ${#args[@]} -eq 0 ] || q "$(url_of "$1")" -1 "${args[@]}" >/dev/null
+}
+
+# schema_of DB: the dump, stable and without functions or bookkeeping
+schema_of() {
+  local u dump
+  u=$(url_of "$1")
+  dump="$TMPDIR_SQL/$1.dump"
+  "$PG_DUMP" -d "$u" --schema-only --no-owner --no-privileges --no-tablespaces \
+    --exclude-table=schema_migrations --exclude-table=schema_functions -Fc -f "$dump"
+  "$PG_RESTORE" -l "$dump" | grep -vE '^[0-9]+; [0-9]+ [0-9]+ (FUNCTION|COMMENT - FUNCTION|PROCEDURE|AGGREGATE) ' \
+    >"$TMPDIR_SQL/$1.list"
+  "$PG_RESTORE" --no-owner --no-privileges -L "$TMPDIR_SQL/$1.list" -f - "$dump" |
+    grep -vE '^(SET |SELECT pg_catalog\.set_config|-- Dumped (from|by) |\\(un)?restrict )' | cat -s
+}
+
+# functions_of DB: "name<TAB>md5" per function name, and $TMPDIR_SQL/DB.fn/<name>.sql its
+# definitions (every overload, by identity arguments, each ending in ";")
+FN_QUERY="SELECT p.proname, string_agg(pg_get_functiondef(p.oid) || ';', E'\n'
+            ORDER BY pg_get_function_identity_arguments(p.oid))
+          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+          WHERE n.nspname = 'public' AND p.prokind IN ('f', 'p')
+            AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+          GROUP BY p.proname ORDER BY p.proname"
+functions_of() {
+  local dir="$TMPDIR_SQL/$1.fn" name
+  mkdir -p "$dir"
+  for name in $(q "$(url_of "$1")" -At -c "SELECT DISTINCT p.proname FROM pg_proc p
+      JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'
+      AND p.prokind IN ('f', 'p') ORDER BY 1"); do
+    q "$(url_of "$1")" -At -c "SELECT def FROM ($FN_QUERY) AS f (name, def)
+        WHERE name = '$name'" >"$dir/$name.sql"
+  done
+}
+
+md5_of() { md5sum <"$1" | cut -d' ' -f1; }
+header_of() { sed -n 's/^-- from-migrations: \([0-9a-f]*\|none\)$/\1/p' "$1" | head -1; }
+body_of() { sed -n '/^-- from-migrations: /,$p' "$1" | tail -n +2; }
+
+write_function() { # name definition-file md5
+  {
+    printf -- '-- %s: the current definition. Edit it here to change the function: verdictd\n' "$1"
+    printf -- '-- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).\n'
+    printf -- '-- from-migrations: %s\n' "$3"
+    cat "$2"
+  } >"$FUNCS/$1.sql"
+}
+
+write_schema() { # dump-file [output]
+  {
+    printf -- '-- sql/schema.sql: the schema as the migrations leave it (tables, constraints, indexes,\n'
+    printf -- '-- types, triggers, views). Generated by scripts/sql.sh gen; do not edit. Functions: sql/functions/.\n'
+    printf -- '-- migrations-md5: %s\n' "$(migrations_md5)"
+    cat "$1"
+  } >"${2:-$SCHEMA}"
+}
+
+# One function name: $1 name, $2 M's definition file or "" (not made by the migrations).
+# Prints what is wrong (check) or does it (gen); returns 1 on a problem gen cannot settle.
+reconcile() {
+  local mode=$1 name=$2 mdef=$3 file="$FUNCS/$2.sql" mmd5="none" head fmd5
+  [ -n "$mdef" ] && mmd5=$(md5_of "$mdef")
+  if [ ! -f "$file" ]; then
+    [ "$mode" = gen ] && { write_function "$name" "$mdef" "$mmd5"; echo "sql.sh: wrote $file"; return 0; }
+    echo "$file: missing (a migration made $name): run scripts/sql.sh gen"
+    return 1
+  fi
+  head=$(header_of "$file")
+  [ "$head" = "$mmd5" ] && return 0 # the migrations did not change it since gen: file wins
+  fmd5=$(body_of "$file" | md5sum | cut -d' ' -f1)
+  if [ "$mode" = gen ] && [ "$fmd5" = "$head" ]; then # file untouched: take the migration's
+    if [ -n "$mdef" ]; then write_function "$name" "$mdef" "$mmd5"; echo "sql.sh: updated $file"
+    else rm -f "$file"; echo "sql.sh: removed $file (dropped by a migration)"; fi
+    return 0
+  fi
+  if [ -n "$mdef" ] && [ "$(md5_of "$mdef")" = "$fmd5" ]; then # both say the same
+    [ "$mode" = gen ] && { write_function "$name" "$mdef" "$mmd5"; return 0; }
+  fi
+  if [ "$mode" = gen ]; then
+    echo "$file: CONFLICT: edited by hand and changed by a migration since gen. Merge the"
+    echo "  migration's version (CREATE FUNCTION ... $name in the newest sql/NNNN_*.sql) into the"
+    echo "  file by hand, then set its header line to: -- from-migrations: $mmd5"
+  else
+    echo "$file: stale: a migration changed (or dropped) $name after this file was written;"
+    echo "  verdictd applies functions/ after the migrations, so this file would undo it."
+    echo "  Run scripts/sql.sh gen (it takes the migration's version unless the file was edited)."
+  fi
+  return 1
+}
+
+reconcile_all() { # mode db
+  local rc=0 name mdir="$TMPDIR_SQL/$2.fn" f
+  mkdir -p "$FUNCS"
+  for f in "$mdir"/*.sql; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .sql)
+    reconcile "$1" "$name" "$f" || rc=1
+  done
+  for f in "$FUNCS"/*.sql; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .sql)
+    [ -e "$mdir/$name.sql" ] || reconcile "$1" "$name" "" || rc=1
+  done
+  return $rc
+}
+
+cmd_gen() {
+  pg_url
+  local db="vd_sqlgen_$$"
+  fresh "$db"
+  migrate_plain "$db"
+  functions_of "$db"
+  schema_of "$db" >"$TMPDIR_SQL/schema"
+  local rc=0
+  reconcile_all gen "$db" || rc=1
+  write_schema "$TMPDIR_SQL/schema"
+  drop_all
+  [ $rc -eq 0 ] && echo "sql.sh: sql/schema.sql and sql/functions/ are current"
+  return $rc
+}
+
+# check_verdictd PATH want-schema-file files-db: verdictd's own migrate from zero must give the
+# same schema and the same functions as the migrations followed by the files, and must
+# re-apply a file whose recorded hash differs (and only then).
+check_verdictd() {
+  local db="vd_sqlchk_d_$$" rc=0 u
+  fresh "$db"
+  u=$(url_of "$db")
+  VERDICT_DATABASE_URL="$u" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" "$1" migrate \
+    >"$TMPDIR_SQL/verdictd.log" 2>&1 || { cat "$TMPDIR_SQL/verdictd.log"; return 1; }
+  schema_of "$db" >"$TMPDIR_SQL/d.schema"
+  diff -u "$2" "$TMPDIR_SQL/d.schema" || { echo "verdictd migrate: schema differs"; rc=1; }
+  q "$u" -At -c "$FN_QUERY" >"$TMPDIR_SQL/d.fn"
+  q "$(url_of "$3")" -At -c "$FN_QUERY" >"$TMPDIR_SQL/f.fn"
+  diff -u "$TMPDIR_SQL/f.fn" "$TMPDIR_SQL/d.fn" >/dev/null ||
+    { echo "verdictd migrate: functions differ from migrations + sql/functions/"; rc=1; }
+  # a changed hash is re-applied; an unchanged one is left alone
+  local probe=verdict_ts
+  [ -f "$FUNCS/$probe.sql" ] || return $rc
+  q "$u" -c "CREATE OR REPLACE FUNCTION verdict_ts(t timestamptz) RETURNS text
+      LANGUAGE sql IMMUTABLE AS \$\$ SELECT 'tampered' \$\$"
+  VERDICT_DATABASE_URL="$u" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" "$1" migrate >/dev/null 2>&1
+  [ "$(q "$u" -At -c "SELECT verdict_ts(now())")" = tampered ] ||
+    { echo "verdictd migrate: re-applied $probe although its hash did not change"; rc=1; }
+  q "$u" -c "UPDATE schema_functions SET md5 = 'changed' WHERE name = '$probe'"
+  VERDICT_DATABASE_URL="$u" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" "$1" migrate >/dev/null 2>&1
+  [ "$(q "$u" -At -c "SELECT verdict_ts(now())")" != tampered ] ||
+    { echo "verdictd migrate: did not re-apply $probe after its hash changed"; rc=1; }
+  return $rc
+}
+
+cmd_check() {
+  local verdictd="" need_url=0
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --verdictd) verdictd=$2; shift 2 ;;
+      --need-url) need_url=1; shift ;;
+      *) echo "sql.sh check: unknown argument $1" >&2; return 2 ;;
+    esac
+  done
+  if [ $need_url = 1 ] && [ -z "${VERDICT_TEST_DATABASE_URL:-}" ]; then
+    echo "sql.sh check: VERDICT_TEST_DATABASE_URL unset: skipped"
+    return 77
+  fi
+  pg_url
+  local db="vd_sqlchk_m_$$" fdb="vd_sqlchk_f_$$" rc=0
+  fresh "$db"
+  migrate_plain "$db"
+  functions_of "$db"
+  schema_of "$db" >"$TMPDIR_SQL/want"
+  write_schema "$TMPDIR_SQL/want" "$TMPDIR_SQL/schema.sql"
+  diff -u "$SCHEMA" "$TMPDIR_SQL/schema.sql" ||
+    { echo "$SCHEMA: stale (differs from a database migrated from zero): run scripts/sql.sh gen"; rc=1; }
+  reconcile_all check "$db" || rc=1
+  fresh "$fdb"
+  migrate_plain "$fdb"
+  apply_files "$fdb" || { echo "sql/functions/: a file does not apply after the migrations"; rc=1; }
+  schema_of "$fdb" >"$TMPDIR_SQL/f.schema"
+  diff -u "$TMPDIR_SQL/want" "$TMPDIR_SQL/f.schema" ||
+    { echo "sql/functions/ changes the schema (tables, views, triggers) beyond functions"; rc=1; }
+  if [ -n "$verdictd" ]; then check_verdictd "$verdictd" "$TMPDIR_SQL/want" "$fdb" || rc=1; fi
+  drop_all
+  [ $rc -eq 0 ] && echo "sql.sh check: sql/schema.sql and sql/functions/ are current"
+  return $rc
+}
+
+cmd_stamp() {
+  local want have
+  want=$(migrations_md5)
+  have=$(sed -n 's/^-- migrations-md5: //p' "$SCHEMA" 2>/dev/null | head -1)
+  [ "$want" = "$have" ] && return 0
+  echo "$SCHEMA: made from other migrations than sql/0*.sql now: run scripts/sql.sh gen"
+  return 1
+}
+
+case ${1:-} in
+  gen) cmd_gen ;;
+  check) shift; cmd_check "$@" ;;
+  stamp) cmd_stamp ;;
+  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+esac
