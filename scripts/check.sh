@@ -2,7 +2,7 @@
 # scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
 # when any check does. Usage:
-# scripts/check.sh [format|banned|includes|assign|length|must_use|docs]...
+# scripts/check.sh [format|banned|includes|assign|length|must_use|docs|sql]...
 # (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -111,8 +111,14 @@ check_docs() {
   return $rc
 }
 
+# sql/schema.sql made from the migrations there are now (no PostgreSQL: the MD5 of sql/0*.sql
+# it records; the full comparison is scripts/sql.sh check, the ctest integration.sql_schema)
+check_sql() {
+  scripts/sql.sh stamp
+}
+
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs sql)
 status=0
 for c in "${checks[@]}"; do
   if "check_$c"; then

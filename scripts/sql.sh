@@ -74,10 +74,9 @@ url_of() { printf '%s dbname=%s' "$BASE_URL" "$1"; }
 
 # migrate_plain DB: the migrations alone, in order, each in one transaction
 migrate_plain() {
-  local m
-  for m in $(migrations); do
-    q "$(url_of "$1")" -1 -c 'SET client_min_messages = warning' -f "$m" >/dev/null
-  done
+  local args=() m
+  for m in $(migrations); do args+=(-c BEGIN -f "$m" -c COMMIT); done
+  q "$(url_of "$1")" "${args[@]}" >/dev/null
 }
 
 # apply_files DB: every functions/ file, in name order, in one transaction
@@ -109,14 +108,16 @@ FN_QUERY="SELECT p.proname, string_agg(pg_get_functiondef(p.oid) || ';', E'\n'
             AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
           GROUP BY p.proname ORDER BY p.proname"
 functions_of() {
-  local dir="$TMPDIR_SQL/$1.fn" name
+  local dir="$TMPDIR_SQL/$1.fn" name script="$TMPDIR_SQL/$1.fn.psql"
   mkdir -p "$dir"
+  : >"$script"
   for name in $(q "$(url_of "$1")" -At -c "SELECT DISTINCT p.proname FROM pg_proc p
       JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'
       AND p.prokind IN ('f', 'p') ORDER BY 1"); do
-    q "$(url_of "$1")" -At -c "SELECT def FROM ($FN_QUERY) AS f (name, def)
-        WHERE name = '$name'" >"$dir/$name.sql"
+    printf '\\o %s\nSELECT def FROM (%s) AS f (name, def) WHERE name = '"'"'%s'"'"';\n' \
+      "$dir/$name.sql" "$FN_QUERY" "$name" >>"$script"
   done
+  q "$(url_of "$1")" -At -f "$script"
 }
 
 md5_of() { md5sum <"$1" | cut -d' ' -f1; }

@@ -1,6 +1,6 @@
 /* embedded.h - files compiled into the binary by cmake/embed.cmake: the SQL migrations of
- * sql/ (in file-name order), the SQL function files of sql/functions/ (in name order), the OpenAPI documents of openapi/ and the operator console of
- * ui/. Read-only data. */
+ * sql/ (in file-name order), the SQL function files of sql/functions/ (in name order), the OpenAPI
+ * documents of openapi/ and the operator console of ui/. Read-only data. */
 #ifndef VERDICT_EMBEDDED_H
 #define VERDICT_EMBEDDED_H
 

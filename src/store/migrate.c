@@ -169,10 +169,9 @@ static bool forget_gone_functions(PGconn *pg)
 static vd_error apply_functions(PGconn *pg, char *err, size_t errlen)
 {
     const char *what = "create schema_functions", *name = NULL;
-    if (!locked_begin(pg) ||
-        !exec_ok(pg, "CREATE TABLE IF NOT EXISTS schema_functions ("
-                     " name text PRIMARY KEY, md5 text NOT NULL,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())"))
+    if (!locked_begin(pg) || !exec_ok(pg, "CREATE TABLE IF NOT EXISTS schema_functions ("
+                                          " name text PRIMARY KEY, md5 text NOT NULL,"
+                                          " applied_at timestamptz NOT NULL DEFAULT now())"))
         goto failed;
     for (size_t i = 0; i < vd_sql_function_count; i++) {
         const vd_sql_function *f = &vd_sql_functions[i];
