@@ -8,6 +8,9 @@
 #                           also migrate a fresh database with verdictd itself (embedded
 #                           migrations, then the embedded functions/) and compare
 #   scripts/sql.sh stamp    fast, no PostgreSQL: fail when sql/0*.sql changed since gen
+#   --statements PROGRAM    (gen and check) also sql/statements/<name>.sql, written by the
+#                           test build's sql_statements from src/store/statements.c; gen finds
+#                           build/tests/sql_statements by itself (build it first)
 #
 # PostgreSQL: VERDICT_TEST_DATABASE_URL (a libpq keyword string, as scripts/test.sh exports
 # it) or, without it, a throwaway cluster started here (scripts/lib.sh) and stopped at exit.
@@ -191,7 +194,20 @@ reconcile_all() { # mode db
   return $rc
 }
 
+STATEMENTS=sql/statements
+# statements_into DIR DB PROGRAM: every statement of statements.c, prepared against DB
+statements_into() {
+  rm -rf "$1"
+  mkdir -p "$1"
+  q "$(url_of "$2")" -c "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,
+      name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())" # as migrate.c makes it
+  "$3" "$1" "$(url_of "$2")"
+}
+
 cmd_gen() {
+  local prog=""
+  [ "${1:-}" = --statements ] && prog=$2
+  [ -z "$prog" ] && [ -x build/tests/sql_statements ] && prog=build/tests/sql_statements
   pg_url
   local db="vd_sqlgen_$$"
   fresh "$db"
@@ -201,6 +217,12 @@ cmd_gen() {
   local rc=0
   reconcile_all gen "$db" || rc=1
   write_schema "$TMPDIR_SQL/schema"
+  if [ -n "$prog" ] && [ $rc -eq 0 ]; then
+    apply_files "$db"
+    statements_into "$STATEMENTS" "$db" "$prog" || rc=1
+  elif [ -z "$prog" ]; then
+    echo "sql.sh: sql/statements/ not written: build the tests (build/tests/sql_statements)"
+  fi
   drop_all
   [ $rc -eq 0 ] && echo "sql.sh: sql/schema.sql and sql/functions/ are current"
   return $rc
@@ -237,11 +259,12 @@ check_verdictd() {
 }
 
 cmd_check() {
-  local verdictd="" need_url=0
+  local verdictd="" need_url=0 statements=""
   while [ $# -gt 0 ]; do
     case $1 in
       --verdictd) verdictd=$2; shift 2 ;;
       --need-url) need_url=1; shift ;;
+      --statements) statements=$2; shift 2 ;;
       *) echo "sql.sh check: unknown argument $1" >&2; return 2 ;;
     esac
   done
@@ -265,6 +288,11 @@ cmd_check() {
   schema_of "$fdb" >"$TMPDIR_SQL/f.schema"
   diff -u "$TMPDIR_SQL/want" "$TMPDIR_SQL/f.schema" ||
     { echo "sql/functions/ changes the schema (tables, views, triggers) beyond functions"; rc=1; }
+  if [ -n "$statements" ]; then
+    statements_into "$TMPDIR_SQL/statements" "$fdb" "$statements" || rc=1
+    diff -ru "$STATEMENTS" "$TMPDIR_SQL/statements" ||
+      { echo "$STATEMENTS: stale (src/store/statements.c differs): run scripts/sql.sh gen"; rc=1; }
+  fi
   if [ -n "$verdictd" ]; then check_verdictd "$verdictd" "$TMPDIR_SQL/want" "$fdb" || rc=1; fi
   drop_all
   [ $rc -eq 0 ] && echo "sql.sh check: sql/schema.sql and sql/functions/ are current"
@@ -281,7 +309,7 @@ cmd_stamp() {
 }
 
 case ${1:-} in
-  gen) cmd_gen ;;
+  gen) shift; cmd_gen "$@" ;;
   check) shift; cmd_check "$@" ;;
   stamp) cmd_stamp ;;
   *) sed -n '2,12p' "$0" >&2; exit 2 ;;
