@@ -34,7 +34,9 @@ SCHEMA=sql/schema.sql
 FUNCS=sql/functions
 TMPDIR_SQL=$(mktemp -d)
 OWN_PG=""
+BASE_URL=""
 cleanup() {
+  [ -n "$BASE_URL" ] && [ -z "$OWN_PG" ] && drop_all
   [ -n "$OWN_PG" ] && vd_pg_stop "$OWN_PG"
   rm -rf "$TMPDIR_SQL"
   [ -n "$OWN_PG" ] && rm -rf "$OWN_PG"
@@ -64,14 +66,16 @@ pg_url() {
 
 q() { PGOPTIONS="-c client_min_messages=warning" "$PSQL" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-# fresh NAME: an empty database NAME (dropped at exit of the script's callers: see drop_all)
+# fresh NAME: an empty database NAME (dropped at exit: cleanup)
 DBS=()
 fresh() {
   q "$BASE_URL" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"
   DBS+=("$1")
 }
 drop_all() {
-  for d in "${DBS[@]}"; do q "$BASE_URL" -c "DROP DATABASE IF EXISTS $d WITH (FORCE)"; done
+  local d
+  for d in "${DBS[@]}"; do q "$BASE_URL" -c "DROP DATABASE IF EXISTS $d WITH (FORCE)" || true; done
+  DBS=()
 }
 url_of() { printf '%s dbname=%s' "$BASE_URL" "$1"; }
 
