@@ -232,9 +232,14 @@ cmd_gen() {
   return $rc
 }
 
+vd_migrate_again() { # verdictd url
+  VERDICT_DATABASE_URL="$2" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" \
+    "$1" migrate >/dev/null 2>&1
+}
+
 # check_verdictd PATH want-schema-file files-db: verdictd's own migrate from zero must give the
-# same schema and the same functions as the migrations followed by the files, and must
-# re-apply a file whose recorded hash differs (and only then).
+# same schema and the same functions as the migrations followed by the files, must leave a
+# file in place alone, and re-apply one whose recorded MD5 or live definition differs.
 check_verdictd() {
   local db="vd_sqlchk_d_$$" rc=0 u
   fresh "$db"
@@ -247,18 +252,25 @@ check_verdictd() {
   q "$(url_of "$3")" -At -c "$FN_QUERY" >"$TMPDIR_SQL/f.fn"
   diff -u "$TMPDIR_SQL/f.fn" "$TMPDIR_SQL/d.fn" >/dev/null ||
     { echo "verdictd migrate: functions differ from migrations + sql/functions/"; rc=1; }
-  # a changed hash is re-applied; an unchanged one is left alone
-  local probe=verdict_ts
+  # a file in place is left alone; a changed MD5 or a definition changed behind it is re-applied
+  local probe=verdict_ts at0 at1 at2
   [ -f "$FUNCS/$probe.sql" ] || return $rc
+  at0=$(q "$u" -At -c "SELECT applied_at FROM schema_functions WHERE name = '$probe'")
+  vd_migrate_again "$1" "$u"
+  at1=$(q "$u" -At -c "SELECT applied_at FROM schema_functions WHERE name = '$probe'")
+  [ -n "$at0" ] && [ "$at0" = "$at1" ] ||
+    { echo "verdictd migrate: re-applied $probe although it was in place"; rc=1; }
   q "$u" -c "CREATE OR REPLACE FUNCTION verdict_ts(t timestamptz) RETURNS text
       LANGUAGE sql IMMUTABLE AS \$\$ SELECT 'tampered' \$\$"
-  VERDICT_DATABASE_URL="$u" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" "$1" migrate >/dev/null 2>&1
-  [ "$(q "$u" -At -c "SELECT verdict_ts(now())")" = tampered ] ||
-    { echo "verdictd migrate: re-applied $probe although its hash did not change"; rc=1; }
-  q "$u" -c "UPDATE schema_functions SET md5 = 'changed' WHERE name = '$probe'"
-  VERDICT_DATABASE_URL="$u" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" "$1" migrate >/dev/null 2>&1
+  vd_migrate_again "$1" "$u"
   [ "$(q "$u" -At -c "SELECT verdict_ts(now())")" != tampered ] ||
-    { echo "verdictd migrate: did not re-apply $probe after its hash changed"; rc=1; }
+    { echo "verdictd migrate: left $probe replaced behind its file"; rc=1; }
+  at1=$(q "$u" -At -c "SELECT applied_at FROM schema_functions WHERE name = '$probe'")
+  q "$u" -c "UPDATE schema_functions SET md5 = 'changed' WHERE name = '$probe'"
+  vd_migrate_again "$1" "$u"
+  at2=$(q "$u" -At -c "SELECT applied_at FROM schema_functions WHERE name = '$probe'")
+  [ "$(q "$u" -At -c "SELECT md5 FROM schema_functions WHERE name = '$probe'")" != changed ] &&
+    [ "$at2" != "$at1" ] || { echo "verdictd migrate: did not re-apply $probe after its MD5 changed"; rc=1; }
   return $rc
 }
 
