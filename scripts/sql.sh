@@ -234,7 +234,7 @@ cmd_gen() {
 
 vd_migrate_again() { # verdictd url
   VERDICT_DATABASE_URL="$2" VERDICT_API_KEYS="sqlcheck:admin:sql-check-token-0123456789abcdef" \
-    "$1" migrate >/dev/null 2>&1
+    "$1" migrate >"$TMPDIR_SQL/verdictd.log" 2>&1 || { cat "$TMPDIR_SQL/verdictd.log"; return 1; }
 }
 
 # check_verdictd PATH want-schema-file files-db: verdictd's own migrate from zero must give the
@@ -274,6 +274,34 @@ check_verdictd() {
   return $rc
 }
 
+# check_upgrade PATH want-schema-file files-functions: the oldest schema a user can have
+# (0001 only, as verdictd recorded it) with an item and its register transition, upgraded by
+# verdictd to the newest migration and the function files: the same schema and functions as a
+# database made from zero, and the item still there and rendered by the functions.
+check_upgrade() {
+  local db="vd_sqlchk_u_$$" rc=0 u first
+  fresh "$db"
+  u=$(url_of "$db")
+  first=$(migrations | head -1)
+  q "$u" -c "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now())" \
+    -c BEGIN -f "$first" -c "INSERT INTO schema_migrations VALUES (1, '$(basename "$first")')" \
+    -c COMMIT -c "INSERT INTO flow_steps (flow_step_id) VALUES ('up')" \
+    -c "INSERT INTO items (flow_step_id, source_type, item_identifier, max_attempts, max_defers)
+        VALUES ('up', 'rss', 'kept-from-0001', 3, 3)" \
+    -c "INSERT INTO transitions (item_id, to_state, cause, actor)
+        SELECT id, 'available', 'register', 'w' FROM items" >/dev/null
+  vd_migrate_again "$1" "$u" || { echo "verdictd migrate: the upgrade from $first failed"; return 1; }
+  schema_of "$db" >"$TMPDIR_SQL/u.schema"
+  diff -u "$2" "$TMPDIR_SQL/u.schema" || { echo "upgrade from $first: schema differs"; rc=1; }
+  q "$u" -At -c "$FN_QUERY" >"$TMPDIR_SQL/u.fn"
+  diff -u "$3" "$TMPDIR_SQL/u.fn" >/dev/null || { echo "upgrade from $first: functions differ"; rc=1; }
+  [ "$(q "$u" -At -c "SELECT verdict_item_json(i, s)::jsonb ->> 'item_identifier'
+      FROM items i JOIN item_sources s ON s.id = i.id")" = kept-from-0001 ] ||
+    { echo "upgrade from $first: the item is lost or not rendered"; rc=1; }
+  return $rc
+}
+
 cmd_check() {
   local verdictd="" need_url=0 statements=""
   while [ $# -gt 0 ]; do
@@ -302,6 +330,7 @@ cmd_check() {
   migrate_plain "$fdb"
   apply_files "$fdb" || { echo "sql/functions/: a file does not apply after the migrations"; rc=1; }
   schema_of "$fdb" >"$TMPDIR_SQL/f.schema"
+  q "$(url_of "$fdb")" -At -c "$FN_QUERY" >"$TMPDIR_SQL/f.fn"
   diff -u "$TMPDIR_SQL/want" "$TMPDIR_SQL/f.schema" ||
     { echo "sql/functions/ changes the schema (tables, views, triggers) beyond functions"; rc=1; }
   if [ -n "$statements" ]; then
@@ -309,7 +338,10 @@ cmd_check() {
     diff -ru "$STATEMENTS" "$TMPDIR_SQL/statements" ||
       { echo "$STATEMENTS: stale (src/store/statements.c differs): run scripts/sql.sh gen"; rc=1; }
   fi
-  if [ -n "$verdictd" ]; then check_verdictd "$verdictd" "$TMPDIR_SQL/want" "$fdb" || rc=1; fi
+  if [ -n "$verdictd" ]; then
+    check_verdictd "$verdictd" "$TMPDIR_SQL/want" "$fdb" || rc=1
+    check_upgrade "$verdictd" "$TMPDIR_SQL/want" "$TMPDIR_SQL/f.fn" || rc=1
+  fi
   drop_all
   [ $rc -eq 0 ] && echo "sql.sh check: sql/schema.sql and sql/functions/ are current"
   return $rc
