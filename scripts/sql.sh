@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/sql.sh - the SQL's generated files, made from a database migrated from zero.
 #
-#   scripts/sql.sh gen      write sql/schema.sql and sql/functions/<name>.sql
-#   scripts/sql.sh check    fail when either is stale (needs PostgreSQL; exit 77 without one
+#   scripts/sql.sh gen      write sql/schema.sql, sql/functions/<name>.sql (and statements)
+#   scripts/sql.sh check    fail when one is stale (needs PostgreSQL; exit 77 without one
 #                           when --need-url is given and VERDICT_TEST_DATABASE_URL is unset)
 #   scripts/sql.sh check --verdictd PATH
 #                           also migrate a fresh database with verdictd itself (embedded
@@ -360,5 +360,5 @@ case ${1:-} in
   gen) shift; cmd_gen "$@" ;;
   check) shift; cmd_check "$@" ;;
   stamp) cmd_stamp ;;
-  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
 esac
