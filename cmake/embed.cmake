@@ -1,8 +1,10 @@
-# embed.cmake - run with `cmake -DOUT=file.c -DMIGRATIONS="a.sql|b.sql" -DOPENAPI_YAML=..
-# -DOPENAPI_JSON=.. -DUI_FILES="ui/index.html|ui/app.js" -P embed.cmake`: writes a C file
-# holding the migrations, the OpenAPI documents and the operator console's files (each with
-# an ETag: the MD5 of its bytes), so the binary is self-contained (a container needs no sql/
-# or ui/ beside it).
+# embed.cmake - run with `cmake -DOUT=file.c -DMIGRATIONS="a.sql|b.sql"
+# -DSQL_FUNCTIONS="sql/functions/f.sql|.." -DOPENAPI_YAML=.. -DOPENAPI_JSON=..
+# -DUI_FILES="ui/index.html|ui/app.js" -P embed.cmake`: writes a C file holding the
+# migrations, the SQL function files (each with the MD5 of its bytes, recorded in
+# schema_functions when applied), the OpenAPI documents and the operator console's files (each
+# with an ETag: the MD5 of its bytes), so the binary is self-contained (a container needs no
+# sql/ or ui/ beside it).
 function(embed_one var path out_var)
   file(READ "${path}" hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
@@ -22,6 +24,22 @@ foreach(m ${MIGRATIONS})
 endforeach()
 string(APPEND body "\nconst vd_embedded_file vd_migrations[] = {\n${table}};\n")
 string(APPEND body "const size_t vd_migration_count = ${i};\n\n")
+string(REPLACE "|" ";" SQL_FUNCTIONS "${SQL_FUNCTIONS}")
+set(table "")
+set(i 0)
+foreach(f ${SQL_FUNCTIONS})
+  get_filename_component(name "${f}" NAME_WE)
+  file(MD5 "${f}" md5)
+  embed_one("sql_function_${i}" "${f}" chunk)
+  string(APPEND body "${chunk}")
+  string(APPEND table "    {\"${name}\", (const char *)sql_function_${i}, sizeof(sql_function_${i}) - 1, \"${md5}\"},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+if(i EQUAL 0)
+  set(table "    {0},\n")
+endif()
+string(APPEND body "\nconst vd_sql_function vd_sql_functions[] = {\n${table}};\n")
+string(APPEND body "const size_t vd_sql_function_count = ${i};\n\n")
 embed_one("openapi_yaml" "${OPENAPI_YAML}" chunk)
 string(APPEND body "${chunk}")
 embed_one("openapi_json" "${OPENAPI_JSON}" chunk)

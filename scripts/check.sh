@@ -2,7 +2,7 @@
 # scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
 # when any check does. Usage:
-# scripts/check.sh [format|banned|includes|assign|length|must_use|docs|php|js|js-ui]...
+# scripts/check.sh [format|banned|includes|assign|length|must_use|docs|sql|php|js|js-ui]...
 # (no argument: all of them but js-ui). Needs git and clang-format 14 (scripts/test.sh installs
 # it); php and js install their own tools when missing (Debian's php-codesniffer, ESLint from npm
 # in tests/lint) and are skipped, with a message, only when that cannot be done.
@@ -160,8 +160,14 @@ eslint_files() {
 check_js() { eslint_files $(files 'tests/*.js' 'tests/*.mjs' 'tests/*.cjs' 'bench/*.js' 'bench/*.mjs'); }
 check_js_ui() { eslint_files $(files 'ui/*.js' 'ui/*.mjs'); }
 
+# sql/schema.sql made from the migrations there are now (no PostgreSQL: the MD5 of sql/0*.sql
+# it records; the full comparison is scripts/sql.sh check, the ctest integration.sql_schema)
+check_sql() {
+  scripts/sql.sh stamp
+}
+
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs php js)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs sql php js)
 # The checks run side by side; each one's findings are printed together, in the order asked.
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -1,6 +1,6 @@
 /* embedded.h - files compiled into the binary by cmake/embed.cmake: the SQL migrations of
- * sql/ (in file-name order), the OpenAPI documents of openapi/ and the operator console of
- * ui/. Read-only data. */
+ * sql/ (in file-name order), the SQL function files of sql/functions/ (in name order), the OpenAPI
+ * documents of openapi/ and the operator console of ui/. Read-only data. */
 #ifndef VERDICT_EMBEDDED_H
 #define VERDICT_EMBEDDED_H
 
@@ -14,6 +14,16 @@ typedef struct vd_embedded_file {
 
 extern const vd_embedded_file vd_migrations[];
 extern const size_t vd_migration_count;
+/* A file of sql/functions/: every overload of one function, CREATE OR REPLACE. */
+typedef struct vd_sql_function {
+    const char *name; /* "verdict_ts" */
+    const char *data; /* NUL-terminated */
+    size_t len;
+    const char *md5; /* of the file's bytes, hex */
+} vd_sql_function;
+
+extern const vd_sql_function vd_sql_functions[];
+extern const size_t vd_sql_function_count;
 extern const vd_embedded_file vd_openapi_yaml;
 extern const vd_embedded_file vd_openapi_json;
 

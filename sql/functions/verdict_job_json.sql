@@ -1,0 +1,17 @@
+-- verdict_job_json: the current definition. Edit it here to change the function: verdictd
+-- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
+-- from-migrations: 447675b4d3fa59142913ec58f0fd5c9b
+CREATE OR REPLACE FUNCTION public.verdict_job_json(j jobs)
+ RETURNS json
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$ SELECT json_build_object(
+        'id', j.id, 'item_id', j.item_id, 'flow_step_id', j.flow_step_id,
+        'worker_id', j.worker_id, 'attempt', j.attempt, 'status', j.status,
+        'disposition', j.disposition, 'reason_code', j.reason_code, 'reason', j.reason,
+        'claimed_at', verdict_ts(j.claimed_at), 'lease_expires_at', verdict_ts(j.lease_expires_at),
+        'finished_at', verdict_ts(j.finished_at), 'engine_data', j.engine_data,
+        'adjudication', j.adjudication,
+        'tool_failures', verdict_tool_failures_json(j.id),
+        'worker_version', j.worker_version) $function$
+;

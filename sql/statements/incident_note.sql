@@ -1,0 +1,12 @@
+-- incident_note: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 text
+-- $2 text
+-- $3 text
+-- $4 bigint
+-- $5 double precision
+-- $6 bigint
+-- $7 boolean
+-- $8 text
+WITH o AS (SELECT id FROM tool_incidents WHERE flow_step_id = $1 AND tool = $2           AND signature = $3 AND state = 'open'), w AS (SELECT f.item_id, f.at FROM tool_failures f       WHERE f.flow_step_id = $1 AND f.tool = $2 AND f.signature = $3         AND f.kind = 'deterministic' AND f.at >= now() - $5 * interval '1 minute'), s AS (SELECT DISTINCT item_id FROM w WHERE item_id IS NOT NULL), ins AS (  INSERT INTO tool_incidents (flow_step_id, tool, signature, sample_error, items,                              first_seen)  SELECT $1, $2, $3, $8, (SELECT count(*) FROM s), (SELECT min(at) FROM w)  WHERE NOT EXISTS (SELECT 1 FROM o) AND (SELECT count(*) FROM s) >= $6  ON CONFLICT (flow_step_id, tool, signature) WHERE state = 'open' DO NOTHING  RETURNING id), li AS (INSERT INTO tool_incident_items (incident_id, item_id)        SELECT ins.id, s.item_id FROM ins, s ON CONFLICT DO NOTHING), lo AS (INSERT INTO tool_incident_items (incident_id, item_id)        SELECT o.id, $4 FROM o ON CONFLICT DO NOTHING RETURNING incident_id), uo AS (UPDATE tool_incidents t SET last_seen = now(),          items = t.items + (SELECT count(*) FROM lo)        FROM o WHERE t.id = o.id RETURNING t.id), p AS (UPDATE flow_steps fs SET paused = true, updated_at = now()       WHERE fs.flow_step_id = $1 AND $7 AND NOT fs.paused         AND EXISTS (SELECT 1 FROM ins)) SELECT coalesce((SELECT id FROM ins), (SELECT id FROM uo), 0),        EXISTS (SELECT 1 FROM ins)

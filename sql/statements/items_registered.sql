@@ -1,0 +1,6 @@
+-- items_registered: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 jsonb
+-- $2 jsonb
+WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, flow_step_id text, source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int, max_attempts int, max_defers int)), created AS (SELECT e::bigint AS id FROM jsonb_array_elements_text($2::jsonb) e), r AS (  SELECT x.ord, s.id, s.flow_step_id, s.source_type, s.item_identifier, i.state,         (c.id IS NOT NULL AND x.ord = min(x.ord) OVER (PARTITION BY s.id)) AS created  FROM input x JOIN item_sources s ON s.flow_step_id = x.flow_step_id   AND s.source_type = x.source_type   AND verdict_identity_digest(s.item_identifier) =       verdict_identity_digest(x.item_identifier)   AND s.item_identifier = x.item_identifier  JOIN items i ON i.id = s.id  LEFT JOIN created c ON c.id = s.id) SELECT json_build_object('items', coalesce(json_agg(json_build_object(   'id', id, 'flow_step_id', flow_step_id, 'source_type', source_type,   'item_identifier', item_identifier, 'state', state, 'created', created)   ORDER BY ord), '[]'::json))::text FROM r

@@ -1,0 +1,12 @@
+-- items_select: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 text
+-- $2 jsonb
+-- $3 text
+-- $4 bigint
+-- $5 text
+-- $6 text
+-- $7 timestamp with time zone
+-- $8 timestamp with time zone
+SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM (  SELECT id FROM items WHERE flow_step_id = $1 AND state IN (SELECT jsonb_array_elements_text($2::jsonb))   AND state <> 'claimed' AND ($3::text IS NULL OR last_reason_code = $3)   AND ($7::timestamptz IS NULL OR updated_at >= $7::timestamptz)   AND ($8::timestamptz IS NULL OR updated_at < $8::timestamptz)   AND (($5::text IS NULL AND $6::text IS NULL) OR EXISTS (SELECT 1 FROM jobs bj        JOIN tool_failures bf ON bf.job_id = bj.id WHERE bj.item_id = items.id        AND ($5::text IS NULL OR bf.tool = $5)        AND ($6::text IS NULL OR verdict_semver_cmp(bf.worker_version, $6) < 0))) ORDER BY id LIMIT $4) s

@@ -1,0 +1,28 @@
+-- job_finish: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 bigint
+-- $2 bigint
+-- $3 text
+-- $4 text
+-- $5 text
+-- $6 text
+-- $7 text
+-- $8 text
+-- $9 integer
+-- $10 integer
+-- $11 double precision
+-- $12 boolean
+-- $13 text
+-- $14 jsonb
+-- $15 text
+-- $16 jsonb
+-- $17 text
+-- $18 boolean
+-- $19 text
+-- $20 boolean
+-- $21 text
+-- $22 text
+-- $23 boolean
+-- $24 text
+WITH ui AS (  UPDATE items i SET state = $3, failures = $9, defers = $10,    available_at = CASE WHEN $3 = 'deferred'                        THEN now() + $11::float8 * interval '1 second'                        WHEN $3 = 'available' THEN now()                        ELSE i.available_at END,    lease_expires_at = NULL, claim_token = NULL, last_reason_code = $7,    last_reason = $8, updated_at = now()  FROM item_sources s WHERE i.id = $2 AND s.id = $2  RETURNING verdict_item_json(i, s) AS item, i.state, i.failures, i.defers,    i.available_at), uj AS (  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,    reason_code = $7, reason = $8,    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),    adjudication = coalesce($15::text::jsonb, j.adjudication),    answer_digest = verdict_request_digest($16::jsonb),    answer_tool_result_std = tr.std,    answer_head = verdict_answer_head($17, $18, $15::text,      CASE WHEN tr.std THEN NULL ELSE $22 END, $23),    answer_tail = verdict_answer_tail($17, $19) || CASE WHEN $24::text IS NULL      THEN '' ELSE ',"claimed":' || verdict_claimed_ids($24) END,    answer_item_state = ui.state, answer_item_failures = ui.failures,    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std) tr  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job), t AS (  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,                           reason_code, reason, forced, actor, lint_overridden,                           evidence)  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13, $20, $21)), a AS (  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)    AS answer  FROM ui, uj) SELECT $1, CASE WHEN $24::text IS NULL THEN answer        ELSE left(answer, -1) || ',' || substr($24::text, 2) END FROM a

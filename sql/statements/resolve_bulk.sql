@@ -1,0 +1,12 @@
+-- resolve_bulk: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 text
+-- $2 text
+-- $3 text
+-- $4 bigint
+-- $5 text
+-- $6 text
+-- $7 text
+-- $8 text
+WITH cur AS (  SELECT id, state FROM items  WHERE flow_step_id = $1 AND state = $2 AND state IN ('manual_review', 'failed')    AND ($3::text IS NULL OR last_reason_code = $3)  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED), u AS (  UPDATE items i SET state = $5, last_reason_code = $6, last_reason = $7,    updated_at = now()  FROM cur WHERE i.id = cur.id RETURNING i.id), t AS (  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,                           actor)  SELECT cur.id, cur.state, $5, 'resolve', $6, $7, $8 FROM cur) SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u
