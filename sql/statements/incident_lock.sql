@@ -3,5 +3,4 @@
 -- Parameters:
 -- $1 text
 -- $2 text
--- $3 text
-SELECT pg_advisory_xact_lock(hashtextextended(  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text, $3::text), 0))
+SELECT pg_advisory_xact_lock(hashtextextended(  concat_ws(chr(1), 'verdict.incident', $1::text, $2::text), 0))

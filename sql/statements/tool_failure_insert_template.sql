@@ -1,0 +1,14 @@
+-- tool_failure_insert_template: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 bigint
+-- $2 text
+-- $3 text
+-- $4 text
+-- $5 boolean
+-- $6 boolean
+-- $7 text
+-- $8 text
+-- $9 bigint
+-- $10 boolean
+WITH j AS (SELECT id, item_id, flow_step_id FROM jobs WHERE id = $1), f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,                                  error, item_id, flow_step_id, signature,                                  template_id, counted)       SELECT $1, $2, $3, $4, $5, $6, $7, j.item_id, j.flow_step_id, $8, $9::bigint,              $10 FROM j       RETURNING id, job_id), u AS (UPDATE jobs SET required_tool_failed = true FROM f       WHERE jobs.id = f.job_id AND $6) SELECT id FROM f
