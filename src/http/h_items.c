@@ -19,6 +19,7 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
     char path[32];
     const char *fs = NULL, *st = NULL, *ident = NULL;
     const cJSON *payload = NULL;
+    char *keys = NULL;
     int64_t prio = 0, delay = 0, maxa = 0, maxd = 0;
     vd_error rc;
     snprintf(path, sizeof(path), "items[%d]", i);
@@ -32,17 +33,20 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         (rc = vd_get_int(f, "priority", false, -2147483647, 2147483647, 0, &prio)) ||
         (rc = vd_get_int(f, "delay_seconds", false, 0, 604800, 0, &delay)) ||
         (rc = vd_get_int(f, "max_attempts", false, 1, 100, ctx->cfg->max_attempts, &maxa)) ||
-        (rc = vd_get_int(f, "max_defers", false, 1, 100, ctx->cfg->max_defers, &maxd)))
+        (rc = vd_get_int(f, "max_defers", false, 1, 100, ctx->cfg->max_defers, &maxd)) ||
+        (rc = vd_get_limit_keys(f, &keys)))
         return rc;
     if (payload) {
         char *text = cJSON_PrintUnformatted(payload);
         size_t len = text ? strlen(text) : 0;
         free(text);
         char name[64];
-        if (len > MAX_PAYLOAD)
+        if (len > MAX_PAYLOAD) {
+            free(keys);
             return vd_fail(ctx, VD_ERR_INVALID_FIELD,
                            vd_field_name(f, "payload", name, sizeof(name)),
                            "'%s' is larger than 64 KiB serialised", name);
+        }
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "ord", i);
@@ -55,6 +59,9 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
     cJSON_AddNumberToObject(o, "delay_seconds", (double)delay);
     cJSON_AddNumberToObject(o, "max_attempts", (double)maxa);
     cJSON_AddNumberToObject(o, "max_defers", (double)maxd);
+    if (keys) /* limit keys: the flow step is claimed with limits (sql/0032_flow_control.sql) */
+        cJSON_AddItemToObject(o, "limit_keys", cJSON_Parse(keys));
+    free(keys);
     cJSON_AddItemToArray(batch, o);
     return VD_OK;
 }

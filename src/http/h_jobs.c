@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
+#include "verdict/limits.h"
 #include "verdict/lint.h"
 #include "verdict/store_ops.h"
 
@@ -23,7 +24,7 @@ const char *const vd_reject_codes[] = {"irrelevant",  "too_thin", "duplicate", "
                                        "low_quality", "other",    NULL};
 const char *const vd_defer_codes[] = {
     "tool_error", "quality_gate", "provider_error", "low_confidence", "dependency_outage", "other",
-    NULL};
+    "rate_limited", NULL};
 
 static vd_error get_code(vd_field f, const char *const *allowed, const char **out)
 {
@@ -60,6 +61,9 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
             (rc = vd_get_bool(f, "manual_review", false, &b)))
             return rc;
         w->event.manual_review = b;
+        w->event.rate_limited = strcmp(w->reason_code, "rate_limited") == 0;
+        if (w->event.rate_limited) /* claimable when the job's keys reopen (limits.h) */
+            w->decide = vd_limits_decide_rate_limited;
     } else { /* VD_DISPOSITION_FAIL: parse_disposition let no other word through */
         w->event.kind = VD_EVENT_FAIL;
         w->reason_code = "engine_error";
@@ -254,7 +258,7 @@ vd_error vd_h_release(vd_ctx *ctx)
     if ((rc = vd_get_token(f, &w.token)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
-    w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1};
+    w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1, false};
     w.disposition = VD_DISPOSITION_NONE;
     w.cause = VD_CAUSE_RELEASE;
     w.reason_code = "release";

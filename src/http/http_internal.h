@@ -289,6 +289,15 @@ int vd_rpc_code_of(vd_error err);
 extern const char *const vd_reject_codes[];
 extern const char *const vd_defer_codes[];
 vd_error vd_h_flow_steps_list(vd_ctx *ctx);
+/* flow control (h_limits.c) */
+vd_error vd_h_limits_list(vd_ctx *ctx);
+vd_error vd_h_limit_get(vd_ctx *ctx);
+vd_error vd_h_limit_put(vd_ctx *ctx);
+vd_error vd_h_limit_delete(vd_ctx *ctx);
+vd_error vd_h_limit_backoff(vd_ctx *ctx);
+/* The optional `limit_keys` member of f's object (items, claims): 1..VD_LIMIT_KEYS_MAX limit
+ * keys, as JSON text into *json (malloc'd; NULL when absent); a 400 naming the bad one. */
+vd_error vd_get_limit_keys(vd_field f, char **json);
 vd_error vd_h_resolve_one(vd_ctx *ctx);
 vd_error vd_h_resolve_bulk(vd_ctx *ctx);
 vd_error vd_h_transitions(vd_ctx *ctx);

@@ -39,7 +39,7 @@
 #define ITEMS_INPUT                                                                                \
     "input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, flow_step_id text,"       \
     " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"     \
-    " max_attempts int, max_defers int))"
+    " max_attempts int, max_defers int, limit_keys text[]))"
 
 /* The lock statements' last column: a required tool of the job failed and the envelope said
  * not to call it again (deterministic, or transient past the loop threshold). Looked up only
@@ -160,13 +160,17 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  DO NOTHING RETURNING id, flow_step_id, source_type, item_identifier),"
          " ins AS ("
          "  INSERT INTO items (id, flow_step_id, priority, available_at, max_attempts,"
-         "                     max_defers)"
+         "                     max_defers, limit_keys)"
          "  SELECT DISTINCT ON (s.id) s.id, s.flow_step_id, x.priority,"
-         "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers"
+         "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers,"
+         "         verdict_keys_union(x.limit_keys, NULL)"
          "  FROM src s JOIN input x ON x.flow_step_id = s.flow_step_id"
          "   AND x.source_type = s.source_type AND x.item_identifier = s.item_identifier"
          "  ORDER BY s.id, x.ord"
          "  RETURNING id, flow_step_id, available_at),"
+         /* items with limit keys: the flow step is claimed with limits from now on */
+         " kf AS (UPDATE flow_steps f SET keyed = true WHERE NOT f.keyed AND f.flow_step_id IN"
+         "        (SELECT flow_step_id FROM input WHERE limit_keys IS NOT NULL)),"
          " tr AS ("
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
@@ -241,7 +245,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT id, state, attempts FROM items"
          "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
          "    AND available_at <= now()"
-         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1 AND f.paused)"
+         /* a keyed flow step (items with limit keys) is claimed by claim_limited */
+         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         "                    AND (f.paused OR f.keyed))"
          "  ORDER BY priority DESC, available_at, id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
@@ -263,15 +269,25 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                           actor)"
          "  SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', $5"
          "  FROM cand c JOIN j ON j.item_id = c.id)"
-         " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
+         /* NULL for a keyed flow step that is not paused: the store claims with limits */
+         " SELECT CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         "                          AND f.keyed AND NOT f.paused) THEN NULL"
+         "  ELSE json_build_object('claims', coalesce(json_agg(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
          "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
           * (jobs_item; nothing to read for an item never claimed before) */
          "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
          "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1))"
-         "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text"
+         "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
+
+    /* A claim with limits (sql/0032_flow_control.sql): $7 the claim's limit keys (a JSON
+     * array of strings, sorted, or NULL), $8 the tokens each item reserves (or NULL). */
+    [VD_SQL_CLAIM_LIMITED] = {"claim_limited",
+                              "SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6,"
+                              " (SELECT array_agg(e ORDER BY e)"
+                              "  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint)"},
 
     /* Extends the lease only while the token still holds the item. Answers the job's status,
      * whether the token is the job's, and the new lease (NULL when not extended). The job row
@@ -933,4 +949,36 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
+
+    /* Limits per key (sql/0032_flow_control.sql). PUT sets every setting ($2..$6, NULL:
+     * none); a new row counts the live jobs that already hold the key (through the claimed
+     * items, items_leases). A changed rate starts with a full bucket. */
+    [VD_SQL_LIMIT_PUT] =
+        {"limit_put",
+         "INSERT INTO limits AS l (key, concurrency, rate_per_seconds, rate_count, rate_burst,"
+         "                         tokens_per_minute, in_flight)"
+         " VALUES ($1, $2::int, $3::int, $4::int, $5::int, $6::bigint,"
+         "  (SELECT count(*) FROM items i JOIN jobs j ON j.id = i.current_job_id"
+         "   WHERE i.state = 'claimed' AND j.status = 'processing'"
+         "     AND j.limit_keys @> ARRAY[$1::text]))"
+         " ON CONFLICT (key) DO UPDATE SET concurrency = $2::int, rate_per_seconds = $3::int,"
+         "  rate_count = $4::int, rate_burst = $5::int, tokens_per_minute = $6::bigint,"
+         "  rate_tat = CASE WHEN l.rate_per_seconds IS NOT DISTINCT FROM $3::int"
+         "   AND l.rate_count IS NOT DISTINCT FROM $4::int THEN l.rate_tat END,"
+         "  updated_at = now()"
+         " RETURNING json_build_object('limit', verdict_limit_json(l))::text"},
+    [VD_SQL_LIMIT_GET] = {"limit_get",
+                          "SELECT json_build_object('limit', verdict_limit_json(l))::text"
+                          " FROM limits l WHERE l.key = $1"},
+    [VD_SQL_LIMITS_LIST] = {"limits_list", "SELECT json_build_object('limits',"
+                                           " coalesce(json_agg(verdict_limit_json(l) ORDER BY"
+                                           " l.key), '[]'::json))::text FROM limits l"},
+    [VD_SQL_LIMIT_DELETE] = {"limit_delete", "DELETE FROM limits WHERE key = $1"
+                                             " RETURNING json_build_object('deleted', key)::text"},
+    /* $2 retry_after_seconds, $3 reason, $4 the cap of a grown pause */
+    [VD_SQL_LIMIT_BACKOFF] = {"limit_backoff",
+                              "SELECT verdict_limit_backoff($1, $2::int, $3, $4::int)"},
+    /* seconds until every key of job $1 is open again (rate_limited deferrals) */
+    [VD_SQL_JOB_REOPEN_SECONDS] = {"job_reopen_seconds",
+                                   "SELECT verdict_job_reopen_seconds($1::bigint)"},
 };

@@ -1,0 +1,154 @@
+/* h_limits.c - flow control over HTTP: PUT/GET/DELETE /v1/limits/{key}, GET /v1/limits, and a
+ * provider's backoff on a key (POST /v1/limits/{key}/backoff); also the reading of the
+ * `limit_keys` member that items and claims carry. The rules live in SQL
+ * (sql/0032_flow_control.sql); this file only validates and answers. */
+#include "http_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict/limits.h"
+
+vd_error vd_get_limit_keys(vd_field f, char **json)
+{
+    char name[200], at[240];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, "limit_keys");
+    int i = 0;
+    *json = NULL;
+    vd_field_name(f, "limit_keys", name, sizeof(name));
+    if (!v || cJSON_IsNull(v))
+        return VD_OK;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > VD_LIMIT_KEYS_MAX)
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, name,
+                       "'%s' must be an array of 1 to %d limit keys", name, VD_LIMIT_KEYS_MAX);
+    for (const cJSON *k = v->child; k; k = k->next, i++) {
+        if (cJSON_IsString(k) && vd_limit_key_valid(k->valuestring))
+            continue;
+        snprintf(at, sizeof(at), "%s[%d]", name, i);
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, at,
+                       "'%s' must be a limit key: 1 to %d bytes of letters, digits and . _ : @ -",
+                       at, VD_LIMIT_KEY_MAX);
+    }
+    *json = cJSON_PrintUnformatted(v);
+    return *json ? VD_OK : vd_fail(f.ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+}
+
+/* The key of the path. */
+static vd_error key_param(vd_ctx *ctx, const char **key)
+{
+    *key = ctx->match.params[0];
+    if (!vd_limit_key_valid(*key))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "key",
+                       "the limit key must be 1 to %d bytes of letters, digits and . _ : @ -",
+                       VD_LIMIT_KEY_MAX);
+    return VD_OK;
+}
+
+/* rate: {"per": "second"|"minute"|"hour", "count": N, "burst": B (default N)} or absent. */
+static vd_error get_rate(vd_field f, vd_limit_settings *s)
+{
+    static const char *const members[] = {"per", "count", "burst"};
+    static const struct {
+        const char *word;
+        int64_t seconds;
+    } pers[] = {{"second", 1}, {"minute", 60}, {"hour", 3600}};
+    const cJSON *rate = NULL;
+    const char *per = NULL;
+    vd_error rc = vd_get_object(f, "rate", false, &rate);
+    vd_field r = {f.ctx, rate, "rate"};
+    if (rc || !rate)
+        return rc;
+    if ((rc = vd_only_members(r, members, 3)) ||
+        (rc = vd_get_string(r, "per", true, 1, 10, &per)) ||
+        (rc = vd_get_int(r, "count", true, 1, 1000000, 1, &s->rate_count)) ||
+        (rc = vd_get_int(r, "burst", false, 1, 1000000, s->rate_count, &s->rate_burst)))
+        return rc;
+    for (size_t i = 0; i < sizeof(pers) / sizeof(pers[0]); i++) {
+        if (strcmp(per, pers[i].word) == 0)
+            s->rate_per_seconds = pers[i].seconds;
+    }
+    if (s->rate_per_seconds == 0)
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "rate.per",
+                       "'rate.per' must be second, minute or hour");
+    return VD_OK;
+}
+
+vd_error vd_h_limit_put(vd_ctx *ctx)
+{
+    static const char *const members[] = {"concurrency", "rate", "tokens_per_minute"};
+    const char *key = NULL;
+    const cJSON *body = NULL;
+    char *out = NULL;
+    vd_conn *c = NULL;
+    vd_limit_settings s = {-1, 0, 0, 0, -1};
+    vd_error rc = vd_body_object(ctx, &body);
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = key_param(ctx, &key)) || (rc = vd_only_members(f, members, 3)) ||
+        (rc = vd_get_int(f, "concurrency", false, 0, 1000000, -1, &s.concurrency)) ||
+        (rc = get_rate(f, &s)) ||
+        (rc = vd_get_int(f, "tokens_per_minute", false, 1, 1000000000000LL, -1,
+                         &s.tokens_per_minute)) ||
+        (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    rc = vd_store_limit_put(c, key, &s, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_limit_get(vd_ctx *ctx)
+{
+    const char *key = NULL;
+    char *out = NULL, what[300];
+    vd_conn *c = NULL;
+    vd_error rc = key_param(ctx, &key);
+    if (rc || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    snprintf(what, sizeof(what), "limit %s", key);
+    rc = vd_store_limit_get(c, key, &out);
+    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_limits_list(vd_ctx *ctx)
+{
+    char *out = NULL;
+    vd_conn *c = NULL;
+    vd_error rc = vd_ctx_db(ctx, &c);
+    if (rc)
+        return rc;
+    rc = vd_store_limits_list(c, &out);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_limit_delete(vd_ctx *ctx)
+{
+    const char *key = NULL;
+    char *out = NULL, what[300];
+    vd_conn *c = NULL;
+    vd_error rc = key_param(ctx, &key);
+    if (rc || (rc = vd_ctx_db(ctx, &c)))
+        return rc;
+    snprintf(what, sizeof(what), "limit %s", key);
+    rc = vd_store_limit_delete(c, key, &out);
+    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_limit_backoff(vd_ctx *ctx)
+{
+    static const char *const members[] = {"retry_after_seconds", "reason"};
+    const char *key = NULL;
+    const cJSON *body = NULL;
+    char *out = NULL, *reason = NULL;
+    int64_t after = 0;
+    vd_conn *c = NULL;
+    vd_error rc = vd_body_object(ctx, &body);
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = key_param(ctx, &key)) || (rc = vd_only_members(f, members, 2)) ||
+        (rc = vd_get_int(f, "retry_after_seconds", false, 1, VD_LIMIT_BACKOFF_CAP, 60, &after)) ||
+        (rc = vd_get_redacted(f, "reason", false, 1, 500, &reason)) || (rc = vd_ctx_db(ctx, &c))) {
+        free(reason);
+        return rc;
+    }
+    rc = vd_store_limit_backoff(c, key, after, reason, &out);
+    free(reason);
+    return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
