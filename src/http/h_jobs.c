@@ -23,8 +23,8 @@
 const char *const vd_reject_codes[] = {"irrelevant",  "too_thin", "duplicate", "spam",
                                        "low_quality", "other",    NULL};
 const char *const vd_defer_codes[] = {
-    "tool_error", "quality_gate", "provider_error", "low_confidence", "dependency_outage", "other",
-    "rate_limited", NULL};
+    "tool_error",        "quality_gate", "provider_error", "low_confidence",
+    "dependency_outage", "other",        "rate_limited",   NULL};
 
 static vd_error get_code(vd_field f, const char *const *allowed, const char **out)
 {
