@@ -303,6 +303,194 @@ static void test_flow_control_rate_within_burst(void **state)
                             " FROM jobs WHERE flow_step_id = 'rt'") >= 2500);
 }
 
+/* Clients that claim with keys until stop is set, counting what they got. */
+typedef struct bo_arg {
+    int index;
+    const char *flow, *keys;
+    _Atomic int *stop;
+    _Atomic int got;
+} bo_arg;
+
+static void *bo_client(void *arg)
+{
+    bo_arg *a = arg;
+    vt_claim c[2];
+    while (!atomic_load(a->stop)) {
+        int n = claim_keys(&srv[a->index % 2], a->flow, 2, a->keys, c);
+        for (int i = 0; i < n; i++)
+            complete(&srv[a->index % 2], &c[i]);
+        atomic_fetch_add(&a->got, n);
+        if (n == 0)
+            vt_sleep_ms(5);
+    }
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+static double limit_num(const char *key, const char *field)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/limits/%s", key);
+    vt_resp r = vt_http(&srv[1], "GET", path, VT_READER, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    double v = vt_num(cJSON_GetObjectItem(r.json, "limit"), field);
+    vt_resp_free(&r);
+    return v;
+}
+
+static vt_resp backoff(const char *key, int after)
+{
+    char path[256], body[128];
+    snprintf(path, sizeof(path), "/v1/limits/%s/backoff", key);
+    snprintf(body, sizeof(body), "{\"retry_after_seconds\": %d, \"reason\": \"429 from it\"}",
+             after);
+    return vt_http(&srv[0], "POST", path, VT_WORKER, body, NULL);
+}
+
+/* A 429 backoff on provider:a: eight clients needing it (on both replicas) get nothing while
+ * eight needing provider:b go on claiming; a second backoff while throttled does not grow the
+ * pause, one soon after the pause ended doubles it. */
+static void test_flow_control_backoff(void **state)
+{
+    (void)state;
+    pthread_t t[16];
+    bo_arg a[16];
+    _Atomic int stop = 0;
+    seed("bo", 400);
+    vt_resp r = backoff("provider:a", 30);
+    assert_int_equal(r.status, 200);
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "limit"), "throttled")));
+    assert_int_equal((int)vt_num(r.json, "limit.backoff_streak"), 1);
+    vt_resp_free(&r);
+    for (int i = 0; i < 16; i++) {
+        a[i] = (bo_arg){i, "bo", i % 2 ? "[\"provider:a\", \"model:x\"]" : "[\"provider:b\"]",
+                        &stop, 0};
+        pthread_create(&t[i], NULL, bo_client, &a[i]);
+    }
+    vt_sleep_ms(1500);
+    atomic_store(&stop, 1);
+    int got_a = 0, got_b = 0;
+    for (int i = 0; i < 16; i++) {
+        pthread_join(t[i], NULL);
+        if (i % 2)
+            got_a += atomic_load(&a[i].got);
+        else
+            got_b += atomic_load(&a[i].got);
+    }
+    fprintf(stderr, "backoff: provider:a %d claims, provider:b %d\n", got_a, got_b);
+    assert_int_equal(got_a, 0);
+    assert_true(got_b >= 20);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'bo'"
+                                 " AND limit_keys @> ARRAY['provider:a']"),
+                     0);
+    /* a second 429 while throttled: the streak stays, the pause is not doubled */
+    r = backoff("provider:a", 10);
+    assert_int_equal((int)vt_num(r.json, "limit.backoff_streak"), 1);
+    vt_resp_free(&r);
+    /* the pause ended a minute ago: the next backoff doubles it */
+    free(vt_sql("UPDATE limits SET throttled_until = now() - interval '1 minute'"
+                " WHERE key = 'provider:a'"));
+    r = backoff("provider:a", 30);
+    assert_int_equal((int)vt_num(r.json, "limit.backoff_streak"), 2);
+    vt_resp_free(&r);
+    long pause = vt_sql_long("SELECT round(extract(epoch FROM throttled_until - now()))"
+                             " FROM limits WHERE key = 'provider:a'");
+    assert_true(pause >= 58 && pause <= 60);
+    /* long after: the streak starts again */
+    free(vt_sql("UPDATE limits SET throttled_until = now() - interval '1 hour'"
+                " WHERE key = 'provider:a'"));
+    r = backoff("provider:a", 5);
+    assert_int_equal((int)vt_num(r.json, "limit.backoff_streak"), 1);
+    vt_resp_free(&r);
+    assert_true(limit_num("provider:a", "backoffs_total") == 4);
+}
+
+/* defer_item with reason_code rate_limited: the item is deferred until the job's throttled
+ * key reopens, spends no defer budget even past max_defers, and is claimable again after. */
+static void test_flow_control_rate_limited_deferral(void **state)
+{
+    (void)state;
+    vt_claim c;
+    int64_t item = vt_register(&srv[0], "rl", "rl0", "\"max_defers\": 1");
+    for (int round = 0; round < 3; round++) {
+        free(vt_sql("UPDATE limits SET throttled_until = NULL WHERE key = 'provider:rl'"));
+        free(vt_sql("UPDATE items SET available_at = now() WHERE id = %lld", (long long)item));
+        assert_int_equal(claim_keys(&srv[round % 2], "rl", 1, "[\"provider:rl\"]", &c), 1);
+        vt_resp r = backoff("provider:rl", 40);
+        assert_int_equal(r.status, 200);
+        vt_resp_free(&r);
+        r = vt_dispose(&srv[round % 2], &c,
+                       "\"disposition\": \"defer_item\", \"reason_code\": \"rate_limited\","
+                       " \"reason\": \"the provider answered 429\"");
+        if (r.status != 200)
+            fprintf(stderr, "defer: %ld %s\n", r.status, r.body);
+        assert_int_equal(r.status, 200);
+        vt_resp_free(&r);
+        assert_string_equal(vt_item_state(&srv[0], item), "deferred");
+        assert_int_equal(
+            vt_sql_long("SELECT defers + failures FROM items WHERE id = %lld", (long long)item), 0);
+        /* claimable when the key reopens: available_at is the end of the throttle */
+        assert_int_equal(vt_sql_long("SELECT abs(extract(epoch FROM i.available_at"
+                                     " - l.throttled_until))::int FROM items i, limits l"
+                                     " WHERE i.id = %lld AND l.key = 'provider:rl'",
+                                     (long long)item),
+                         0);
+    }
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+                                 " AND reason_code = 'rate_limited' AND to_state = 'deferred'",
+                                 (long long)item),
+                     3);
+}
+
+typedef struct lp_arg {
+    const char *keys;
+    long status;
+    int claims;
+    double started, answered;
+} lp_arg;
+
+static void *lp_client(void *arg)
+{
+    lp_arg *a = arg;
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"lp\", \"worker_id\": \"lp\", \"wait_seconds\": 15,"
+             " \"limit_keys\": %s}",
+             a->keys);
+    a->started = vd_monotonic();
+    vt_resp r = vt_http(&srv[1], "POST", "/v1/claims", VT_WORKER, body, NULL);
+    a->answered = vd_monotonic();
+    a->status = r.status;
+    a->claims = cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims"));
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* A long-poll claim on a full key (concurrency 1, held by another worker) waits; when the
+ * holder completes on the other replica, the freed key is announced and the parked claim
+ * answers with the next item at once (the periodic retry is a minute away). */
+static void test_flow_control_longpoll_woken_by_free(void **state)
+{
+    (void)state;
+    vt_claim c;
+    pthread_t t;
+    lp_arg a = {"[\"model:lp\"]", 0, 0, 0, 0};
+    put_limit("model:lp", "{\"concurrency\": 1}");
+    register_n("lp", "lp", 3, NULL);
+    assert_int_equal(claim_keys(&srv[0], "lp", 1, "[\"model:lp\"]", &c), 1);
+    pthread_create(&t, NULL, lp_client, &a);
+    vt_sleep_ms(1000); /* the claim parks: the key is full */
+    complete(&srv[0], &c);
+    pthread_join(t, NULL);
+    fprintf(stderr, "long-poll answered after %.2f s\n", a.answered - a.started);
+    assert_int_equal(a.status, 200);
+    assert_int_equal(a.claims, 1);
+    assert_true(a.answered - a.started >= 0.9);
+    assert_true(a.answered - a.started < 5.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +498,9 @@ int main(void)
         cmocka_unit_test(test_flow_control_concurrency_never_exceeded),
         cmocka_unit_test(test_flow_control_item_keys_skip),
         cmocka_unit_test(test_flow_control_rate_within_burst),
+        cmocka_unit_test(test_flow_control_backoff),
+        cmocka_unit_test(test_flow_control_rate_limited_deferral),
+        cmocka_unit_test(test_flow_control_longpoll_woken_by_free),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
