@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "verdict/limits.h"
+#include "verdict/redact.h"
 
 vd_error vd_get_limit_keys(vd_field f, char **json)
 {
@@ -143,7 +144,7 @@ vd_error vd_h_limit_backoff(vd_ctx *ctx)
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
     if (rc || (rc = key_param(ctx, &key)) || (rc = vd_only_members(f, members, 2)) ||
-        (rc = vd_get_int(f, "retry_after_seconds", false, 1, VD_LIMIT_BACKOFF_CAP, 60, &after)) ||
+        (rc = vd_get_int(f, "retry_after_seconds", false, 1, 604800, 60, &after)) ||
         (rc = vd_get_redacted(f, "reason", false, 1, 500, &reason)) || (rc = vd_ctx_db(ctx, &c))) {
         free(reason);
         return rc;
@@ -151,4 +152,44 @@ vd_error vd_h_limit_backoff(vd_ctx *ctx)
     rc = vd_store_limit_backoff(c, key, after, reason, &out);
     free(reason);
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_tool_backoff_parse(vd_field f, vd_tool_backoff *b)
+{
+    char name[200];
+    vd_error rc = vd_get_string(f, "limit_key", false, 1, VD_LIMIT_KEY_MAX, &b->key);
+    if (rc == VD_OK && b->key && !vd_limit_key_valid(b->key))
+        return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, vd_field_name(f, "limit_key", name, 200),
+                       "'%s' must be a limit key: letters, digits and . _ : @ -", name);
+    if (rc == VD_OK) /* a provider's Retry-After of any size: the pause is capped in SQL */
+        rc = vd_get_int(f, "retry_after_seconds", false, 0, 604800, 60, &b->retry_after);
+    if (b->retry_after < 1)
+        b->retry_after = 1;
+    return rc;
+}
+
+vd_error vd_tool_backoff_apply(vd_ctx *ctx, vd_conn *c, const vd_tool_backoff *b, cJSON *env)
+{
+    char *out = NULL, hint[280];
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(env, "error");
+    char *reason = vd_redact(cJSON_GetStringValue(err)); /* the error, kept as the reason */
+    vd_error rc = vd_store_limit_backoff(c, b->key, b->retry_after, reason, &out);
+    free(reason);
+    if (rc)
+        return vd_store_fail(ctx, rc, NULL);
+    cJSON *doc = cJSON_Parse(out), *limit = cJSON_DetachItemFromObject(doc, "limit");
+    free(out);
+    cJSON_Delete(doc);
+    if (!limit)
+        return vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    cJSON_AddItemToObject(env, "limit", limit);
+    /* the model's terms, one next tool, at most 280 bytes */
+    snprintf(hint, sizeof(hint),
+             "The provider behind '%.60s' is rate-limited: stop calling it. Call defer_item with "
+             "reason_code rate_limited; the item is offered again when the limit reopens and no "
+             "retry budget is spent.",
+             b->key);
+    cJSON_ReplaceItemInObjectCaseSensitive(env, "hint", cJSON_CreateString(hint));
+    cJSON_ReplaceItemInObjectCaseSensitive(env, "retryable", cJSON_CreateFalse());
+    return VD_OK;
 }

@@ -104,6 +104,7 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     cJSON *canon = NULL;
     char *args_text = NULL, what[48];
     vd_tool_failure f = {.job_id = job_id};
+    vd_tool_backoff tb = {NULL, 0};
     vd_tool_verdict v;
     vd_conn *c = NULL;
     vd_field fl = {ctx, body, NULL};
@@ -112,7 +113,8 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     if ((rc = vd_get_token(fl, &f.token)) ||
         (rc = vd_get_string(fl, "tool", true, 1, 200, &f.tool)) ||
         (rc = vd_get_string(fl, "error", true, 1, 16384, &f.error)) ||
-        (rc = parse_kind(fl, &f.kind)) || (rc = vd_get_bool(fl, "required", false, &f.required)))
+        (rc = parse_kind(fl, &f.kind)) || (rc = vd_get_bool(fl, "required", false, &f.required)) ||
+        (rc = vd_tool_backoff_parse(fl, &tb)))
         return rc;
     args = cJSON_GetObjectItemCaseSensitive(body, "args");
     canon = args ? canonical(args) : cJSON_CreateNull();
@@ -137,7 +139,10 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     else {
         vd_metrics_observe_tool_failure(vd_tool_kind_name(v.kind), v.retryable);
         *out = envelope(&f, &v);
-        if (!*out || !add_tool_result(*out)) {
+        if (*out && tb.key && (rc = vd_tool_backoff_apply(ctx, c, &tb, *out))) {
+            cJSON_Delete(*out);
+            *out = NULL;
+        } else if (!*out || !add_tool_result(*out)) {
             cJSON_Delete(*out);
             *out = NULL;
             rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");

@@ -121,6 +121,12 @@ static cJSON *schema_tool_failure(void)
     cJSON_AddItemToObject(props, "error", string_prop("The error the tool returned.", 1, 16384));
     cJSON_AddItemToObject(props, "required",
                           bool_prop("True when this item cannot be finished without that tool."));
+    cJSON_AddItemToObject(props, "limit_key",
+                          string_prop("When the tool's provider said 429 or overloaded: the limit "
+                                      "key of that provider or model (e.g. provider:openai).",
+                                      1, 200));
+    cJSON_AddItemToObject(props, "retry_after_seconds",
+                          retry_after_prop("The provider's Retry-After, in seconds."));
     cJSON_AddItemToArray(req, cJSON_CreateString("tool"));
     cJSON_AddItemToArray(req, cJSON_CreateString("error"));
     return s;
@@ -145,7 +151,9 @@ const vd_agent_tool vd_agent_tools[] = {
      "the tool-failure answer told you to stop calling), quality gate, provider or dependency "
      "failed, or your confidence is low. The source stays eligible and the item is offered "
      "again later; set manual_review when a person should look at it first. This is the call "
-     "for any tooling problem: it never closes a good source.",
+     "for any tooling problem: it never closes a good source. When a provider rate-limited "
+     "you, use reason_code rate_limited: the item waits for the limit to reopen and spends no "
+     "retry budget.",
      schema_defer, false},
     {"fail_item", "fail",
      "Use when the engine itself failed, for example a required update or upsert tool "

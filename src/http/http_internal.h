@@ -298,6 +298,16 @@ vd_error vd_h_limit_backoff(vd_ctx *ctx);
 /* The optional `limit_keys` member of f's object (items, claims): 1..VD_LIMIT_KEYS_MAX limit
  * keys, as JSON text into *json (malloc'd; NULL when absent); a 400 naming the bad one. */
 vd_error vd_get_limit_keys(vd_field f, char **json);
+/* A tool failure that names a provider's limit key (`limit_key`, `retry_after_seconds`
+ * 1..3600, default 60): read before anything is written; key NULL when absent. */
+typedef struct vd_tool_backoff {
+    const char *key;
+    int64_t retry_after;
+} vd_tool_backoff;
+vd_error vd_tool_backoff_parse(vd_field f, vd_tool_backoff *b);
+/* Once the failure is recorded: throttle the key (as POST /v1/limits/{key}/backoff) and tell
+ * the model, in env's hint and a `limit` member, to defer with reason_code rate_limited. */
+vd_error vd_tool_backoff_apply(vd_ctx *ctx, vd_conn *c, const vd_tool_backoff *b, cJSON *env);
 vd_error vd_h_resolve_one(vd_ctx *ctx);
 vd_error vd_h_resolve_bulk(vd_ctx *ctx);
 vd_error vd_h_transitions(vd_ctx *ctx);

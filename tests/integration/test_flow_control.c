@@ -491,6 +491,43 @@ static void test_flow_control_longpoll_woken_by_free(void **state)
     assert_true(a.answered - a.started < 5.0);
 }
 
+/* A tool failure naming the provider's limit key throttles it and tells the model, in one
+ * hint of at most 280 bytes, to defer with reason_code rate_limited. */
+static void test_flow_control_tool_failure_backoff(void **state)
+{
+    (void)state;
+    vt_claim c;
+    char path[64], body[512];
+    vt_register(&srv[0], "tf", "tf0", NULL);
+    assert_int_equal(claim_keys(&srv[1], "tf", 1, "[\"provider:tf\"]", &c), 1);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/tool-failures", (long long)c.job_id);
+    snprintf(body, sizeof(body),
+             "{\"claim_token\": \"%s\", \"tool\": \"llm__generate\", \"args\": {},"
+             " \"error\": \"HTTP 429 Too Many Requests\", \"limit_key\": \"provider:tf\","
+             " \"retry_after_seconds\": 20}",
+             c.token);
+    vt_resp r = vt_http(&srv[1], "POST", path, VT_WORKER, body, NULL);
+    if (r.status != 200)
+        fprintf(stderr, "tool failure: %ld %s\n", r.status, r.body);
+    assert_int_equal(r.status, 200);
+    const char *hint = vt_str(r.json, "hint");
+    assert_non_null(strstr(hint, "defer_item"));
+    assert_non_null(strstr(hint, "rate_limited"));
+    assert_null(strstr(hint, "reject_source"));
+    assert_true(strlen(hint) <= 280);
+    assert_non_null(strstr(vt_str(r.json, "tool_result.text"), "rate_limited"));
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "limit"), "throttled")));
+    vt_resp_free(&r);
+    assert_int_equal(claim_keys(&srv[0], "tf", 1, "[\"provider:tf\"]", NULL), 0);
+    snprintf(body, sizeof(body),
+             "{\"claim_token\": \"%s\", \"tool\": \"x\", \"error\": \"e\", \"limit_key\": \"a b\"}",
+             c.token);
+    r = vt_http(&srv[1], "POST", path, VT_WORKER, body, NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_flow_control_backoff),
         cmocka_unit_test(test_flow_control_rate_limited_deferral),
         cmocka_unit_test(test_flow_control_longpoll_woken_by_free),
+        cmocka_unit_test(test_flow_control_tool_failure_backoff),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
