@@ -1,45 +1,67 @@
--- 0032_flow_control: limits per key (concurrency, a GCRA rate, model tokens per minute),
--- provider backoff, and the claim that honours them (docs/decisions/0050-limits-in-the-claim.md).
+-- 0032_flow_control: limits per key (concurrency, a rate with a burst, model tokens per
+-- minute), provider backoff, and the claim that honours them
+-- (docs/decisions/0050-limits-in-the-claim.md).
 --
--- A limit key ("provider:openai", "site:blog-3") is a row of `limits`. Items carry keys from
--- their registration (items.limit_keys), claims carry keys of their own; the job of a claim
--- holds the union of both (jobs.limit_keys), sorted. A claim that names keys, or that claims
--- in a flow step where an item with keys was ever registered (flow_steps.keyed), runs
--- verdict_claim_limited: one statement, in the claim's transaction, that locks the rows of
--- every key involved in key order (claims never deadlock on each other), hands out only
--- items whose every key has room, and takes the room. A key without a row has no limit.
--- The room a job holds is given back by a trigger when the job leaves 'processing' (any
--- disposition, release, expiry): every path that finishes a job frees its keys.
+-- A limit key ("provider:openai", "site:blog-3") is a row of `limits`: its settings and its
+-- throttle. Its room is a set of CELLS (`limit_cells`), never one counter: a concurrency
+-- limit of N is N slot cells, a rate of `count` per `per` with burst B is B token cells each
+-- usable again B * per/count after use, tokens per minute are 8 shards of the minute's
+-- budget. A claim takes one free cell of each kind of each key it needs with
+-- FOR UPDATE SKIP LOCKED, so concurrent claims never wait for each other and never take the
+-- same room; a finished job gives its slot cells back (a trigger). No row is shared by every
+-- claim of a key: a counter row would serialise them all at the speed of one commit (WAL
+-- flush), which the first version of this file measured (bench/results/2026-11-27-limits.md).
+--
+-- Items carry keys from their registration (items.limit_keys), claims carry keys of their
+-- own; the job of a claim holds the union of both (jobs.limit_keys) and the cells it took
+-- (jobs.limit_cells). A claim that names keys, or that claims in a flow step where an item
+-- with keys was ever registered (flow_steps.keyed), runs verdict_claim_limited: one
+-- statement, in the claim's transaction. A key without a row has no limit.
 
 CREATE TABLE limits (
     key               text PRIMARY KEY CHECK (key ~ '^[A-Za-z0-9._:@-]{1,200}$'),
-    concurrency       integer CHECK (concurrency BETWEEN 0 AND 1000000),
+    concurrency       integer CHECK (concurrency BETWEEN 0 AND 10000),
     rate_per_seconds  integer CHECK (rate_per_seconds IN (1, 60, 3600)),
     rate_count        integer CHECK (rate_count BETWEEN 1 AND 1000000),
-    rate_burst        integer CHECK (rate_burst BETWEEN 1 AND 1000000),
+    rate_burst        integer CHECK (rate_burst BETWEEN 1 AND 10000),
     tokens_per_minute bigint CHECK (tokens_per_minute BETWEEN 1 AND 1000000000000),
-    -- live use
-    in_flight         integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0),
-    rate_tat          timestamptz,               -- GCRA: the theoretical arrival time
-    tok_minute        timestamptz,               -- the minute tok_* count
-    tok_reserved      bigint NOT NULL DEFAULT 0, -- estimates and settled usage of that minute
-    tok_used          bigint NOT NULL DEFAULT 0, -- reported usage of that minute
-    tokens_used_total bigint NOT NULL DEFAULT 0,
     throttled_until   timestamptz,
     throttle_reason   text,
     backoff_streak    integer NOT NULL DEFAULT 0,
     backoffs_total    bigint NOT NULL DEFAULT 0,
-    waiting           boolean NOT NULL DEFAULT false, -- a claim found it closed: announce frees
+    -- a claim found the key closed (written at most once a second): a job freeing it is
+    -- announced to the long-poll claims for a while
+    waiting_at        timestamptz,
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     CHECK ((rate_count IS NULL) = (rate_per_seconds IS NULL)),
     CHECK ((rate_count IS NULL) = (rate_burst IS NULL))
 );
 
+-- kind 'c': a concurrency slot (held by a live job); 'r': a rate token (usable from
+-- free_at); 't': a shard of the tokens of `minute` (reserved: estimates of claims, settled
+-- against reported usage; used: reported usage).
+CREATE TABLE limit_cells (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key        text NOT NULL REFERENCES limits (key) ON DELETE CASCADE,
+    kind       "char" NOT NULL CHECK (kind IN ('c', 'r', 't')),
+    n          integer NOT NULL,
+    held       boolean NOT NULL DEFAULT false,
+    free_at    timestamptz NOT NULL DEFAULT '-infinity',
+    minute     timestamptz,
+    reserved   bigint NOT NULL DEFAULT 0,
+    used       bigint NOT NULL DEFAULT 0,
+    used_total bigint NOT NULL DEFAULT 0,
+    UNIQUE (key, kind, n)
+);
+CREATE INDEX limit_cells_free_slots ON limit_cells (key, n) WHERE kind = 'c' AND NOT held;
+CREATE INDEX limit_cells_rate ON limit_cells (key, free_at) WHERE kind = 'r';
+
 ALTER TABLE items ADD COLUMN limit_keys text[],
                   ADD COLUMN usage_tokens bigint NOT NULL DEFAULT 0,
                   ADD COLUMN usage_cost_usd numeric NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN limit_keys text[],
+                 ADD COLUMN limit_cells bigint[],
                  ADD COLUMN estimated_tokens bigint,
                  ADD COLUMN usage_input_tokens bigint,
                  ADD COLUMN usage_output_tokens bigint,
@@ -55,25 +77,32 @@ CREATE FUNCTION verdict_keys_union(a text[], b text[]) RETURNS text[]
     AS $$ SELECT array_agg(DISTINCT k ORDER BY k)
           FROM (SELECT unnest(a) UNION SELECT unnest(b)) x(k) $$;
 
--- GCRA's emission interval: per / count.
+-- The rate's emission interval: per / count. A rate token is usable again burst intervals
+-- after its use: over any window of length D at most burst + D / interval claims pass.
 CREATE FUNCTION verdict_limit_interval(l limits) RETURNS interval
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT l.rate_per_seconds * interval '1 second' / l.rate_count $$;
 
--- Whether key l has no room now for one more claim reserving est tokens: throttled, at its
--- concurrency, its rate bucket empty, or its token minute spent (an estimate alone larger
--- than the whole minute still passes in an empty minute: it is never starved).
+-- A token shard's share of the minute: a claim reserving est fits when the shard is of an
+-- older minute, empty (an estimate larger than a share is never starved), or has room.
+CREATE FUNCTION verdict_shard_fits(c limit_cells, tpm bigint, est bigint) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ SELECT c.minute IS DISTINCT FROM date_trunc('minute', now()) OR c.reserved = 0
+              OR c.reserved + coalesce(est, 0) <= ceil(tpm / 8.0) $$;
+
+-- Whether key l has no room now for one more claim reserving est tokens (a snapshot read,
+-- no lock): throttled, no free slot, no rate token, no token shard with room.
 CREATE FUNCTION verdict_limit_closed(l limits, est bigint) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ SELECT coalesce(l.throttled_until > now(), false)
-              OR coalesce(l.in_flight >= l.concurrency, false)
-              OR coalesce(l.rate_tat - now() > (l.rate_burst - 1) * verdict_limit_interval(l),
-                          false)
-              OR coalesce(l.tok_minute = date_trunc('minute', now())
-                          AND (l.tok_reserved >= l.tokens_per_minute
-                               OR (l.tok_reserved > 0
-                                   AND l.tok_reserved + coalesce(est, 0) > l.tokens_per_minute)),
-                          false) $$;
+              OR (l.concurrency IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
+                      WHERE c.key = l.key AND c.kind = 'c' AND NOT c.held
+                        AND c.n < l.concurrency))
+              OR (l.rate_count IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
+                      WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()))
+              OR (l.tokens_per_minute IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
+                      WHERE c.key = l.key AND c.kind = 't'
+                        AND verdict_shard_fits(c, l.tokens_per_minute, est))) $$;
 
 -- A limit as the API shows it: its settings and its live use.
 CREATE FUNCTION verdict_limit_json(l limits) RETURNS json
@@ -85,16 +114,16 @@ CREATE FUNCTION verdict_limit_json(l limits) RETURNS json
                    ELSE 'hour' END,
             'count', l.rate_count, 'burst', l.rate_burst) END,
         'tokens_per_minute', l.tokens_per_minute,
-        'in_flight', l.in_flight,
-        'rate_available', CASE WHEN l.rate_count IS NOT NULL THEN greatest(0, least(l.rate_burst,
-            floor((l.rate_burst * extract(epoch FROM verdict_limit_interval(l))
-                   - greatest(0, extract(epoch FROM coalesce(l.rate_tat, now()) - now())))
-                  / extract(epoch FROM verdict_limit_interval(l)))::bigint)) END,
-        'tokens_reserved', CASE WHEN l.tok_minute = date_trunc('minute', now())
-                                THEN l.tok_reserved ELSE 0 END,
-        'tokens_used', CASE WHEN l.tok_minute = date_trunc('minute', now())
-                            THEN l.tok_used ELSE 0 END,
-        'tokens_used_total', l.tokens_used_total,
+        'in_flight', (SELECT count(*) FROM limit_cells c
+                      WHERE c.key = l.key AND c.kind = 'c' AND c.held),
+        'rate_available', CASE WHEN l.rate_count IS NOT NULL THEN (SELECT count(*)
+            FROM limit_cells c WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()) END,
+        'tokens_reserved', (SELECT coalesce(sum(c.reserved), 0) FROM limit_cells c
+            WHERE c.key = l.key AND c.kind = 't' AND c.minute = date_trunc('minute', now())),
+        'tokens_used', (SELECT coalesce(sum(c.used), 0) FROM limit_cells c
+            WHERE c.key = l.key AND c.kind = 't' AND c.minute = date_trunc('minute', now())),
+        'tokens_used_total', (SELECT coalesce(sum(c.used_total), 0) FROM limit_cells c
+            WHERE c.key = l.key AND c.kind = 't'),
         'throttled', coalesce(l.throttled_until > now(), false),
         'throttled_until', CASE WHEN l.throttled_until > now()
                                 THEN verdict_ts(l.throttled_until) END,
@@ -102,6 +131,40 @@ CREATE FUNCTION verdict_limit_json(l limits) RETURNS json
         'backoff_streak', l.backoff_streak, 'backoffs_total', l.backoffs_total,
         'open', NOT verdict_limit_closed(l, 0),
         'updated_at', verdict_ts(l.updated_at)) $$;
+
+-- PUT /v1/limits/{key}: every setting (NULL: none of that kind), and the cells to match. A
+-- concurrency lowered below the slots in use takes effect as those jobs end (a slot at or
+-- above the limit is never handed out again); a changed rate starts with a full bucket.
+CREATE FUNCTION verdict_limit_put(p_key text, p_conc integer, p_per integer, p_count integer,
+                                  p_burst integer, p_tpm bigint) RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    l limits;
+    old limits;
+BEGIN
+    SELECT * INTO old FROM limits WHERE key = p_key FOR UPDATE;
+    INSERT INTO limits AS x (key, concurrency, rate_per_seconds, rate_count, rate_burst,
+                             tokens_per_minute)
+    VALUES (p_key, p_conc, p_per, p_count, p_burst, p_tpm)
+    ON CONFLICT (key) DO UPDATE SET concurrency = p_conc, rate_per_seconds = p_per,
+        rate_count = p_count, rate_burst = p_burst, tokens_per_minute = p_tpm,
+        updated_at = now()
+    RETURNING * INTO l;
+    INSERT INTO limit_cells (key, kind, n)
+    SELECT p_key, 'c', g FROM generate_series(0, coalesce(p_conc, 0) - 1) g
+    UNION ALL SELECT p_key, 'r', g FROM generate_series(0, coalesce(p_burst, 0) - 1) g
+    UNION ALL SELECT p_key, 't', g FROM generate_series(0, 7) g WHERE p_tpm IS NOT NULL
+    ON CONFLICT (key, kind, n) DO NOTHING;
+    DELETE FROM limit_cells WHERE key = p_key
+       AND ((kind = 'c' AND n >= coalesce(p_conc, 0) AND NOT held)
+            OR (kind = 'r' AND n >= coalesce(p_burst, 0)) OR (kind = 't' AND p_tpm IS NULL));
+    IF old.rate_per_seconds IS DISTINCT FROM p_per OR old.rate_count IS DISTINCT FROM p_count
+    THEN
+        UPDATE limit_cells SET free_at = '-infinity' WHERE key = p_key AND kind = 'r';
+    END IF;
+    RETURN json_build_object('limit', verdict_limit_json(l))::text;
+END $$;
 
 -- A backoff (a provider's 429): the key is throttled for the pause, which grows with a streak
 -- of backoffs: a backoff within 5 minutes after the previous pause ended doubles the pause
@@ -130,7 +193,7 @@ BEGIN
                           throttled_until = now() + least(p_cap::numeric,
                               p_after * power(2::numeric, least(l.backoff_streak - 1, 30)))
                               * interval '1 second',
-                          throttle_reason = p_reason, waiting = true,
+                          throttle_reason = p_reason, waiting_at = now(),
                           backoffs_total = backoffs_total + 1, updated_at = now()
          WHERE key = p_key RETURNING * INTO l;
     END IF;
@@ -144,11 +207,85 @@ CREATE FUNCTION verdict_job_reopen_seconds(p_job bigint) RETURNS double precisio
     AS $$ SELECT coalesce(greatest(0, max(extract(epoch FROM l.throttled_until - now()))), 0)
           FROM jobs j JOIN limits l ON l.key = ANY (j.limit_keys) WHERE j.id = p_job $$;
 
+-- The room of one claimed item on keys: one free cell of each kind of each key with limits,
+-- locked SKIP LOCKED (never waiting for another claim): their ids, '{}' when no key has
+-- limits, NULL when a key has no room (the cells locked so far stay locked, unused, until
+-- the claim commits).
+CREATE FUNCTION verdict_limit_take(p_keys text[], p_est bigint) RETURNS bigint[]
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    l limits;
+    cells bigint[] := '{}';
+    cid bigint;
+BEGIN
+    FOR l IN SELECT * FROM limits x WHERE x.key = ANY (p_keys) ORDER BY x.key LOOP
+        IF l.throttled_until > now() THEN
+            RETURN NULL;
+        END IF;
+        IF l.concurrency IS NOT NULL THEN
+            SELECT c.id INTO cid FROM limit_cells c
+             WHERE c.key = l.key AND c.kind = 'c' AND NOT c.held AND c.n < l.concurrency
+             LIMIT 1 FOR UPDATE SKIP LOCKED;
+            IF cid IS NULL THEN
+                RETURN NULL;
+            END IF;
+            cells := cells || cid;
+        END IF;
+        IF l.rate_count IS NOT NULL THEN
+            SELECT c.id INTO cid FROM limit_cells c
+             WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()
+             LIMIT 1 FOR UPDATE SKIP LOCKED;
+            IF cid IS NULL THEN
+                RETURN NULL;
+            END IF;
+            cells := cells || cid;
+        END IF;
+        IF l.tokens_per_minute IS NOT NULL THEN
+            SELECT c.id INTO cid FROM limit_cells c
+             WHERE c.key = l.key AND c.kind = 't'
+               AND verdict_shard_fits(c, l.tokens_per_minute, p_est)
+             ORDER BY c.reserved LIMIT 1 FOR UPDATE SKIP LOCKED;
+            IF cid IS NULL THEN
+                RETURN NULL;
+            END IF;
+            cells := cells || cid;
+        END IF;
+    END LOOP;
+    RETURN cells;
+END $$;
+
+-- Take the cells verdict_limit_take found: a slot is held, a rate token usable again burst
+-- intervals from now, a token shard reserves est in the current minute.
+CREATE FUNCTION verdict_limit_apply(p_cells bigint[], p_est bigint) RETURNS void
+    LANGUAGE sql VOLATILE
+    AS $$
+    UPDATE limit_cells c SET
+        held = c.held OR c.kind = 'c',
+        free_at = CASE WHEN c.kind = 'r'
+                       THEN now() + l.rate_burst * verdict_limit_interval(l) ELSE c.free_at END,
+        reserved = CASE WHEN c.kind <> 't' THEN c.reserved
+                        WHEN c.minute = date_trunc('minute', now())
+                        THEN c.reserved + coalesce(p_est, 0) ELSE coalesce(p_est, 0) END,
+        used = CASE WHEN c.kind = 't' AND c.minute IS DISTINCT FROM date_trunc('minute', now())
+                    THEN 0 ELSE c.used END,
+        minute = CASE WHEN c.kind = 't' THEN date_trunc('minute', now()) ELSE c.minute END
+    FROM limits l WHERE c.id = ANY (p_cells) AND l.key = c.key $$;
+
+-- Mark keys found closed (at most once a second each, never waiting for a row lock).
+CREATE FUNCTION verdict_limits_mark_waiting(p_keys text[]) RETURNS void
+    LANGUAGE sql VOLATILE
+    AS $$
+    UPDATE limits SET waiting_at = now() WHERE key IN (SELECT x.key FROM limits x
+        WHERE x.key = ANY (p_keys)
+          AND (x.waiting_at IS NULL OR x.waiting_at < now() - interval '1 second')
+        FOR UPDATE SKIP LOCKED) $$;
+
 -- The claim with limits: see the head of this file. p_keys the claim's keys (sorted, or
--- NULL), p_est the tokens each claimed item reserves on every key (or NULL). Candidates are
--- locked SKIP LOCKED in claim order, skipping items whose own keys are visibly closed, up to
--- a window of 4 per wanted item; then the rows of every key involved are locked in key order
--- and each candidate is taken, in order, when every key it needs still has room.
+-- NULL), p_est the tokens each claimed item reserves (or NULL). Candidates are locked SKIP
+-- LOCKED in claim order, skipping items whose own keys are visibly closed, up to a window of
+-- 4 per wanted item; each is taken, in order, when every key it needs has a free cell of
+-- each kind.
 CREATE FUNCTION verdict_claim_limited(p_fs text, p_worker text, p_limit integer,
                                       p_lease integer, p_actor text, p_version text,
                                       p_keys text[], p_est bigint) RETURNS text
@@ -157,16 +294,16 @@ CREATE FUNCTION verdict_claim_limited(p_fs text, p_worker text, p_limit integer,
 DECLARE
     cand bigint[];
     took bigint[] := '{}';
+    tc jsonb := '{}';
     c record;
-    k text[];
+    cells bigint[];
 BEGIN
     IF EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = p_fs AND f.paused) THEN
         RETURN '{"claims" : []}';
     END IF;
     IF p_keys IS NOT NULL AND EXISTS (SELECT 1 FROM limits l WHERE l.key = ANY (p_keys)
                                        AND verdict_limit_closed(l, p_est)) THEN
-        UPDATE limits l SET waiting = true WHERE l.key = ANY (p_keys) AND NOT l.waiting
-           AND verdict_limit_closed(l, p_est);
+        PERFORM verdict_limits_mark_waiting(p_keys);
         RETURN '{"claims" : []}';
     END IF;
     SELECT array_agg(s.id ORDER BY s.priority DESC, s.available_at, s.id) INTO cand
@@ -180,53 +317,42 @@ BEGIN
     IF cand IS NULL THEN
         RETURN '{"claims" : []}';
     END IF;
-    PERFORM 1 FROM limits l
-      WHERE l.key = ANY (verdict_keys_union(p_keys, (SELECT array_agg(DISTINCT x)
-                FROM items i, unnest(i.limit_keys) x WHERE i.id = ANY (cand))))
-      ORDER BY l.key FOR UPDATE;
     FOR c IN SELECT i.id, verdict_keys_union(p_keys, i.limit_keys) AS keys
                FROM unnest(cand) WITH ORDINALITY u(id, ord) JOIN items i ON i.id = u.id
               ORDER BY u.ord LOOP
         EXIT WHEN cardinality(took) >= p_limit;
-        k := c.keys;
-        IF k IS NULL THEN
-            took := took || c.id;
-        ELSIF NOT EXISTS (SELECT 1 FROM limits l WHERE l.key = ANY (k)
-                           AND verdict_limit_closed(l, p_est)) THEN
-            UPDATE limits l SET in_flight = l.in_flight + 1,
-                   rate_tat = CASE WHEN l.rate_count IS NOT NULL
-                       THEN greatest(coalesce(l.rate_tat, now()), now())
-                            + verdict_limit_interval(l) END,
-                   tok_reserved = CASE WHEN l.tok_minute = date_trunc('minute', now())
-                       THEN l.tok_reserved ELSE 0 END + coalesce(p_est, 0),
-                   tok_used = CASE WHEN l.tok_minute = date_trunc('minute', now())
-                       THEN l.tok_used ELSE 0 END,
-                   tok_minute = date_trunc('minute', now()), waiting = false
-             WHERE l.key = ANY (k);
-            took := took || c.id;
+        cells := CASE WHEN c.keys IS NULL THEN '{}' ELSE verdict_limit_take(c.keys, p_est) END;
+        IF cells IS NULL THEN
+            PERFORM verdict_limits_mark_waiting(c.keys);
         ELSE
-            UPDATE limits l SET waiting = true WHERE l.key = ANY (k) AND NOT l.waiting
-               AND verdict_limit_closed(l, p_est);
+            PERFORM verdict_limit_apply(cells, p_est);
+            took := took || c.id;
+            tc := tc || jsonb_build_object(c.id::text, to_jsonb(cells));
         END IF;
     END LOOP;
-    RETURN verdict_claim_take(p_fs, p_worker, p_lease, p_actor, p_version, p_keys, p_est, took);
+    RETURN verdict_claim_take(p_fs, p_worker, p_lease, p_actor, p_version, p_keys, p_est, took,
+                              tc);
 END $$;
 
 -- The jobs, item updates and transitions of the items a limited claim took (in that order),
--- and its answer, as the plain claim statement renders it (src/store/statements.c).
+-- with the cells each took (p_cells: item id -> cell ids), and its answer, as the plain claim
+-- statement renders it (src/store/statements.c).
 CREATE FUNCTION verdict_claim_take(p_fs text, p_worker text, p_lease integer, p_actor text,
                                    p_version text, p_keys text[], p_est bigint,
-                                   p_took bigint[]) RETURNS text
+                                   p_took bigint[], p_cells jsonb) RETURNS text
     LANGUAGE sql VOLATILE
     AS $$
     WITH cand AS (
-      SELECT i.id, i.state, i.attempts, verdict_keys_union(p_keys, i.limit_keys) AS keys, u.ord
+      SELECT i.id, i.state, i.attempts, verdict_keys_union(p_keys, i.limit_keys) AS keys,
+             (SELECT array_agg(x::bigint) FROM jsonb_array_elements_text(p_cells -> i.id::text) x)
+               AS cells, u.ord
       FROM unnest(p_took) WITH ORDINALITY u(id, ord) JOIN items i ON i.id = u.id),
      j AS (
       INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
-                        lease_expires_at, worker_version, limit_keys, estimated_tokens)
+                        lease_expires_at, worker_version, limit_keys, limit_cells,
+                        estimated_tokens)
       SELECT c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
-             now() + p_lease * interval '1 second', p_version, c.keys,
+             now() + p_lease * interval '1 second', p_version, c.keys, c.cells,
              CASE WHEN c.keys IS NOT NULL THEN p_est END
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),
@@ -250,19 +376,18 @@ CREATE FUNCTION verdict_claim_take(p_fs text, p_worker text, p_lease integer, p_
        ORDER BY c.ord), '[]'::json))::text
     FROM u JOIN j ON j.item_id = u.id JOIN cand c ON c.id = u.id $$;
 
--- A job that leaves 'processing' gives its keys' room back. When a claim found one of them
--- closed (waiting), the flow step is announced on verdict_claimable so its long-poll claims
--- try again (listen.c): "0 <flow_step_id>", as the statements' announcements read.
+-- A job that leaves 'processing' gives its slots back (its own cells only: no row every
+-- claim shares). When a claim lately found one of its keys closed, the flow step is
+-- announced on verdict_claimable so its long-poll claims try again (listen.c):
+-- "0 <flow_step_id>", as the statements' announcements read.
 CREATE FUNCTION verdict_limits_release() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    w boolean;
 BEGIN
-    SELECT bool_or(l.waiting) INTO w FROM limits l WHERE l.key = ANY (NEW.limit_keys);
-    UPDATE limits l SET in_flight = greatest(l.in_flight - 1, 0), waiting = false
-     WHERE l.key = ANY (NEW.limit_keys);
-    IF w THEN
+    UPDATE limit_cells SET held = false
+     WHERE id = ANY (NEW.limit_cells) AND kind = 'c' AND held;
+    IF EXISTS (SELECT 1 FROM limits l WHERE l.key = ANY (NEW.limit_keys)
+                AND l.waiting_at > now() - interval '30 seconds') THEN
         PERFORM pg_notify('verdict_claimable', '0 ' || NEW.flow_step_id);
     END IF;
     RETURN NULL;
@@ -272,3 +397,40 @@ CREATE TRIGGER jobs_limits_release AFTER UPDATE OF status ON jobs FOR EACH ROW
     WHEN (OLD.status = 'processing' AND NEW.status <> 'processing'
           AND NEW.limit_keys IS NOT NULL)
     EXECUTE FUNCTION verdict_limits_release();
+
+-- The usage a disposition reports for its job (input and output tokens, cost, model): kept
+-- on the job, summed on the item, and settled on the token shards the job's claim took: the
+-- tokens it reserved in the minute it was made are replaced by what was really used (usage
+-- reported in a later minute counts there). Answers whether the item's summed usage now
+-- passes its flow step's budget (max_item_tokens, max_item_cost_usd). Runs inside the
+-- disposition's transaction, which holds the job's lock.
+CREATE FUNCTION verdict_job_usage(p_job bigint, p_in bigint, p_out bigint, p_cost numeric,
+                                  p_model text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    j jobs;
+    tot bigint := p_in + p_out;
+    over boolean;
+BEGIN
+    UPDATE jobs SET usage_input_tokens = p_in, usage_output_tokens = p_out,
+                    usage_cost_usd = p_cost, usage_model = p_model
+     WHERE id = p_job RETURNING * INTO j;
+    UPDATE items i SET usage_tokens = i.usage_tokens + tot,
+                       usage_cost_usd = i.usage_cost_usd + coalesce(p_cost, 0)
+     WHERE i.id = j.item_id;
+    UPDATE limit_cells c SET
+        reserved = greatest(0, CASE WHEN c.minute = date_trunc('minute', now())
+            THEN c.reserved + tot
+                 - CASE WHEN date_trunc('minute', j.claimed_at) = c.minute
+                        THEN coalesce(j.estimated_tokens, 0) ELSE 0 END
+            ELSE tot END),
+        used = CASE WHEN c.minute = date_trunc('minute', now()) THEN c.used ELSE 0 END + tot,
+        minute = date_trunc('minute', now()), used_total = c.used_total + tot
+     WHERE c.id = ANY (j.limit_cells) AND c.kind = 't';
+    SELECT coalesce(i.usage_tokens > f.max_item_tokens, false)
+           OR coalesce(i.usage_cost_usd > f.max_item_cost_usd, false) INTO over
+      FROM items i JOIN flow_steps f ON f.flow_step_id = i.flow_step_id
+     WHERE i.id = j.item_id;
+    RETURN coalesce(over, false);
+END $$;

@@ -54,6 +54,33 @@ VD_MUST_USE vd_error vd_store_job_reopen_seconds(vd_conn *c, int64_t job_id, dou
 VD_MUST_USE vd_error vd_limits_decide_rate_limited(vd_conn *c, const vd_job_snapshot *snap,
                                                    vd_job_write *w, void *arg);
 
+/* The usage a disposition reports for its job. */
+typedef struct vd_usage {
+    bool given;
+    int64_t input_tokens, output_tokens;
+    double cost_usd;   /* < 0: not given */
+    const char *model; /* borrowed; may be NULL */
+} vd_usage;
+
+/* Keep u on the job, add it to the item's sums and settle the job's keys' token minute
+ * against it (sql/0032_flow_control.sql, verdict_job_usage); *over: the item's summed usage
+ * now passes its flow step's max_item_tokens or max_item_cost_usd. Inside the job's
+ * transaction. */
+VD_MUST_USE vd_error vd_store_job_usage(vd_conn *c, int64_t job_id, const vd_usage *u, bool *over);
+
+/* The decide hook (jobs.h) of a disposition that reports usage (arg: its vd_usage) or defers
+ * with reason_code rate_limited: stores the usage; an item over its cost budget that would
+ * be offered again parks in manual_review (reason_code cost_budget); a rate_limited deferral
+ * waits for the job's keys (vd_limits_decide_rate_limited). */
+VD_MUST_USE vd_error vd_limits_decide(vd_conn *c, const vd_job_snapshot *snap, vd_job_write *w,
+                                      void *arg);
+
+/* Set a flow step's cost budget (< 0: keep; 0: remove): *out {"flow_step": {...}} with
+ * max_item_tokens and max_item_cost_usd. VD_ERR_NOT_FOUND for an unknown flow step. */
+VD_MUST_USE vd_error vd_store_flow_step_budgets(vd_conn *c, const char *flow_step_id,
+                                                int64_t max_tokens, double max_cost_usd,
+                                                char **out);
+
 /* What a claim adds for flow control: its keys as a JSON array of strings (borrowed; NULL:
  * none) and the tokens each claimed item reserves (< 0: none). */
 typedef struct vd_claim_keys {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verdict/flow_steps.h"
+#include "verdict/limits.h"
 #include "verdict/store_ops.h"
 
 #define MAX_BATCH 1000
@@ -239,7 +240,8 @@ vd_error vd_h_flow_step_resume(vd_ctx *ctx)
 static vd_error settings_change(vd_field f, vd_flow_step_change *ch)
 {
     static const char *const members[] = {"incident_min_items", "incident_window_minutes",
-                                          "pause_on_incident", "strict_evidence"};
+                                          "pause_on_incident",  "strict_evidence",
+                                          "max_item_tokens",    "max_item_cost_usd"};
     int64_t min_items = 0, window = 0;
     vd_error rc = vd_only_members(f, members, sizeof(members) / sizeof(members[0]));
     ch->has_min_items = vd_has_member(f, "incident_min_items");
@@ -263,10 +265,16 @@ vd_error vd_h_flow_step_configure(vd_ctx *ctx)
     vd_conn *c = NULL;
     const cJSON *body = NULL;
     vd_flow_step_change ch = {0};
+    vd_budget_change b = {0};
     vd_error rc = vd_body_object(ctx, &body);
-    if (rc || (rc = flow_step_param(ctx, &fs)) ||
-        (rc = settings_change((vd_field){ctx, body, NULL}, &ch)) || (rc = vd_ctx_db(ctx, &c)))
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = flow_step_param(ctx, &fs)) || (rc = settings_change(f, &ch)) ||
+        (rc = vd_flow_step_budgets_parse(f, &b)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     rc = vd_store_flow_step_configure(c, fs, &ch, &out);
+    if (rc == VD_OK && b.given) { /* a cost budget (limits.h): the answer shows it */
+        free(out);
+        rc = vd_store_flow_step_budgets(c, fs, b.tokens, b.cost_usd, &out);
+    }
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }

@@ -61,9 +61,8 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
             (rc = vd_get_bool(f, "manual_review", false, &b)))
             return rc;
         w->event.manual_review = b;
+        /* claimable when the job's keys reopen (limits.h, vd_limits_decide) */
         w->event.rate_limited = strcmp(w->reason_code, "rate_limited") == 0;
-        if (w->event.rate_limited) /* claimable when the job's keys reopen (limits.h) */
-            w->decide = vd_limits_decide_rate_limited;
     } else { /* VD_DISPOSITION_FAIL: parse_disposition let no other word through */
         w->event.kind = VD_EVENT_FAIL;
         w->reason_code = "engine_error";
@@ -85,8 +84,9 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 typedef struct disp_in {
     vd_job_write w;
     char hint[200];
-    char *engine;  /* engine_data re-serialised, or NULL */
-    char *request; /* a batch entry without its job_id, as JSON (replays compare it) */
+    char *engine;   /* engine_data re-serialised, or NULL */
+    char *request;  /* a batch entry without its job_id, as JSON (replays compare it) */
+    vd_usage usage; /* the model usage it reports (limits.h) */
 } disp_in;
 
 static void disp_cleanup(disp_in *in)
@@ -112,7 +112,8 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
         (rc = vd_get_bool(f, "force", false, &w->force)) ||
         (rc = vd_get_string(f, "evidence", false, 1, VD_EVIDENCE_MAX, &w->evidence)) ||
         (rc = vd_get_redacted_object(f, "engine_data", MAX_ENGINE_DATA, VD_ERR_INVALID_FIELD,
-                                     &in->engine)))
+                                     &in->engine)) ||
+        (rc = vd_get_usage(f, &in->usage)))
         return rc;
     w->reason = reason;
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
@@ -139,6 +140,10 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
     }
     w->actor = f.ctx->actor;
     w->engine_data = in->engine;
+    if (in->usage.given || w->event.rate_limited) { /* flow control (limits.h) */
+        w->decide = vd_limits_decide;
+        w->decide_arg = &in->usage;
+    }
     return VD_OK;
 }
 

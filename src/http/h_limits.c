@@ -63,7 +63,8 @@ static vd_error get_rate(vd_field f, vd_limit_settings *s)
     if ((rc = vd_only_members(r, members, 3)) ||
         (rc = vd_get_string(r, "per", true, 1, 10, &per)) ||
         (rc = vd_get_int(r, "count", true, 1, 1000000, 1, &s->rate_count)) ||
-        (rc = vd_get_int(r, "burst", false, 1, 1000000, s->rate_count, &s->rate_burst)))
+        (rc = vd_get_int(r, "burst", false, 1, 10000, s->rate_count < 10000 ? s->rate_count : 10000,
+                         &s->rate_burst)))
         return rc;
     for (size_t i = 0; i < sizeof(pers) / sizeof(pers[0]); i++) {
         if (strcmp(per, pers[i].word) == 0)
@@ -86,7 +87,7 @@ vd_error vd_h_limit_put(vd_ctx *ctx)
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
     if (rc || (rc = key_param(ctx, &key)) || (rc = vd_only_members(f, members, 3)) ||
-        (rc = vd_get_int(f, "concurrency", false, 0, 1000000, -1, &s.concurrency)) ||
+        (rc = vd_get_int(f, "concurrency", false, 0, 10000, -1, &s.concurrency)) ||
         (rc = get_rate(f, &s)) ||
         (rc = vd_get_int(f, "tokens_per_minute", false, 1, 1000000000000LL, -1,
                          &s.tokens_per_minute)) ||
@@ -191,5 +192,49 @@ vd_error vd_tool_backoff_apply(vd_ctx *ctx, vd_conn *c, const vd_tool_backoff *b
              b->key);
     cJSON_ReplaceItemInObjectCaseSensitive(env, "hint", cJSON_CreateString(hint));
     cJSON_ReplaceItemInObjectCaseSensitive(env, "retryable", cJSON_CreateFalse());
+    return VD_OK;
+}
+
+vd_error vd_get_usage(vd_field f, vd_usage *u)
+{
+    static const char *const members[] = {"input_tokens", "output_tokens", "cost_usd", "model"};
+    const cJSON *o = NULL, *cost = NULL;
+    char path[200], name[240];
+    vd_field g = {f.ctx, NULL, vd_field_name(f, "usage", path, sizeof(path))};
+    vd_error rc = vd_get_object(f, "usage", false, &o);
+    *u = (vd_usage){false, 0, 0, -1, NULL};
+    if (rc || !o)
+        return rc;
+    g.obj = o;
+    if ((rc = vd_only_members(g, members, 4)) ||
+        (rc = vd_get_int(g, "input_tokens", true, 0, 1000000000, 0, &u->input_tokens)) ||
+        (rc = vd_get_int(g, "output_tokens", true, 0, 1000000000, 0, &u->output_tokens)) ||
+        (rc = vd_get_string(g, "model", false, 1, 200, &u->model)))
+        return rc;
+    cost = cJSON_GetObjectItemCaseSensitive(o, "cost_usd");
+    if (cost && !cJSON_IsNull(cost)) {
+        if (!cJSON_IsNumber(cost) || cost->valuedouble < 0 || cost->valuedouble > 1000000)
+            return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, vd_field_name(g, "cost_usd", name, 240),
+                           "'%s' must be a number from 0 to 1000000", name);
+        u->cost_usd = cost->valuedouble;
+    }
+    u->given = true;
+    return VD_OK;
+}
+
+vd_error vd_flow_step_budgets_parse(vd_field f, vd_budget_change *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, "max_item_cost_usd");
+    vd_error rc = vd_get_int(f, "max_item_tokens", false, 0, 1000000000000LL, -1, &b->tokens);
+    b->cost_usd = -1;
+    if (rc)
+        return rc;
+    if (v && !cJSON_IsNull(v)) {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1000000)
+            return vd_fail(f.ctx, VD_ERR_INVALID_FIELD, "max_item_cost_usd",
+                           "'max_item_cost_usd' must be a number from 0 to 1000000");
+        b->cost_usd = v->valuedouble;
+    }
+    b->given = b->tokens >= 0 || b->cost_usd >= 0;
     return VD_OK;
 }

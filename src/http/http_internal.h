@@ -305,6 +305,18 @@ typedef struct vd_tool_backoff {
     int64_t retry_after;
 } vd_tool_backoff;
 vd_error vd_tool_backoff_parse(vd_field f, vd_tool_backoff *b);
+/* The optional `usage` of a disposition: {input_tokens, output_tokens (0..10^9), cost_usd
+ * (0..10^6)?, model (1..200 bytes)?}; u->given false when absent. */
+struct vd_usage;
+/* PATCH /v1/flow-steps/{id}'s cost budget: max_item_tokens, max_item_cost_usd (0 removes
+ * one; < 0 not given), read before anything is written. */
+typedef struct vd_budget_change {
+    bool given;
+    int64_t tokens;
+    double cost_usd;
+} vd_budget_change;
+vd_error vd_flow_step_budgets_parse(vd_field f, vd_budget_change *b);
+vd_error vd_get_usage(vd_field f, struct vd_usage *u);
 /* Once the failure is recorded: throttle the key (as POST /v1/limits/{key}/backoff) and tell
  * the model, in env's hint and a `limit` member, to defer with reason_code rate_limited. */
 vd_error vd_tool_backoff_apply(vd_ctx *ctx, vd_conn *c, const vd_tool_backoff *b, cJSON *env);

@@ -78,3 +78,27 @@ vd_error vd_store_job_reopen_seconds(vd_conn *c, int64_t job_id, double *seconds
     free(text);
     return rc;
 }
+
+vd_error vd_store_job_usage(vd_conn *c, int64_t job_id, const vd_usage *u, bool *over)
+{
+    vd_i64_text j = vd_i64_text_of(job_id), in = vd_i64_text_of(u->input_tokens),
+                out = vd_i64_text_of(u->output_tokens);
+    char cost[64];
+    snprintf(cost, sizeof(cost), "%.6f", u->cost_usd);
+    const char *p[] = {j.s, in.s, out.s, u->cost_usd >= 0 ? cost : NULL, u->model};
+    char *text = NULL;
+    vd_error rc = vd_sql_first_text(c, VD_SQL_JOB_USAGE, 5, p, &text);
+    *over = rc == VD_OK && strcmp(text, "t") == 0;
+    free(text);
+    return rc;
+}
+
+vd_error vd_store_flow_step_budgets(vd_conn *c, const char *flow_step_id, int64_t max_tokens,
+                                    double max_cost_usd, char **out)
+{
+    vd_i64_text t = vd_i64_text_of(max_tokens);
+    char cost[64];
+    snprintf(cost, sizeof(cost), "%.6f", max_cost_usd);
+    const char *p[] = {flow_step_id, max_tokens >= 0 ? t.s : NULL, max_cost_usd >= 0 ? cost : NULL};
+    return vd_sql_first_text(c, VD_SQL_FLOW_STEP_BUDGETS, 3, p, out);
+}

@@ -950,23 +950,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
 
-    /* Limits per key (sql/0032_flow_control.sql). PUT sets every setting ($2..$6, NULL:
-     * none); a new row counts the live jobs that already hold the key (through the claimed
-     * items, items_leases). A changed rate starts with a full bucket. */
-    [VD_SQL_LIMIT_PUT] =
-        {"limit_put",
-         "INSERT INTO limits AS l (key, concurrency, rate_per_seconds, rate_count, rate_burst,"
-         "                         tokens_per_minute, in_flight)"
-         " VALUES ($1, $2::int, $3::int, $4::int, $5::int, $6::bigint,"
-         "  (SELECT count(*) FROM items i JOIN jobs j ON j.id = i.current_job_id"
-         "   WHERE i.state = 'claimed' AND j.status = 'processing'"
-         "     AND j.limit_keys @> ARRAY[$1::text]))"
-         " ON CONFLICT (key) DO UPDATE SET concurrency = $2::int, rate_per_seconds = $3::int,"
-         "  rate_count = $4::int, rate_burst = $5::int, tokens_per_minute = $6::bigint,"
-         "  rate_tat = CASE WHEN l.rate_per_seconds IS NOT DISTINCT FROM $3::int"
-         "   AND l.rate_count IS NOT DISTINCT FROM $4::int THEN l.rate_tat END,"
-         "  updated_at = now()"
-         " RETURNING json_build_object('limit', verdict_limit_json(l))::text"},
+    /* Limits per key (sql/0032_flow_control.sql): PUT sets every setting ($2 concurrency,
+     * $3 per (seconds), $4 count, $5 burst, $6 tokens per minute; NULL: none) and the cells. */
+    [VD_SQL_LIMIT_PUT] = {"limit_put", "SELECT verdict_limit_put($1, $2::int, $3::int, $4::int,"
+                                       " $5::int, $6::bigint)"},
     [VD_SQL_LIMIT_GET] = {"limit_get",
                           "SELECT json_build_object('limit', verdict_limit_json(l))::text"
                           " FROM limits l WHERE l.key = $1"},
@@ -978,6 +965,22 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* $2 retry_after_seconds, $3 reason, $4 the cap of a grown pause */
     [VD_SQL_LIMIT_BACKOFF] = {"limit_backoff",
                               "SELECT verdict_limit_backoff($1, $2::int, $3, $4::int)"},
+    /* a disposition's usage of job $1 ($2 input, $3 output tokens, $4 cost, $5 model): true
+     * when the item's summed usage passes its flow step's budget */
+    [VD_SQL_JOB_USAGE] = {"job_usage", "SELECT verdict_job_usage($1::bigint, $2::bigint,"
+                                       " $3::bigint, $4::numeric, $5)"},
+    /* a flow step's cost budget ($2 tokens, $3 dollars; NULL keeps, 0 removes) */
+    [VD_SQL_FLOW_STEP_BUDGETS] =
+        {"flow_step_budgets",
+         "UPDATE flow_steps f SET"
+         "  max_item_tokens = CASE WHEN $2::bigint IS NULL THEN f.max_item_tokens"
+         "   WHEN $2::bigint > 0 THEN $2::bigint END,"
+         "  max_item_cost_usd = CASE WHEN $3::numeric IS NULL THEN f.max_item_cost_usd"
+         "   WHEN $3::numeric > 0 THEN $3::numeric END, updated_at = now()"
+         " WHERE f.flow_step_id = $1"
+         " RETURNING json_build_object('flow_step', verdict_flow_step_json(f)::jsonb"
+         "  || jsonb_build_object('max_item_tokens', f.max_item_tokens,"
+         "                        'max_item_cost_usd', f.max_item_cost_usd))::text"},
     /* seconds until every key of job $1 is open again (rate_limited deferrals) */
     [VD_SQL_JOB_REOPEN_SECONDS] = {"job_reopen_seconds",
                                    "SELECT verdict_job_reopen_seconds($1::bigint)"},

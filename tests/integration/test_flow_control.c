@@ -251,7 +251,10 @@ static void test_flow_control_concurrency_never_exceeded(void **state)
     long most = max_in_flight("cc", "model:cc");
     assert_true(most <= CC_LIMIT);
     assert_int_equal(most, CC_LIMIT); /* the limit bound: it was reached */
-    assert_int_equal(vt_sql_long("SELECT in_flight FROM limits WHERE key = 'model:cc'"), 0);
+    assert_int_equal(
+        vt_sql_long(
+            "SELECT count(*) FROM limit_cells WHERE key = 'model:cc' AND kind = 'c' AND held"),
+        0);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'cc'"
                                  " AND state = 'processed'"),
                      CC_ITEMS);
@@ -267,7 +270,10 @@ static void test_flow_control_item_keys_skip(void **state)
     register_n("sk", "big", 6, "\"limit_keys\": [\"site:big\"]");
     register_n("sk", "small", 2, "\"limit_keys\": [\"site:small\"]");
     assert_int_equal(claim_keys(&srv[0], "sk", 1, NULL, c), 1); /* a site:big item */
-    assert_int_equal(vt_sql_long("SELECT in_flight FROM limits WHERE key = 'site:big'"), 1);
+    assert_int_equal(
+        vt_sql_long(
+            "SELECT count(*) FROM limit_cells WHERE key = 'site:big' AND kind = 'c' AND held"),
+        1);
     int n = claim_keys(&srv[1], "sk", 8, NULL, d);
     assert_int_equal(n, 2); /* both site:small items, nothing more of site:big */
     for (int i = 0; i < n; i++)
