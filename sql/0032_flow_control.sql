@@ -88,7 +88,8 @@ CREATE FUNCTION verdict_limit_interval(l limits) RETURNS interval
 CREATE FUNCTION verdict_shard_fits(c limit_cells, tpm bigint, est bigint) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ SELECT c.minute IS DISTINCT FROM date_trunc('minute', now()) OR c.reserved = 0
-              OR c.reserved + coalesce(est, 0) <= ceil(tpm / 8.0) $$;
+              OR (c.reserved < ceil(tpm / 8.0)
+                  AND c.reserved + coalesce(est, 0) <= ceil(tpm / 8.0)) $$;
 
 -- Whether key l has no room now for one more claim reserving est tokens (a snapshot read,
 -- no lock): throttled, no free slot, no rate token, no token shard with room.

@@ -534,6 +534,105 @@ static void test_flow_control_tool_failure_backoff(void **state)
     vt_resp_free(&r);
 }
 
+/* Tokens per minute: claims reserve their estimate on the key's minute; a disposition's usage
+ * replaces the estimate (the window settles against what was used). Started early in a
+ * minute so that the window does not roll under the test. */
+static void test_flow_control_token_window_settles(void **state)
+{
+    (void)state;
+    vt_claim c[16];
+    while (vt_sql_long("SELECT extract(second FROM now())::int") > 40)
+        vt_sleep_ms(500);
+    put_limit("model:tok", "{\"tokens_per_minute\": 8000}");
+    register_n("tw", "tw", 12, NULL);
+    const char *body = "{\"flow_step_id\": \"tw\", \"worker_id\": \"t\", \"limit\": 12,"
+                       " \"limit_keys\": [\"model:tok\"], \"estimated_tokens\": 1000}";
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    int n = cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims"));
+    for (int i = 0; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "claims"), i);
+        c[i].job_id = (int64_t)vt_num(e, "job_id");
+        snprintf(c[i].token, sizeof(c[i].token), "%s", vt_str(e, "claim_token"));
+    }
+    vt_resp_free(&r);
+    assert_int_equal(n, 8); /* 8 x 1000 = the minute's 8000 */
+    assert_true(limit_num("model:tok", "tokens_reserved") == 8000);
+    r = vt_http(&srv[1], "POST", "/v1/claims", VT_WORKER, body, NULL);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 0);
+    vt_resp_free(&r);
+    /* one job used 200 of its 1000: the window settles to 7200, room for an 800 */
+    r = vt_dispose(&srv[1], &c[0],
+                   "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 150,"
+                   " \"output_tokens\": 50, \"cost_usd\": 0.002, \"model\": \"gpt-4o\"}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_true(limit_num("model:tok", "tokens_reserved") == 7200);
+    assert_true(limit_num("model:tok", "tokens_used") == 200);
+    assert_true(limit_num("model:tok", "tokens_used_total") == 200);
+    assert_int_equal(vt_sql_long("SELECT usage_input_tokens + usage_output_tokens FROM jobs"
+                                 " WHERE id = %lld AND usage_model = 'gpt-4o'",
+                                 (long long)c[0].job_id),
+                     200);
+    r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER, body, NULL); /* 1000 still not */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 0);
+    vt_resp_free(&r);
+    body = "{\"flow_step_id\": \"tw\", \"worker_id\": \"t\", \"limit\": 5,"
+           " \"limit_keys\": [\"model:tok\"], \"estimated_tokens\": 800}";
+    r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER, body, NULL);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 1);
+    vt_resp_free(&r);
+}
+
+/* A flow step's token budget: usage summed over an item's attempts past it parks the item in
+ * manual_review (cost_budget) instead of deferring it again; a completion is kept. */
+static void test_flow_control_cost_budget_parks(void **state)
+{
+    (void)state;
+    vt_resp r = vt_http(&srv[0], "PATCH", "/v1/flow-steps/cb", VT_ADMIN,
+                        "{\"max_item_tokens\": 1000, \"max_item_cost_usd\": 5}", NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal((int)vt_num(r.json, "flow_step.max_item_tokens"), 1000);
+    vt_resp_free(&r);
+    r = vt_http(&srv[0], "PATCH", "/v1/flow-steps/cb", VT_ADMIN, "{\"max_item_tokens\": -1}", NULL);
+    vt_assert_error(&r, 400, "invalid_field");
+    vt_resp_free(&r);
+    int64_t item = vt_register(&srv[0], "cb", "cb0", NULL);
+    int64_t done = vt_register(&srv[0], "cb", "cb1", "\"priority\": -1");
+    vt_claim c = vt_claim1(&srv[1], "cb");
+    assert_int_equal(c.item_id, item);
+    r = vt_dispose(&srv[1], &c,
+                   "\"disposition\": \"defer_item\", \"reason_code\": \"low_confidence\","
+                   " \"retry_after_seconds\": 0, \"usage\": {\"input_tokens\": 500,"
+                   " \"output_tokens\": 100}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv[0], item), "deferred");
+    c = vt_claim1(&srv[0], "cb");
+    assert_int_equal(c.item_id, item);
+    r = vt_dispose(&srv[0], &c,
+                   "\"disposition\": \"fail\", \"error\": \"timeout\", \"usage\":"
+                   " {\"input_tokens\": 300, \"output_tokens\": 200, \"cost_usd\": 0.5}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv[0], item), "manual_review");
+    assert_int_equal(vt_sql_long("SELECT usage_tokens FROM items WHERE id = %lld"
+                                 " AND last_reason_code = 'cost_budget'",
+                                 (long long)item),
+                     1100);
+    c = vt_claim1(&srv[0], "cb");
+    assert_int_equal(c.item_id, done);
+    r = vt_dispose(&srv[0], &c,
+                   "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 5000,"
+                   " \"output_tokens\": 1}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv[0], done), "processed");
+    r = vt_dispose(&srv[0], &c, "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 1}");
+    vt_assert_error(&r, 400, "missing_field");
+    vt_resp_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -545,6 +644,8 @@ int main(void)
         cmocka_unit_test(test_flow_control_rate_limited_deferral),
         cmocka_unit_test(test_flow_control_longpoll_woken_by_free),
         cmocka_unit_test(test_flow_control_tool_failure_backoff),
+        cmocka_unit_test(test_flow_control_token_window_settles),
+        cmocka_unit_test(test_flow_control_cost_budget_parks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
