@@ -759,6 +759,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* every (flow step, tool) that had an incident: 0 once all are resolved */
          " UNION ALL SELECT 4, flow_step_id, tool, count(*) FILTER (WHERE state = 'open')"
          "  FROM tool_incidents GROUP BY 2, 3"
+         /* flow control (sql/0032_flow_control.sql), per limit key */
+         " UNION ALL SELECT 5, l.key, NULL, (SELECT count(*) FROM limit_cells c"
+         "   WHERE c.key = l.key AND c.kind = 'c' AND c.held) FROM limits l"
+         " UNION ALL SELECT 6, l.key, NULL, coalesce((l.throttled_until > now())::int, 0)"
+         "  FROM limits l"
+         " UNION ALL SELECT 7, l.key, NULL, (SELECT coalesce(sum(c.used_total), 0)"
+         "   FROM limit_cells c WHERE c.key = l.key AND c.kind = 't') FROM limits l"
          " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",

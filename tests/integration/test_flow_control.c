@@ -526,6 +526,11 @@ static void test_flow_control_tool_failure_backoff(void **state)
         cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "limit"), "throttled")));
     vt_resp_free(&r);
     assert_int_equal(claim_keys(&srv[0], "tf", 1, "[\"provider:tf\"]", NULL), 0);
+    r = vt_http(&srv[0], "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_non_null(strstr(r.body, "verdict_limit_throttled{key=\"provider:tf\"} 1"));
+    assert_non_null(strstr(r.body, "# TYPE verdict_limit_in_flight gauge"));
+    assert_non_null(strstr(r.body, "# TYPE verdict_limit_tokens_used_total counter"));
+    vt_resp_free(&r);
     snprintf(body, sizeof(body),
              "{\"claim_token\": \"%s\", \"tool\": \"x\", \"error\": \"e\", \"limit_key\": \"a b\"}",
              c.token);
