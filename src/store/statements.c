@@ -163,7 +163,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                     max_defers, limit_keys)"
          "  SELECT DISTINCT ON (s.id) s.id, s.flow_step_id, x.priority,"
          "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers,"
-         "         verdict_keys_union(x.limit_keys, NULL)"
+         "         (SELECT array_agg(DISTINCT k ORDER BY k) FROM unnest(x.limit_keys) k)"
          "  FROM src s JOIN input x ON x.flow_step_id = s.flow_step_id"
          "   AND x.source_type = s.source_type AND x.item_identifier = s.item_identifier"
          "  ORDER BY s.id, x.ord"
@@ -286,7 +286,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * array of strings, sorted, or NULL), $8 the tokens each item reserves (or NULL). */
     [VD_SQL_CLAIM_LIMITED] = {"claim_limited",
                               "SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6,"
-                              " (SELECT array_agg(e ORDER BY e)"
+                              " (SELECT array_agg(DISTINCT e ORDER BY e)"
                               "  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint)"},
 
     /* Extends the lease only while the token still holds the item. Answers the job's status,
