@@ -300,21 +300,23 @@ BEGIN
 END $$;
 
 -- The claim with limits: see the head of this file. p_keys the claim's keys (sorted, or
--- NULL), p_est the tokens each claimed item reserves (or NULL). Candidates are locked SKIP
--- LOCKED in claim order, skipping items whose own keys are visibly closed, up to a window of
--- 4 per wanted item; each is taken, in order, when every key it needs has a free cell of
--- each kind.
+-- NULL), p_est the tokens each claimed item reserves (or NULL). Candidates are fetched one at
+-- a time from a cursor (each locked SKIP LOCKED as it is fetched: a claim whose keys have
+-- room locks no more items than it takes) in claim order, skipping items whose own keys are
+-- visibly closed, at most 4 per wanted item; each is taken when every key it needs has a
+-- free cell of each kind.
 CREATE FUNCTION verdict_claim_limited(p_fs text, p_worker text, p_limit integer,
                                       p_lease integer, p_actor text, p_version text,
                                       p_keys text[], p_est bigint) RETURNS text
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
-    cand bigint[];
+    cur refcursor;
     took bigint[] := '{}';
     tc jsonb := '{}';
     c record;
     cells bigint[];
+    keys text[];
 BEGIN
     IF EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = p_fs AND f.paused) THEN
         RETURN '{"claims" : []}';
@@ -324,30 +326,28 @@ BEGIN
         PERFORM verdict_limits_mark_waiting(p_keys);
         RETURN '{"claims" : []}';
     END IF;
-    SELECT array_agg(s.id ORDER BY s.priority DESC, s.available_at, s.id) INTO cand
-      FROM (SELECT i.id, i.priority, i.available_at FROM items i
+    OPEN cur FOR SELECT i.id, i.limit_keys FROM items i
              WHERE i.flow_step_id = p_fs AND i.state IN ('available', 'deferred')
                AND i.available_at <= now()
                AND (i.limit_keys IS NULL OR NOT EXISTS (SELECT 1 FROM limits l
                         WHERE l.key = ANY (i.limit_keys) AND verdict_limit_closed(l, p_est)))
              ORDER BY i.priority DESC, i.available_at, i.id
-             LIMIT least(p_limit * 4, 400) FOR UPDATE OF i SKIP LOCKED) s;
-    IF cand IS NULL THEN
-        RETURN '{"claims" : []}';
-    END IF;
-    FOR c IN SELECT i.id, verdict_keys_union(p_keys, i.limit_keys) AS keys
-               FROM unnest(cand) WITH ORDINALITY u(id, ord) JOIN items i ON i.id = u.id
-              ORDER BY u.ord LOOP
+             LIMIT least(p_limit * 4, 400) FOR UPDATE OF i SKIP LOCKED;
+    LOOP
         EXIT WHEN cardinality(took) >= p_limit;
-        cells := CASE WHEN c.keys IS NULL THEN '{}' ELSE verdict_limit_take(c.keys, p_est) END;
+        FETCH cur INTO c;
+        EXIT WHEN NOT FOUND;
+        keys := verdict_keys_union(p_keys, c.limit_keys);
+        cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est) END;
         IF cells IS NULL THEN
-            PERFORM verdict_limits_mark_waiting(c.keys);
+            PERFORM verdict_limits_mark_waiting(keys);
         ELSE
             PERFORM verdict_limit_apply(cells, p_est);
             took := took || c.id;
             tc := tc || jsonb_build_object(c.id::text, to_jsonb(cells));
         END IF;
     END LOOP;
+    CLOSE cur;
     RETURN verdict_claim_take(p_fs, p_worker, p_lease, p_actor, p_version, p_keys, p_est, took,
                               tc);
 END $$;
