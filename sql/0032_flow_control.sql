@@ -230,42 +230,28 @@ CREATE FUNCTION verdict_limit_take(p_keys text[], p_est bigint) RETURNS bigint[]
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
-    l limits;
+    r record;
     cells bigint[] := '{}';
-    cid bigint;
 BEGIN
-    FOR l IN SELECT * FROM limits x WHERE x.key = ANY (p_keys) ORDER BY x.key LOOP
-        IF l.throttled_until > now() THEN
+    -- one row per (key, kind of limit it has), and 'x' for a throttled key (never a cell);
+    -- one statement for all the keys of the item
+    FOR r IN SELECT x.id FROM limits l
+               CROSS JOIN LATERAL (VALUES ('c'::"char"), ('r'), ('t'), ('x')) k(kind)
+               LEFT JOIN LATERAL (SELECT c.id FROM limit_cells c
+                     WHERE c.key = l.key AND c.kind = k.kind
+                       AND CASE k.kind WHEN 'c' THEN NOT c.held AND c.n < l.concurrency
+                                       WHEN 'r' THEN c.free_at <= now()
+                                       ELSE verdict_shard_fits(c, l.tokens_per_minute, p_est) END
+                     LIMIT 1 FOR UPDATE SKIP LOCKED) x ON true
+              WHERE l.key = ANY (p_keys)
+                AND CASE k.kind WHEN 'c' THEN l.concurrency IS NOT NULL
+                                WHEN 'r' THEN l.rate_count IS NOT NULL
+                                WHEN 't' THEN l.tokens_per_minute IS NOT NULL
+                                ELSE coalesce(l.throttled_until > now(), false) END LOOP
+        IF r.id IS NULL THEN
             RETURN NULL;
         END IF;
-        IF l.concurrency IS NOT NULL THEN
-            SELECT c.id INTO cid FROM limit_cells c
-             WHERE c.key = l.key AND c.kind = 'c' AND NOT c.held AND c.n < l.concurrency
-             LIMIT 1 FOR UPDATE SKIP LOCKED;
-            IF cid IS NULL THEN
-                RETURN NULL;
-            END IF;
-            cells := cells || cid;
-        END IF;
-        IF l.rate_count IS NOT NULL THEN
-            SELECT c.id INTO cid FROM limit_cells c
-             WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()
-             LIMIT 1 FOR UPDATE SKIP LOCKED;
-            IF cid IS NULL THEN
-                RETURN NULL;
-            END IF;
-            cells := cells || cid;
-        END IF;
-        IF l.tokens_per_minute IS NOT NULL THEN
-            SELECT c.id INTO cid FROM limit_cells c
-             WHERE c.key = l.key AND c.kind = 't'
-               AND verdict_shard_fits(c, l.tokens_per_minute, p_est)
-             ORDER BY c.reserved LIMIT 1 FOR UPDATE SKIP LOCKED;
-            IF cid IS NULL THEN
-                RETURN NULL;
-            END IF;
-            cells := cells || cid;
-        END IF;
+        cells := cells || r.id;
     END LOOP;
     RETURN cells;
 END $$;
@@ -373,7 +359,9 @@ BEGIN
         RETURN '{"claims" : []}';
     END IF;
     WITH cand AS (
-      SELECT i.id, i.state, i.attempts, verdict_keys_union(p_keys, i.limit_keys) AS keys,
+      SELECT i.id, i.state, i.attempts,
+             CASE WHEN i.limit_keys IS NULL THEN p_keys
+                  ELSE verdict_keys_union(p_keys, i.limit_keys) END AS keys,
              (SELECT array_agg(x::bigint) FROM jsonb_array_elements_text(p_cells -> i.id::text) x)
                AS cells, u.ord
       FROM unnest(p_took) WITH ORDINALITY u(id, ord) JOIN items i ON i.id = u.id),
