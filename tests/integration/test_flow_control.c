@@ -4,7 +4,9 @@
  * item whose key is full is skipped without blocking the items behind it; a backoff stops
  * every claim needing its key and none needing others, and repeated backoffs grow the pause;
  * a rate_limited deferral spends no budget and waits for the key; a long-poll claim on a full
- * key is woken by the notification when the key frees; the token window of a key. */
+ * key is woken by the notification when the key frees; a tool failure naming the key
+ * throttles it and steers the model; the token window settles against reported usage; a
+ * cost budget parks an item; priorities order the claims of a keyed flow step. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -638,6 +640,34 @@ static void test_flow_control_cost_budget_parks(void **state)
     vt_resp_free(&r);
 }
 
+/* In a keyed flow step (claimed with limits) claims still go by priority, highest first. */
+static void test_flow_control_priorities_order_claims(void **state)
+{
+    (void)state;
+    static const int prio[] = {0, 5, -1, 10, 3};
+    static const int want[] = {10, 5, 3, 0, -1};
+    char extra[96], ident[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(extra, sizeof(extra), "\"priority\": %d, \"limit_keys\": [\"site:p%d\"]", prio[i],
+                 i % 2);
+        snprintf(ident, sizeof(ident), "pr%d", i);
+        vt_register(&srv[i % 2], "pr", ident, extra);
+    }
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER,
+                        "{\"flow_step_id\": \"pr\", \"worker_id\": \"w\", \"limit\": 5,"
+                        " \"limit_keys\": [\"provider:pr\"]}",
+                        NULL);
+    assert_int_equal(r.status, 200);
+    const cJSON *claims = cJSON_GetObjectItem(r.json, "claims");
+    assert_int_equal(cJSON_GetArraySize(claims), 5);
+    for (int i = 0; i < 5; i++) {
+        const cJSON *c = cJSON_GetArrayItem(claims, i);
+        assert_int_equal((int)vt_num(c, "item.priority"), want[i]);
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c, "limit_keys")), 2);
+    }
+    vt_resp_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -651,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_flow_control_tool_failure_backoff),
         cmocka_unit_test(test_flow_control_token_window_settles),
         cmocka_unit_test(test_flow_control_cost_budget_parks),
+        cmocka_unit_test(test_flow_control_priorities_order_claims),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
