@@ -74,6 +74,8 @@ typedef struct vb_options {
     long stats_items; /* extra mode (b): > 0 runs it */
     int stats_flow_steps;
     int stats_repeats;
+    int limit_keys;     /* > 0: that many limits that never bind (bench-k0..), set before */
+    int keys_per_claim; /* each HTTP claim names this many of them (1..16, default 2) */
 } vb_options;
 
 const char *vb_scenario_name(vb_scenario s);

@@ -167,13 +167,32 @@ static const char *next_members(const worker *w)
     }
 }
 
+/* The claim's limit keys (--limit-keys, --keys-per-claim): worker i names keys
+ * (i * K + j) mod N, j < K, and reserves 100 tokens per item; "" without --limit-keys. */
+static void claim_keys(const worker *w, char *out, size_t cap)
+{
+    const vb_options *o = w->sh->o;
+    int k = o->keys_per_claim < o->limit_keys ? o->keys_per_claim : o->limit_keys;
+    size_t len = 0;
+    out[0] = '\0';
+    if (o->limit_keys <= 0)
+        return;
+    len += (size_t)snprintf(out + len, cap - len, ",\"estimated_tokens\":100,\"limit_keys\":[");
+    for (int j = 0; j < k && len < cap; j++)
+        len += (size_t)snprintf(out + len, cap - len, "%s\"bench-k%d\"", j ? "," : "",
+                                (w->index * k + j) % o->limit_keys);
+    if (len < cap)
+        snprintf(out + len, cap - len, "]");
+}
+
 /* Claim; returns the status and fills claims[0..*n). */
 static int do_claim(worker *w, int limit, claim *claims, int *n)
 {
-    char body[200];
-    int len =
-        snprintf(body, sizeof(body), "{\"flow_step_id\":\"%s\",\"worker_id\":\"%s\",\"limit\":%d}",
-                 w->flow_step, w->worker_id, limit);
+    char body[600], keys[400];
+    claim_keys(w, keys, sizeof(keys));
+    int len = snprintf(body, sizeof(body),
+                       "{\"flow_step_id\":\"%s\",\"worker_id\":\"%s\",\"limit\":%d%s}",
+                       w->flow_step, w->worker_id, limit, w->sh->mode == VB_MODE_HTTP ? keys : "");
     int status;
     *n = 0;
     if (w->sh->mode == VB_MODE_MIN) {
@@ -530,6 +549,14 @@ bool vb_seed_http(vb_env *e, const vb_options *o, double *seconds)
             e->seq += n;
             done += n;
         }
+    }
+    for (int k = 0; ok && k < o->limit_keys; k++) { /* limits that never bind */
+        char path[64];
+        static const char never[] =
+            "{\"concurrency\":64,\"rate\":{\"per\":\"second\",\"count\":1000000,"
+            "\"burst\":64},\"tokens_per_minute\":1000000000000}";
+        snprintf(path, sizeof(path), "/v1/limits/bench-k%d", k);
+        ok = vb_http_request(&h, "PUT", path, never, sizeof(never) - 1) == 200;
     }
     *seconds = vb_now() - t0;
     vb_http_close(&h);

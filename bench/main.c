@@ -60,6 +60,8 @@ static const char usage[] =
     "                         (default all; *_next: each disposition claims the next)\n"
     "  --threads N            VERDICT_THREADS of the child (default 4 x CPUs)\n"
     "  --seed N               random seed of the mix (same sequence on both sides)\n"
+    "  --limit-keys N         set N limits that never bind; every HTTP claim names some\n"
+    "  --keys-per-claim K     how many of them each claim names (default 2)\n"
     "  --json                 one JSON document on stdout instead of the tables\n"
     "  --quick                smoke run: 2000 items, clients 1,8, 2 s cells, 0.5 s warm-up\n"
     "  --keep-db              do not drop the database at the end\n"
@@ -183,6 +185,7 @@ static void defaults(vb_options *o, bool quick)
     /* handlers block on PostgreSQL round trips, so a thread per CPU leaves CPUs idle */
     o->threads = (int)(ncpu > 0 ? 4 * ncpu : 8);
     o->seed = 42;
+    o->keys_per_claim = 2;
     o->vacuum = true;
     o->adjudicator_runs = quick ? 3 : 5;
     o->stats_flow_steps = 50;
@@ -266,6 +269,14 @@ static int parse_args(int argc, char **argv, vb_options *o)
             if (!parse_long(a, val, 1, 256, &v))
                 return 2;
             o->threads = (int)v;
+        } else if (strcmp(a, "--limit-keys") == 0) {
+            if (!parse_long(a, val, 0, 100000, &v))
+                return 2;
+            o->limit_keys = (int)v;
+        } else if (strcmp(a, "--keys-per-claim") == 0) {
+            if (!parse_long(a, val, 1, 16, &v))
+                return 2;
+            o->keys_per_claim = (int)v;
         } else if (strcmp(a, "--seed") == 0) {
             if (!parse_long(a, val, 0, 0x7fffffff, &v))
                 return 2;

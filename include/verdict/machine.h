@@ -36,6 +36,8 @@ typedef struct vd_event {
     bool manual_review;          /* defer_item */
     bool retryable;              /* fail (default true) */
     int64_t retry_after_seconds; /* defer_item / fail; -1 = not given */
+    bool rate_limited;           /* defer_item with reason_code rate_limited: a key of the job
+                                    is throttled; no budget is spent, no backoff added */
 } vd_event;
 
 typedef struct vd_outcome {

@@ -176,6 +176,9 @@ typedef enum vd_db_family {
     VD_DB_STUCK_CLAIMS,     /* a: flow_step_id */
     VD_DB_OLDEST_CLAIMABLE, /* a: flow_step_id; seconds */
     VD_DB_INCIDENTS_OPEN,   /* a: flow_step_id, b: tool; open tooling incidents */
+    VD_DB_LIMIT_IN_FLIGHT,  /* a: limit key; jobs holding a concurrency slot */
+    VD_DB_LIMIT_THROTTLED,  /* a: limit key; 1 while a backoff holds it closed */
+    VD_DB_LIMIT_TOKENS,     /* a: limit key; usage reported on its token shards */
     VD_DB__MAX
 } vd_db_family;
 typedef struct vd_db_sample {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
+#include "verdict/limits.h"
 #include "verdict/semver.h"
 #include "verdict/store_ops.h"
 #include "verdict/util.h"
@@ -43,6 +44,8 @@ static bool may_park(vd_ctx *ctx, int64_t wait)
 typedef struct claim_req {
     const char *fs, *worker, *key, *version;
     int64_t limit, lease, wait;
+    char *limit_keys;         /* JSON array (malloc'd) or NULL */
+    int64_t estimated_tokens; /* per item; -1: none */
 } claim_req;
 
 /* Park the request: no answer now (server.c puts it in the registry). */
@@ -61,9 +64,10 @@ static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
     bool again = parkable && ctx->wait_runs++ > 0; /* a parked claim woken to try again */
     vd_idem idem = {"claims", ctx->actor, q->key, ctx->body};
     vd_error rc = vd_ctx_db(ctx, &c);
+    vd_claim_keys keys = {q->limit_keys, q->estimated_tokens};
     if (rc == VD_OK) /* a claim that may still park keeps nothing when it gets nothing */
-        rc = vd_store_claim(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor,
-                            parkable, &idem, &reply);
+        rc = vd_store_claim_keyed(c, q->fs, q->worker, q->version, q->limit, q->lease, ctx->actor,
+                                  &keys, parkable, &idem, &reply);
     if (rc == VD_OK && parkable && !reply.body) /* nothing yet */
         return park(ctx, q);
     /* a database outage while it waits does not end the wait: its deadline's run answers */
@@ -78,9 +82,10 @@ static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
 vd_error vd_h_claims(vd_ctx *ctx)
 {
     static const vd_member members[] = {
-        {"flow_step_id", VD_J_STRING},   {"worker_id", VD_J_STRING},
-        {"worker_version", VD_J_STRING}, {"limit", VD_J_NUMBER},
-        {"lease_seconds", VD_J_NUMBER},  {"wait_seconds", VD_J_NUMBER}};
+        {"flow_step_id", VD_J_STRING},     {"worker_id", VD_J_STRING},
+        {"worker_version", VD_J_STRING},   {"limit", VD_J_NUMBER},
+        {"lease_seconds", VD_J_NUMBER},    {"wait_seconds", VD_J_NUMBER},
+        {"estimated_tokens", VD_J_NUMBER}, {"limit_keys", VD_J_ARRAY}};
     const cJSON *body = NULL;
     claim_req q = {0};
     vd_error rc = vd_body_object(ctx, &body);
@@ -91,9 +96,13 @@ vd_error vd_h_claims(vd_ctx *ctx)
         (rc = get_worker_version(f, &q.version)) ||
         (rc = vd_get_int(f, "limit", false, 1, 100, 1, &q.limit)) ||
         (rc = vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds, &q.lease)) ||
-        (rc = vd_get_int(f, "wait_seconds", false, 0, VD_CLAIM_WAIT_MAX, 0, &q.wait)))
+        (rc = vd_get_int(f, "wait_seconds", false, 0, VD_CLAIM_WAIT_MAX, 0, &q.wait)) ||
+        (rc = vd_get_int(f, "estimated_tokens", false, 0, 100000000, -1, &q.estimated_tokens)) ||
+        (rc = vd_get_limit_keys(f, &q.limit_keys)))
         return rc;
-    return run_claim(ctx, &q);
+    rc = run_claim(ctx, &q);
+    free(q.limit_keys);
+    return rc;
 }
 
 vd_error vd_h_heartbeat(vd_ctx *ctx)

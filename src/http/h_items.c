@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verdict/flow_steps.h"
+#include "verdict/limits.h"
 #include "verdict/store_ops.h"
 
 #define MAX_BATCH 1000
@@ -20,10 +21,12 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         {"flow_step_id", VD_J_STRING},    {"source_type", VD_J_STRING},
         {"item_identifier", VD_J_STRING}, {"payload", VD_J_OBJECT},
         {"priority", VD_J_NUMBER},        {"delay_seconds", VD_J_NUMBER},
-        {"max_attempts", VD_J_NUMBER},    {"max_defers", VD_J_NUMBER}};
+        {"max_attempts", VD_J_NUMBER},    {"max_defers", VD_J_NUMBER},
+        {"limit_keys", VD_J_ARRAY}};
     char path[32];
     const char *fs = NULL, *st = NULL, *ident = NULL;
     const cJSON *payload = NULL;
+    char *keys = NULL;
     int64_t prio = 0, delay = 0, maxa = 0, maxd = 0;
     vd_error rc;
     snprintf(path, sizeof(path), "items[%d]", i);
@@ -38,17 +41,20 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         (rc = vd_get_int(f, "priority", false, -2147483647, 2147483647, 0, &prio)) ||
         (rc = vd_get_int(f, "delay_seconds", false, 0, 604800, 0, &delay)) ||
         (rc = vd_get_int(f, "max_attempts", false, 1, 100, ctx->cfg->max_attempts, &maxa)) ||
-        (rc = vd_get_int(f, "max_defers", false, 1, 100, ctx->cfg->max_defers, &maxd)))
+        (rc = vd_get_int(f, "max_defers", false, 1, 100, ctx->cfg->max_defers, &maxd)) ||
+        (rc = vd_get_limit_keys(f, &keys)))
         return rc;
     if (payload) {
         char *text = cJSON_PrintUnformatted(payload);
         size_t len = text ? strlen(text) : 0;
         free(text);
         char name[64];
-        if (len > MAX_PAYLOAD)
+        if (len > MAX_PAYLOAD) {
+            free(keys);
             return vd_fail(ctx, VD_ERR_INVALID_FIELD,
                            vd_field_name(f, "payload", name, sizeof(name)),
                            "'%s' is larger than 64 KiB serialised", name);
+        }
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "ord", i);
@@ -61,6 +67,9 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
     cJSON_AddNumberToObject(o, "delay_seconds", (double)delay);
     cJSON_AddNumberToObject(o, "max_attempts", (double)maxa);
     cJSON_AddNumberToObject(o, "max_defers", (double)maxd);
+    if (keys) /* limit keys: the flow step is claimed with limits (sql/0032_flow_control.sql) */
+        cJSON_AddItemToObject(o, "limit_keys", cJSON_Parse(keys));
+    free(keys);
     cJSON_AddItemToArray(batch, o);
     return VD_OK;
 }
@@ -304,7 +313,9 @@ static vd_error settings_change(vd_field f, vd_flow_step_change *ch)
                                         {"incident_window_minutes", VD_J_NUMBER},
                                         {"pause_on_incident", VD_J_BOOL},
                                         {"strict_evidence", VD_J_BOOL},
-                                        {"tools", VD_J_OBJECT}};
+                                        {"tools", VD_J_OBJECT},
+                                        {"max_item_tokens", VD_J_NUMBER},
+                                        {"max_item_cost_usd", VD_J_NUMBER}};
     int64_t min_items = 0, window = 0;
     vd_error rc = VD_MEMBERS_CHECK(f, members);
     ch->has_min_items = vd_has_member(f, "incident_min_items");
@@ -329,15 +340,21 @@ vd_error vd_h_flow_step_configure(vd_ctx *ctx)
     const cJSON *body = NULL;
     char *tools = NULL;
     vd_flow_step_change ch = {0};
+    vd_budget_change b = {0};
     vd_error rc = vd_body_object(ctx, &body);
-    if (rc || (rc = flow_step_param(ctx, &fs)) ||
-        (rc = settings_change((vd_field){ctx, body, NULL}, &ch)) ||
-        (rc = tools_change(ctx, body, &tools)) || (rc = vd_ctx_db(ctx, &c))) {
+    vd_field f = {ctx, body, NULL};
+    if (rc || (rc = flow_step_param(ctx, &fs)) || (rc = settings_change(f, &ch)) ||
+        (rc = vd_flow_step_budgets_parse(f, &b)) || (rc = tools_change(ctx, body, &tools)) ||
+        (rc = vd_ctx_db(ctx, &c))) {
         cJSON_free(tools);
         return rc;
     }
     ch.tools_json = tools;
     rc = vd_store_flow_step_configure(c, fs, &ch, &out);
     cJSON_free(tools);
+    if (rc == VD_OK && b.given) { /* a cost budget (limits.h): the answer shows it */
+        free(out);
+        rc = vd_store_flow_step_budgets(c, fs, b.tokens, b.cost_usd, &out);
+    }
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
+#include "verdict/limits.h"
 #include "verdict/lint.h"
 #include "verdict/store_ops.h"
 
@@ -21,8 +22,8 @@
 const char *const vd_reject_codes[] = {"irrelevant",  "too_thin", "duplicate", "spam",
                                        "low_quality", "other",    NULL};
 const char *const vd_defer_codes[] = {
-    "tool_error", "quality_gate", "provider_error", "low_confidence", "dependency_outage", "other",
-    NULL};
+    "tool_error",        "quality_gate", "provider_error", "low_confidence",
+    "dependency_outage", "other",        "rate_limited",   NULL};
 
 static vd_error get_code(vd_field f, const char *const *allowed, const char **out)
 {
@@ -48,7 +49,7 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
     {"claim_token", VD_J_STRING}, {"disposition", VD_J_STRING}, {"reason", VD_J_STRING},           \
         {"force", VD_J_BOOL}, {"evidence", VD_J_STRING}, {"engine_data", VD_J_OBJECT},             \
         {"reason_code", VD_J_STRING}, {"manual_review", VD_J_BOOL}, {"error", VD_J_STRING},        \
-        {"retryable", VD_J_BOOL},                                                                  \
+        {"retryable", VD_J_BOOL}, {"usage", VD_J_OBJECT},                                          \
     {                                                                                              \
         "retry_after_seconds", VD_J_NUMBER                                                         \
     }
@@ -71,6 +72,8 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
             (rc = vd_get_bool(f, "manual_review", false, &b)))
             return rc;
         w->event.manual_review = b;
+        /* claimable when the job's keys reopen (limits.h, vd_limits_decide) */
+        w->event.rate_limited = strcmp(w->reason_code, "rate_limited") == 0;
     } else { /* VD_DISPOSITION_FAIL: parse_disposition let no other word through */
         w->event.kind = VD_EVENT_FAIL;
         w->reason_code = "engine_error";
@@ -92,8 +95,9 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 typedef struct disp_in {
     vd_job_write w;
     char hint[200];
-    char *engine;  /* engine_data re-serialised, or NULL */
-    char *request; /* a batch entry without its job_id, as JSON (replays compare it) */
+    char *engine;   /* engine_data re-serialised, or NULL */
+    char *request;  /* a batch entry without its job_id, as JSON (replays compare it) */
+    vd_usage usage; /* the model usage it reports (limits.h) */
 } disp_in;
 
 static void disp_cleanup(disp_in *in)
@@ -119,7 +123,8 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
         (rc = vd_get_bool(f, "force", false, &w->force)) ||
         (rc = vd_get_string(f, "evidence", false, 1, VD_EVIDENCE_MAX, &w->evidence)) ||
         (rc = vd_get_redacted_object(f, "engine_data", MAX_ENGINE_DATA, VD_ERR_INVALID_FIELD,
-                                     &in->engine)))
+                                     &in->engine)) ||
+        (rc = vd_get_usage(f, &in->usage)))
         return rc;
     w->reason = reason;
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
@@ -146,6 +151,10 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
     }
     w->actor = f.ctx->actor;
     w->engine_data = in->engine;
+    if (in->usage.given || w->event.rate_limited) { /* flow control (limits.h) */
+        w->decide = vd_limits_decide;
+        w->decide_arg = &in->usage;
+    }
     return VD_OK;
 }
 
@@ -283,7 +292,7 @@ vd_error vd_h_release(vd_ctx *ctx)
     if ((rc = VD_MEMBERS_CHECK(f, members)) || (rc = vd_get_token(f, &w.token)) ||
         (rc = vd_get_string(f, "reason", false, 0, 2000, &reason)) || (rc = vd_ctx_db(ctx, &c)))
         return rc;
-    w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1};
+    w.event = (vd_event){VD_EVENT_RELEASE, false, true, -1, false};
     w.disposition = VD_DISPOSITION_NONE;
     w.cause = VD_CAUSE_RELEASE;
     w.reason_code = "release";

@@ -120,6 +120,7 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     cJSON *canon = NULL;
     char *args_text = NULL, what[48];
     vd_tool_failure f = {.job_id = job_id};
+    vd_tool_backoff tb = {NULL, 0};
     vd_tool_verdict v;
     vd_tool_failure_facts facts;
     vd_conn *c = NULL;
@@ -129,7 +130,8 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
     if ((rc = vd_get_token(fl, &f.token)) ||
         (rc = vd_get_string(fl, "tool", true, 1, 200, &f.tool)) ||
         (rc = vd_get_string(fl, "error", true, 1, 16384, &f.error)) ||
-        (rc = parse_kind(fl, &f.kind)) || (rc = vd_get_bool(fl, "required", false, &f.required)))
+        (rc = parse_kind(fl, &f.kind)) || (rc = vd_get_bool(fl, "required", false, &f.required)) ||
+        (rc = vd_tool_backoff_parse(fl, &tb)))
         return rc;
     args = cJSON_GetObjectItemCaseSensitive(body, "args");
     canon = args ? canonical(args) : cJSON_CreateNull();
@@ -160,7 +162,10 @@ vd_error vd_tool_failure_run(vd_ctx *ctx, int64_t job_id, const cJSON *body, cJS
         *out = envelope(&f, &v);
         if (*out)
             add_classification(*out, &facts);
-        if (!*out || !add_tool_result(*out)) {
+        if (*out && tb.key && (rc = vd_tool_backoff_apply(ctx, c, &tb, *out))) {
+            cJSON_Delete(*out);
+            *out = NULL;
+        } else if (!*out || !add_tool_result(*out)) {
             cJSON_Delete(*out);
             *out = NULL;
             rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
@@ -173,9 +178,11 @@ out:
 
 vd_error vd_h_tool_failure(vd_ctx *ctx)
 {
-    static const vd_member members[] = {{"claim_token", VD_J_STRING}, {"tool", VD_J_STRING},
-                                        {"error", VD_J_STRING},       {"kind", VD_J_STRING},
-                                        {"required", VD_J_BOOL},      {"args", VD_J_ANY}};
+    static const vd_member members[] = {
+        {"claim_token", VD_J_STRING}, {"tool", VD_J_STRING},
+        {"error", VD_J_STRING},       {"kind", VD_J_STRING},
+        {"required", VD_J_BOOL},      {"args", VD_J_ANY},
+        {"limit_key", VD_J_STRING},   {"retry_after_seconds", VD_J_NUMBER}};
     const cJSON *body = NULL;
     cJSON *env = NULL;
     int64_t job = 0;

@@ -141,6 +141,12 @@ static cJSON *schema_tool_failure(void)
     cJSON_AddItemToObject(props, "error", string_prop("The error the tool returned.", 1, 16384));
     cJSON_AddItemToObject(props, "required",
                           bool_prop("True when this item cannot be finished without that tool."));
+    cJSON_AddItemToObject(props, "limit_key",
+                          string_prop("When the tool's provider said 429 or overloaded: the limit "
+                                      "key of that provider or model (e.g. provider:openai).",
+                                      1, 200));
+    cJSON_AddItemToObject(props, "retry_after_seconds",
+                          retry_after_prop("The provider's Retry-After, in seconds."));
     cJSON_AddItemToArray(req, cJSON_CreateString("tool"));
     cJSON_AddItemToArray(req, cJSON_CreateString("error"));
     return s;
@@ -161,7 +167,8 @@ const vd_agent_tool vd_agent_tools[] = {
     {"defer_item", "defer_item",
      "Use when you cannot finish this item safely now: a tool, quality gate, provider or "
      "dependency failed, or your confidence is low. The source stays eligible and is offered "
-     "again later; set manual_review when a person should look at it first.",
+     "again later. After a provider's rate limit, use reason_code rate_limited: no retry "
+     "budget is spent.",
      schema_defer, false},
     {"fail_item", "fail",
      "Use when the engine itself failed and the item cannot be processed, for example a "

@@ -318,6 +318,37 @@ int vd_rpc_code_of(vd_error err);
 extern const char *const vd_reject_codes[];
 extern const char *const vd_defer_codes[];
 vd_error vd_h_flow_steps_list(vd_ctx *ctx);
+/* flow control (h_limits.c) */
+vd_error vd_h_limits_list(vd_ctx *ctx);
+vd_error vd_h_limit_get(vd_ctx *ctx);
+vd_error vd_h_limit_put(vd_ctx *ctx);
+vd_error vd_h_limit_delete(vd_ctx *ctx);
+vd_error vd_h_limit_backoff(vd_ctx *ctx);
+/* The optional `limit_keys` member of f's object (items, claims): 1..VD_LIMIT_KEYS_MAX limit
+ * keys, as JSON text into *json (malloc'd; NULL when absent); a 400 naming the bad one. */
+vd_error vd_get_limit_keys(vd_field f, char **json);
+/* A tool failure that names a provider's limit key (`limit_key`, `retry_after_seconds`
+ * 1..3600, default 60): read before anything is written; key NULL when absent. */
+typedef struct vd_tool_backoff {
+    const char *key;
+    int64_t retry_after;
+} vd_tool_backoff;
+vd_error vd_tool_backoff_parse(vd_field f, vd_tool_backoff *b);
+/* The optional `usage` of a disposition: {input_tokens, output_tokens (0..10^9), cost_usd
+ * (0..10^6)?, model (1..200 bytes)?}; u->given false when absent. */
+struct vd_usage;
+/* PATCH /v1/flow-steps/{id}'s cost budget: max_item_tokens, max_item_cost_usd (0 removes
+ * one; < 0 not given), read before anything is written. */
+typedef struct vd_budget_change {
+    bool given;
+    int64_t tokens;
+    double cost_usd;
+} vd_budget_change;
+vd_error vd_flow_step_budgets_parse(vd_field f, vd_budget_change *b);
+vd_error vd_get_usage(vd_field f, struct vd_usage *u);
+/* Once the failure is recorded: throttle the key (as POST /v1/limits/{key}/backoff) and tell
+ * the model, in env's hint and a `limit` member, to defer with reason_code rate_limited. */
+vd_error vd_tool_backoff_apply(vd_ctx *ctx, vd_conn *c, const vd_tool_backoff *b, cJSON *env);
 vd_error vd_h_resolve_one(vd_ctx *ctx);
 vd_error vd_h_resolve_bulk(vd_ctx *ctx);
 vd_error vd_h_transitions(vd_ctx *ctx);

@@ -243,6 +243,15 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
                                   "Open tooling incidents (GET /v1/tool-incidents), by flow step "
                                   "and tool.",
                                   "flow_step_id", "tool"},
+        [VD_DB_LIMIT_IN_FLIGHT] = {"verdict_limit_in_flight", "gauge",
+                                   "Jobs holding a concurrency slot of a limit key.", "key", NULL},
+        [VD_DB_LIMIT_THROTTLED] = {"verdict_limit_throttled", "gauge",
+                                   "1 while a provider backoff holds the limit key closed.", "key",
+                                   NULL},
+        [VD_DB_LIMIT_TOKENS] = {"verdict_limit_tokens_used_total", "counter",
+                                "Model tokens reported used by jobs holding a tokens_per_minute "
+                                "key.",
+                                "key", NULL},
     };
     size_t k = 0;
     for (int f = 0; f < VD_DB__MAX; f++) {

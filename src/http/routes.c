@@ -56,6 +56,11 @@ const vd_route vd_routes[] = {
      "flow_steps.pause"},
     {"POST", "/v1/flow-steps/{flow_step_id}/resume", VD_ROLE_ADMIN, vd_h_flow_step_resume,
      "flow_steps.resume"},
+    {"GET", "/v1/limits", VD_ROLE_READER, vd_h_limits_list, "limits.list"},
+    {"GET", "/v1/limits/{key}", VD_ROLE_READER, vd_h_limit_get, "limits.get"},
+    {"PUT", "/v1/limits/{key}", VD_ROLE_ADMIN, vd_h_limit_put, "limits.put"},
+    {"DELETE", "/v1/limits/{key}", VD_ROLE_ADMIN, vd_h_limit_delete, "limits.delete"},
+    {"POST", "/v1/limits/{key}/backoff", VD_ROLE_WORKER, vd_h_limit_backoff, "limits.backoff"},
 };
 
 const size_t vd_route_count = sizeof(vd_routes) / sizeof(vd_routes[0]);

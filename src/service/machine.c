@@ -31,6 +31,10 @@ static vd_outcome apply_defer(const vd_budgets *in, const vd_event *ev, const vd
                               double u)
 {
     vd_outcome o = outcome(VD_ITEM_DEFERRED, VD_JOB_DEFERRED, in);
+    if (ev->rate_limited && !ev->manual_review) { /* waits for its key, spends nothing */
+        o.delay_seconds = ev->retry_after_seconds >= 0 ? (double)ev->retry_after_seconds : 0;
+        return o;
+    }
     /* clamped: an item requeued without a budget reset never counts past its budget */
     o.defers = in->defers + 1 < in->max_defers ? in->defers + 1 : in->max_defers;
     if (ev->manual_review || in->defers + 1 >= in->max_defers) {

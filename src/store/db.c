@@ -749,6 +749,8 @@ static bool resend_safe(vd_sql sql)
 {
     switch (sql) {
     case VD_SQL_CLAIM:
+    case VD_SQL_CLAIM_LIMITED:
+    case VD_SQL_LIMIT_DELETE:
     case VD_SQL_REQUEUE_ONE:
     case VD_SQL_REQUEUE_BULK:
     case VD_SQL_RESOLVE_ONE:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/limits.h"
 #include "verdict/store_ops.h"
 
 /* An operation run under an Idempotency-Key (or plainly when there is none). */
@@ -217,10 +218,10 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 }
 
 typedef struct claim_args {
-    const char *p[6];
-    bool generic;    /* inside a begun transaction without a key (claim_next) */
-    bool hold_empty; /* a claim that got nothing keeps nothing (a long-poll that may wait) */
-    bool empty;      /* ... and it got nothing */
+    const char *p[8]; /* [6] the claim's limit keys (JSON), [7] estimated tokens: or NULL */
+    bool generic;     /* inside a begun transaction without a key (claim_next) */
+    bool hold_empty;  /* a claim that got nothing keeps nothing (a long-poll that may wait) */
+    bool empty;       /* ... and it got nothing */
 } claim_args;
 
 static vd_error claim_once(vd_conn *c, claim_args *a, char **body);
@@ -243,7 +244,22 @@ static vd_error claim_op(vd_conn *c, void *arg, char **body)
     return VD_ERR_NOT_FOUND;
 }
 
+static vd_error claim_plain(vd_conn *c, claim_args *a, char **body);
+
+/* A claim naming limit keys or tokens runs claim_limited; any other runs the plain claim,
+ * which answers NULL (VD_ERR_NOT_FOUND) in a keyed flow step, claiming nothing: then
+ * claim_limited without keys (sql/0032_flow_control.sql). */
 static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
+{
+    vd_error rc = VD_ERR_NOT_FOUND;
+    if (!a->p[6] && !a->p[7])
+        rc = claim_plain(c, a, body);
+    if (rc == VD_ERR_NOT_FOUND)
+        rc = vd_sql_first_text(c, VD_SQL_CLAIM_LIMITED, 8, a->p, body);
+    return rc;
+}
+
+static vd_error claim_plain(vd_conn *c, claim_args *a, char **body)
 {
     PGresult *res = NULL;
     if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
@@ -262,8 +278,20 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
                         const char *worker_version, int64_t limit, int64_t lease_seconds,
                         const char *actor, bool hold_empty, const vd_idem *idem, vd_reply *out)
 {
-    vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
-    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version},
+    vd_claim_keys none = {NULL, -1};
+    return vd_store_claim_keyed(c, flow_step_id, worker_id, worker_version, limit, lease_seconds,
+                                actor, &none, hold_empty, idem, out);
+}
+
+vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id, const char *worker_id,
+                              const char *worker_version, int64_t limit, int64_t lease_seconds,
+                              const char *actor, const vd_claim_keys *keys, bool hold_empty,
+                              const vd_idem *idem, vd_reply *out)
+{
+    vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds),
+                e = vd_i64_text_of(keys->estimated_tokens);
+    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version, keys->keys_json,
+                     keys->estimated_tokens >= 0 ? e.s : NULL},
                     c->in_tx && !(idem && idem->key),
                     hold_empty,
                     false};

@@ -39,7 +39,7 @@
 #define ITEMS_INPUT                                                                                \
     "input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, flow_step_id text,"       \
     " source_type text, item_identifier text, payload jsonb, priority int, delay_seconds int,"     \
-    " max_attempts int, max_defers int))"
+    " max_attempts int, max_defers int, limit_keys text[]))"
 
 /* The lock statements' last column: a tool failure holds the job's `complete` back. A write
  * or required tool of the job failed, the envelope said not to call it again (deterministic,
@@ -167,13 +167,17 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  DO NOTHING RETURNING id, flow_step_id, source_type, item_identifier),"
          " ins AS ("
          "  INSERT INTO items (id, flow_step_id, priority, available_at, max_attempts,"
-         "                     max_defers)"
+         "                     max_defers, limit_keys)"
          "  SELECT DISTINCT ON (s.id) s.id, s.flow_step_id, x.priority,"
-         "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers"
+         "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers,"
+         "         (SELECT array_agg(DISTINCT k ORDER BY k) FROM unnest(x.limit_keys) k)"
          "  FROM src s JOIN input x ON x.flow_step_id = s.flow_step_id"
          "   AND x.source_type = s.source_type AND x.item_identifier = s.item_identifier"
          "  ORDER BY s.id, x.ord"
          "  RETURNING id, flow_step_id, available_at),"
+         /* items with limit keys: the flow step is claimed with limits from now on */
+         " kf AS (UPDATE flow_steps f SET keyed = true WHERE NOT f.keyed AND f.flow_step_id IN"
+         "        (SELECT flow_step_id FROM input WHERE limit_keys IS NOT NULL)),"
          " tr AS ("
          "  INSERT INTO transitions (item_id, to_state, cause, actor)"
          "  SELECT id, 'available', 'register', $2 FROM ins)"
@@ -248,7 +252,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT id, state, attempts FROM items"
          "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
          "    AND available_at <= now()"
-         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1 AND f.paused)"
+         /* a keyed flow step (items with limit keys) is claimed by claim_limited */
+         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         "                    AND (f.paused OR f.keyed))"
          "  ORDER BY priority DESC, available_at, id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
@@ -270,15 +276,25 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                           actor)"
          "  SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', $5"
          "  FROM cand c JOIN j ON j.item_id = c.id)"
-         " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
+         /* NULL for a keyed flow step that is not paused: the store claims with limits */
+         " SELECT CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         "                          AND f.keyed AND NOT f.paused) THEN NULL"
+         "  ELSE json_build_object('claims', coalesce(json_agg(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
          "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
           * (jobs_item; nothing to read for an item never claimed before) */
          "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
          "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1))"
-         "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text"
+         "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
+
+    /* A claim with limits (sql/0032_flow_control.sql): $7 the claim's limit keys (a JSON
+     * array of strings, sorted, or NULL), $8 the tokens each item reserves (or NULL). */
+    [VD_SQL_CLAIM_LIMITED] = {"claim_limited",
+                              "SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6,"
+                              " (SELECT array_agg(DISTINCT e ORDER BY e)"
+                              "  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint)"},
 
     /* Extends the lease only while the token still holds the item. Answers the job's status,
      * whether the token is the job's, and the new lease (NULL when not extended). The job row
@@ -782,6 +798,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* every (flow step, tool) that had an incident: 0 once all are resolved */
          " UNION ALL SELECT 4, flow_step_id, tool, count(*) FILTER (WHERE state = 'open')"
          "  FROM tool_incidents GROUP BY 2, 3"
+         /* flow control (sql/0032_flow_control.sql), per limit key */
+         " UNION ALL SELECT 5, l.key, NULL, (SELECT count(*) FROM limit_cells c"
+         "   WHERE c.key = l.key AND c.kind = 'c' AND c.held) FROM limits l"
+         " UNION ALL SELECT 6, l.key, NULL, coalesce((l.throttled_until > now())::int, 0)"
+         "  FROM limits l"
+         " UNION ALL SELECT 7, l.key, NULL, (SELECT coalesce(sum(c.used_total), 0)"
+         "   FROM limit_cells c WHERE c.key = l.key AND c.kind = 't') FROM limits l"
          " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
@@ -1042,4 +1065,38 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_TOOL_FAILURE_FINAL] = {"tool_failure_final",
                                    "UPDATE tool_failures SET kind = 'deterministic',"
                                    " retryable = false WHERE id = $1::bigint"},
+    /* Limits per key (sql/0032_flow_control.sql): PUT sets every setting ($2 concurrency,
+     * $3 per (seconds), $4 count, $5 burst, $6 tokens per minute; NULL: none) and the cells. */
+    [VD_SQL_LIMIT_PUT] = {"limit_put", "SELECT verdict_limit_put($1, $2::int, $3::int, $4::int,"
+                                       " $5::int, $6::bigint)"},
+    [VD_SQL_LIMIT_GET] = {"limit_get",
+                          "SELECT json_build_object('limit', verdict_limit_json(l))::text"
+                          " FROM limits l WHERE l.key = $1"},
+    [VD_SQL_LIMITS_LIST] = {"limits_list", "SELECT json_build_object('limits',"
+                                           " coalesce(json_agg(verdict_limit_json(l) ORDER BY"
+                                           " l.key), '[]'::json))::text FROM limits l"},
+    [VD_SQL_LIMIT_DELETE] = {"limit_delete", "DELETE FROM limits WHERE key = $1"
+                                             " RETURNING json_build_object('deleted', key)::text"},
+    /* $2 retry_after_seconds, $3 reason, $4 the cap of a grown pause */
+    [VD_SQL_LIMIT_BACKOFF] = {"limit_backoff",
+                              "SELECT verdict_limit_backoff($1, $2::int, $3, $4::int)"},
+    /* a disposition's usage of job $1 ($2 input, $3 output tokens, $4 cost, $5 model): true
+     * when the item's summed usage passes its flow step's budget */
+    [VD_SQL_JOB_USAGE] = {"job_usage", "SELECT verdict_job_usage($1::bigint, $2::bigint,"
+                                       " $3::bigint, $4::numeric, $5)"},
+    /* a flow step's cost budget ($2 tokens, $3 dollars; NULL keeps, 0 removes) */
+    [VD_SQL_FLOW_STEP_BUDGETS] =
+        {"flow_step_budgets",
+         "UPDATE flow_steps f SET"
+         "  max_item_tokens = CASE WHEN $2::bigint IS NULL THEN f.max_item_tokens"
+         "   WHEN $2::bigint > 0 THEN $2::bigint END,"
+         "  max_item_cost_usd = CASE WHEN $3::numeric IS NULL THEN f.max_item_cost_usd"
+         "   WHEN $3::numeric > 0 THEN $3::numeric END, updated_at = now()"
+         " WHERE f.flow_step_id = $1"
+         " RETURNING json_build_object('flow_step', verdict_flow_step_json(f)::jsonb"
+         "  || jsonb_build_object('max_item_tokens', f.max_item_tokens,"
+         "                        'max_item_cost_usd', f.max_item_cost_usd))::text"},
+    /* seconds until every key of job $1 is open again (rate_limited deferrals) */
+    [VD_SQL_JOB_REOPEN_SECONDS] = {"job_reopen_seconds",
+                                   "SELECT verdict_job_reopen_seconds($1::bigint)"},
 };

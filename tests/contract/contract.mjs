@@ -1166,10 +1166,32 @@ async function consoleOps() {
 }
 
 // Path parameters that route (their values do not matter before the handler runs).
-const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix', asset: 'app.js', incident_id: 1 };
+const sampleParams = { item_id: 1, job_id: 1, flow_step_id: 'contract_matrix', asset: 'app.js', incident_id: 1, key: 'contract:matrix' };
 // The answer an operation gives when nothing is wrong (200, or 308 for the /ui redirect).
 const okStatus = (o) => Number(Object.keys(o.op.responses).find((k) => /^[23]\d\d$/.test(k)));
 const paramsFor = (o) => Object.fromEntries(o.params.filter((p) => p.in === 'path').map((p) => [p.name, sampleParams[p.name]]));
+
+// Flow control: limits per key and a provider's backoff.
+async function limits() {
+  const K = `model:${FS}`;
+  const p = await call('putLimit', { expect: 200, params: { key: K }, json: { concurrency: 2, rate: { per: 'minute', count: 60, burst: 5 }, tokens_per_minute: 1000 } });
+  check(p.body.limit.concurrency === 2 && p.body.limit.rate.burst === 5 && p.body.limit.in_flight === 0, 'putLimit', snip(p.body));
+  await call('putLimit', { expect: 200, params: { key: K }, json: { concurrency: null, rate: null, tokens_per_minute: 500 }, label: 'replace' });
+  await call('putLimit', { expect: 400, error: 'invalid_field', field: 'rate.per', params: { key: K }, json: { rate: { per: 'day', count: 1 } } });
+  await call('putLimit', { expect: 400, error: 'invalid_field', field: 'key', params: { key: 'a b' }, label: 'bad key' });
+  const g = await call('getLimit', { expect: 200, params: { key: K } });
+  check(g.body.limit.tokens_per_minute === 500 && g.body.limit.rate === null, 'getLimit', snip(g.body));
+  await call('getLimit', { expect: 404, error: 'not_found', params: { key: 'nope:nope' } });
+  await call('getLimit', { expect: 400, error: 'invalid_field', field: 'key', params: { key: 'a b' } });
+  const l = await call('listLimits', { expect: 200 });
+  check(l.body.limits.some((x) => x.key === K), 'listLimits', snip(l.body));
+  const b = await call('backoffLimit', { expect: 200, params: { key: K }, json: { retry_after_seconds: 5, reason: '429 Too Many Requests' } });
+  check(b.body.limit.throttled === true && b.body.limit.backoff_streak === 1, 'backoffLimit', snip(b.body));
+  await call('backoffLimit', { expect: 400, error: 'invalid_field', field: 'retry_after_seconds', params: { key: K }, json: { retry_after_seconds: 0 } });
+  await call('deleteLimit', { expect: 200, params: { key: K } });
+  await call('deleteLimit', { expect: 404, error: 'not_found', params: { key: K } });
+  await call('deleteLimit', { expect: 400, error: 'invalid_field', field: 'key', params: { key: 'a b' } });
+}
 
 // Every operation: no token, an unknown token, every role below its least one.
 async function releases() {
@@ -1457,6 +1479,7 @@ try {
   await group('console', consoleOps);
   await group('tools', toolSchemas);
   await group('mcp', mcp);
+  await group('limits', limits);
   await group('auth', authMatrix);
   await group('bodies', bodyMatrix);
   await group('unrouted', unrouted);

@@ -23,56 +23,80 @@ static void test_machine_table_rows(void **state)
         int failures, defers;
         const char *code;
     } rows[] = {
-        {{VD_EVENT_COMPLETE, false, true, -1}, {0, 0, 5, 3}, "processed", "completed", 0, 0, NULL},
-        {{VD_EVENT_REJECT_SOURCE, false, true, -1},
+        {{VD_EVENT_COMPLETE, false, true, -1, false},
+         {0, 0, 5, 3},
+         "processed",
+         "completed",
+         0,
+         0,
+         NULL},
+        {{VD_EVENT_REJECT_SOURCE, false, true, -1, false},
          {2, 1, 5, 3},
          "rejected",
          "rejected",
          2,
          1,
          NULL},
-        {{VD_EVENT_DEFER_ITEM, false, true, -1}, {0, 0, 5, 3}, "deferred", "deferred", 0, 1, NULL},
-        {{VD_EVENT_DEFER_ITEM, false, true, -1},
+        {{VD_EVENT_DEFER_ITEM, false, true, -1, false},
+         {0, 0, 5, 3},
+         "deferred",
+         "deferred",
+         0,
+         1,
+         NULL},
+        {{VD_EVENT_DEFER_ITEM, false, true, -1, false},
          {0, 2, 5, 3},
          "manual_review",
          "deferred",
          0,
          3,
          NULL},
-        {{VD_EVENT_DEFER_ITEM, true, true, -1},
+        {{VD_EVENT_DEFER_ITEM, true, true, -1, false},
          {0, 0, 5, 3},
          "manual_review",
          "deferred",
          0,
          1,
          NULL},
-        {{VD_EVENT_FAIL, false, true, -1}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
-        {{VD_EVENT_FAIL, false, true, -1}, {4, 0, 5, 3}, "failed", "failed", 5, 0, NULL},
-        {{VD_EVENT_FAIL, false, false, -1}, {0, 0, 5, 3}, "failed", "failed", 1, 0, NULL},
-        {{VD_EVENT_SESSION_SUCCEEDED, false, true, -1},
+        {{VD_EVENT_FAIL, false, true, -1, false}, {0, 0, 5, 3}, "deferred", "failed", 1, 0, NULL},
+        {{VD_EVENT_FAIL, false, true, -1, false}, {4, 0, 5, 3}, "failed", "failed", 5, 0, NULL},
+        {{VD_EVENT_FAIL, false, false, -1, false}, {0, 0, 5, 3}, "failed", "failed", 1, 0, NULL},
+        {{VD_EVENT_SESSION_SUCCEEDED, false, true, -1, false},
          {1, 1, 5, 3},
          "processed",
          "completed",
          1,
          1,
          NULL},
-        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1},
+        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1, false},
          {0, 0, 5, 3},
          "deferred",
          "failed",
          1,
          0,
          NULL},
-        {{VD_EVENT_RELEASE, false, true, -1}, {2, 1, 5, 3}, "available", "released", 2, 1, NULL},
-        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1},
+        {{VD_EVENT_RELEASE, false, true, -1, false},
+         {2, 1, 5, 3},
+         "available",
+         "released",
+         2,
+         1,
+         NULL},
+        {{VD_EVENT_SESSION_RETRIABLE, false, true, -1, false},
          {4, 0, 5, 3},
          "failed",
          "failed",
          5,
          0,
          "retry_budget_exhausted"},
-        {{VD_EVENT_SESSION_FAILED, false, true, -1}, {0, 0, 5, 3}, "failed", "failed", 0, 0, NULL},
-        {{VD_EVENT_FAIL, false, true, -1}, {0, 0, 1, 3}, "failed", "failed", 1, 0, NULL},
+        {{VD_EVENT_SESSION_FAILED, false, true, -1, false},
+         {0, 0, 5, 3},
+         "failed",
+         "failed",
+         0,
+         0,
+         NULL},
+        {{VD_EVENT_FAIL, false, true, -1, false}, {0, 0, 1, 3}, "failed", "failed", 1, 0, NULL},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         vd_outcome o = vd_machine_apply(&rows[i].in, &rows[i].ev, &B, 0.5);
@@ -91,16 +115,37 @@ static void test_machine_delays(void **state)
 {
     (void)state;
     vd_budgets in = {0, 0, 10, 10};
-    vd_event defer = {VD_EVENT_DEFER_ITEM, false, true, -1};
-    vd_event defer_at = {VD_EVENT_DEFER_ITEM, false, true, 0};
-    vd_event fail_after = {VD_EVENT_FAIL, false, true, 900};
-    vd_event fail_short = {VD_EVENT_FAIL, false, true, 1};
+    vd_event defer = {VD_EVENT_DEFER_ITEM, false, true, -1, false};
+    vd_event defer_at = {VD_EVENT_DEFER_ITEM, false, true, 0, false};
+    vd_event fail_after = {VD_EVENT_FAIL, false, true, 900, false};
+    vd_event fail_short = {VD_EVENT_FAIL, false, true, 1, false};
     assert_true(vd_machine_apply(&in, &defer, &B, 0.5).delay_seconds == 10.0);
     assert_true(vd_machine_apply(&in, &defer_at, &B, 0.5).delay_seconds == 0.0);
     assert_true(vd_machine_apply(&in, &fail_after, &B, 0.5).delay_seconds == 900.0);
     assert_true(vd_machine_apply(&in, &fail_short, &B, 0.5).delay_seconds == 10.0);
     in.failures = 3; /* 4th failure: base * 2^3 */
     assert_true(vd_machine_apply(&in, &fail_short, &B, 0.5).delay_seconds == 80.0);
+}
+
+/* A deferral because a limit key is throttled (rate_limited) spends no budget, even with
+ * none left, waits only as long as asked (the key's reopening), and never parks the item;
+ * asked for a person (manual_review), it parks as any deferral does. */
+static void test_machine_rate_limited(void **state)
+{
+    (void)state;
+    vd_budgets in = {2, 2, 3, 3};
+    vd_event rl = {VD_EVENT_DEFER_ITEM, false, true, 42, true};
+    vd_event rl_now = {VD_EVENT_DEFER_ITEM, false, true, -1, true};
+    vd_event rl_person = {VD_EVENT_DEFER_ITEM, true, true, -1, true};
+    for (int i = 0; i < 10; i++) {
+        vd_outcome o = vd_machine_apply(&in, &rl, &B, 0.5);
+        assert_int_equal(o.to_state, VD_ITEM_DEFERRED);
+        assert_int_equal(o.defers, 2);
+        assert_int_equal(o.failures, 2);
+        assert_true(o.delay_seconds == 42.0);
+    }
+    assert_true(vd_machine_apply(&in, &rl_now, &B, 0.5).delay_seconds == 0.0);
+    assert_int_equal(vd_machine_apply(&in, &rl_person, &B, 0.5).to_state, VD_ITEM_MANUAL_REVIEW);
 }
 
 static void test_machine_backoff(void **state)
@@ -128,7 +173,7 @@ static void test_machine_always_terminates(void **state)
                 for (;; steps++) {
                     vd_event ev = {(pattern >> (steps % 6)) & 1 ? VD_EVENT_FAIL
                                                                 : VD_EVENT_DEFER_ITEM,
-                                   false, true, -1};
+                                   false, true, -1, false};
                     vd_outcome o = vd_machine_apply(&in, &ev, &B, 0.5);
                     in.failures = o.failures;
                     in.defers = o.defers;
@@ -277,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_machine_table_rows),
         cmocka_unit_test(test_machine_delays),
         cmocka_unit_test(test_machine_backoff),
+        cmocka_unit_test(test_machine_rate_limited),
         cmocka_unit_test(test_machine_always_terminates),
         cmocka_unit_test(test_machine_skip_item_mapping),
         cmocka_unit_test(test_machine_tool_classification),

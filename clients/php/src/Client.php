@@ -173,9 +173,15 @@ final class Client
      *
      * @return list<Claim>
      */
-    public function claim(string $flowStepId, string $workerId, int $limit = 1, ?int $leaseSeconds = null, ?string $idempotencyKey = null, ?string $workerVersion = null, ?int $waitSeconds = null): array
+    public function claim(string $flowStepId, string $workerId, int $limit = 1, ?int $leaseSeconds = null, ?string $idempotencyKey = null, ?string $workerVersion = null, ?int $waitSeconds = null, ?array $limitKeys = null, ?int $estimatedTokens = null): array
     {
         $body = ['flow_step_id' => $flowStepId, 'worker_id' => $workerId, 'limit' => $limit];
+        if ($limitKeys !== null) {
+            $body['limit_keys'] = array_values($limitKeys); // e.g. ['provider:openai', 'model:gpt-4o']
+        }
+        if ($estimatedTokens !== null) {
+            $body['estimated_tokens'] = $estimatedTokens; // reserved per item on tokens_per_minute keys
+        }
         if ($waitSeconds !== null) {
             $body['wait_seconds'] = $waitSeconds;
         }
@@ -269,10 +275,16 @@ final class Client
     }
 
     /** POST /v1/jobs/{id}/tool-failures: record it; answers the envelope to hand the model. */
-    public function toolFailure(Claim|int $job, string $tool, mixed $args, string $error, string $kind = 'unknown', bool $required = false, ?string $token = null): ToolFailureEnvelope
+    public function toolFailure(Claim|int $job, string $tool, mixed $args, string $error, string $kind = 'unknown', bool $required = false, ?string $token = null, ?string $limitKey = null, ?int $retryAfterSeconds = null): ToolFailureEnvelope
     {
         [$id, $body] = $this->jobBody($job, $token);
         $body += ['tool' => $tool, 'args' => $args, 'error' => $error, 'kind' => $kind, 'required' => $required];
+        if ($limitKey !== null) { // the provider said 429: the key is throttled
+            $body['limit_key'] = $limitKey;
+            if ($retryAfterSeconds !== null) {
+                $body['retry_after_seconds'] = $retryAfterSeconds;
+            }
+        }
         return ToolFailureEnvelope::fromArray($this->call('POST', "/v1/jobs/$id/tool-failures", $body));
     }
 
@@ -336,6 +348,58 @@ final class Client
     public function flowSteps(): array
     {
         return array_map(static fn (array $f): FlowStep => FlowStep::fromArray($f), $this->call('GET', '/v1/flow-steps')['flow_steps']);
+    }
+
+    // --- flow control ----------------------------------------------------------------------
+
+    /**
+     * GET /v1/limits: every limit key with its settings and live use.
+     *
+     * @return list<array<string, mixed>>
+     */
+    public function limits(): array
+    {
+        return $this->call('GET', '/v1/limits')['limits'];
+    }
+
+    /** @return array<string, mixed> GET /v1/limits/{key} */
+    public function getLimit(string $key): array
+    {
+        return $this->call('GET', '/v1/limits/' . rawurlencode($key))['limit'];
+    }
+
+    /**
+     * PUT /v1/limits/{key} (admin): sets every setting; a null one is no limit of that kind.
+     *
+     * @param array{per: string, count: int, burst?: int}|null $rate
+     * @return array<string, mixed>
+     */
+    public function putLimit(string $key, ?int $concurrency = null, ?array $rate = null, ?int $tokensPerMinute = null): array
+    {
+        $body = ['concurrency' => $concurrency, 'rate' => $rate, 'tokens_per_minute' => $tokensPerMinute];
+        return $this->call('PUT', '/v1/limits/' . rawurlencode($key), $body, retryTransport: true)['limit'];
+    }
+
+    /** DELETE /v1/limits/{key} (admin); answers the key removed. */
+    public function deleteLimit(string $key): string
+    {
+        return $this->call('DELETE', '/v1/limits/' . rawurlencode($key))['deleted'];
+    }
+
+    /**
+     * POST /v1/limits/{key}/backoff (worker): a provider answered 429 or overload. Claims
+     * needing the key get nothing until it reopens; then defer the job with
+     * deferItem($claim, 'rate_limited'), which spends no budget.
+     *
+     * @return array<string, mixed>
+     */
+    public function backoff(string $key, int $retryAfterSeconds = 60, ?string $reason = null): array
+    {
+        $body = ['retry_after_seconds' => $retryAfterSeconds];
+        if ($reason !== null) {
+            $body['reason'] = $reason;
+        }
+        return $this->call('POST', '/v1/limits/' . rawurlencode($key) . '/backoff', $body)['limit'];
     }
 
     // --- admin ---------------------------------------------------------------------------

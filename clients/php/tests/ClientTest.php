@@ -265,4 +265,34 @@ final class ClientTest extends TestCase
         $c->deferItem($cl, 'low_confidence', null, true);
         self::assertSame('rejected', $c->resolve($id, 'rejected', 'junk source')->state);
     }
+    public function testFlowControl(): void
+    {
+        $admin = $this->client('admin');
+        $w = $this->client('worker');
+        $flow = $this->flow('limits');
+        $key = 'model:' . $flow;
+        $set = $admin->putLimit($key, concurrency: 1, rate: ['per' => 'minute', 'count' => 60, 'burst' => 5], tokensPerMinute: 1000);
+        self::assertSame(1, $set['concurrency']);
+        self::assertSame('minute', $set['rate']['per']);
+        self::assertContains($key, array_column($w->limits(), 'key'));
+        $this->seed($w, $flow, 3);
+        $got = $w->claim($flow, 'php', 3, limitKeys: [$key], estimatedTokens: 100);
+        self::assertCount(1, $got); // concurrency 1
+        self::assertSame(1, $w->getLimit($key)['in_flight']);
+        self::assertSame(100, $w->getLimit($key)['tokens_reserved']);
+        self::assertSame([], $w->claim($flow, 'php', 1, limitKeys: [$key]));
+
+        $env = $w->toolFailure($got[0], 'llm__generate', [], 'HTTP 429 Too Many Requests', limitKey: $key, retryAfterSeconds: 30);
+        self::assertStringContainsString('rate_limited', $env->hint);
+        self::assertTrue($w->getLimit($key)['throttled']);
+        $r = $w->deferItem($got[0], 'rate_limited', 'the provider answered 429');
+        self::assertSame('deferred', $r->item->state);
+        self::assertSame(0, $w->getItem($got[0]->item->id)->item->defers);
+        self::assertSame([], $w->claim($flow, 'php', 1, limitKeys: [$key])); // throttled
+        self::assertTrue($w->backoff('provider:' . $flow, 5, 'overloaded')['throttled']);
+
+        self::assertSame($key, $admin->deleteLimit($key));
+        $this->expectException(\Verdict\Exception\NotFoundException::class);
+        $w->getLimit($key);
+    }
 }

@@ -1,0 +1,12 @@
+-- claim_limited: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 text
+-- $2 text
+-- $3 integer
+-- $4 integer
+-- $5 text
+-- $6 text
+-- $7 jsonb
+-- $8 bigint
+SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6, (SELECT array_agg(DISTINCT e ORDER BY e)  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint)
