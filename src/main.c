@@ -15,11 +15,11 @@
 #include "verdict/util.h"
 
 static const char usage[] =
-    "usage: verdictd [serve|migrate|version] [--help]\n"
+    "usage: verdictd [serve|migrate|version] [--help] [--version|-V]\n"
     "\n"
     "  serve     apply pending migrations (unless VERDICT_AUTO_MIGRATE=0) and serve HTTP\n"
     "  migrate   apply pending migrations and exit\n"
-    "  version   print the version and exit\n"
+    "  version   print the version and exit (also --version, -V)\n"
     "\n"
     "Configuration comes from the environment: VERDICT_DATABASE_URL (required),\n"
     "VERDICT_LISTEN (127.0.0.1:8080), VERDICT_THREADS, VERDICT_API_KEYS (name:role:token,...),\n"
@@ -101,6 +101,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            printf("verdictd %s\n", VERDICT_VERSION);
             return 0;
         }
     }
