@@ -47,8 +47,9 @@ VD_MUST_USE vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
  * desc; 0 starts at the oldest or the newest). */
 typedef struct vd_list_filter {
     const char *flow_step_id, *state, *reason_code, *worker_id;
-    const char *since; /* jobs: RFC 3339, claimed at or after */
-    int64_t item_id;   /* jobs only */
+    const char *since;    /* jobs: RFC 3339, claimed at or after */
+    int64_t item_id;      /* jobs only */
+    const char *trace_id; /* jobs only: the claim's or the disposition's W3C trace id */
     int64_t after, limit;
     bool desc;
 } vd_list_filter;

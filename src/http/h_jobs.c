@@ -482,12 +482,16 @@ vd_error vd_h_jobs_list(vd_ctx *ctx)
         (rc = vd_query_str(ctx, "flow_step_id", 200, &f.flow_step_id)) ||
         (rc = vd_query_str(ctx, "reason_code", 200, &f.reason_code)) ||
         (rc = vd_query_str(ctx, "worker_id", 200, &f.worker_id)) ||
+        (rc = vd_query_str(ctx, "trace_id", 32, &f.trace_id)) ||
         (rc = vd_query_order(ctx, &f.desc)))
         return rc;
     f.state = vd_query(ctx, "status");
     f.since = vd_query(ctx, "since");
     if (f.state && !vd_job_status_parse(f.state, &status))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "status", "'status' is not a job status");
+    if (f.trace_id && !vd_trace_id_valid(f.trace_id))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "trace_id",
+                       "'trace_id' must be 32 lower-case hex digits (a W3C trace id)");
     if (f.since && !valid_since(f.since))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "since", "'since' must be an RFC 3339 time");
     if ((rc = vd_ctx_db(ctx, &c)))

@@ -14,6 +14,7 @@
 #include "verdict/error.h"
 #include "verdict/jobs.h"
 #include "verdict/store.h"
+#include "verdict/trace.h"
 
 #include "input.h"
 
@@ -71,6 +72,7 @@ struct vd_ctx {
     const char *actor; /* the API key's name, or "anonymous" */
     vd_role role;
     char request_id[80];
+    vd_trace trace; /* W3C Trace Context: the request's trace and verdictd's span of it */
     /* the answer */
     int status;
     char *resp_body; /* malloc'd */

@@ -65,7 +65,8 @@ static const struct {
     const char *query;
 } route_queries[] = {
     {"items.list", "limit after flow_step_id state reason_code worker_id order"},
-    {"jobs.list", "limit after item_id flow_step_id status since reason_code worker_id order"},
+    {"jobs.list",
+     "limit after item_id flow_step_id status since reason_code worker_id order trace_id"},
     {"transitions", "after limit flow_step_id"},
     {"tool_incidents.list", "limit after flow_step_id state"},
     {"tool_definitions", "format"},

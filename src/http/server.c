@@ -186,8 +186,10 @@ static void access_log(const vd_ctx *ctx, double secs)
     size_t n = 0;
     if (!vd_log_enabled(VD_LOG_INFO))
         return;
-    n = (size_t)snprintf(fields, sizeof(fields), "\"request_id\":\"%s\",\"method\":\"",
-                         ctx->request_id);
+    n = (size_t)snprintf(
+        fields, sizeof(fields),
+        "\"request_id\":\"%s\",\"trace_id\":\"%s\",\"span_id\":\"%s\",\"method\":\"",
+        ctx->request_id, ctx->trace.trace_id, ctx->trace.span_id);
     n = vd_json_escape(fields, sizeof(fields) - 200, n, ctx->method);
     n += (size_t)snprintf(fields + n, sizeof(fields) - n, "\",\"path\":\"");
     n = vd_json_escape(fields, sizeof(fields) - 200, n, ctx->path);
@@ -220,6 +222,17 @@ static void add_console_headers(const vd_ctx *ctx, struct MHD_Response *resp)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ctx->etag);
 }
 
+/* W3C Trace Context: the request's trace id with verdictd's span of it, and the caller's
+ * tracestate back when its traceparent was valid. */
+static void add_trace_headers(const vd_ctx *ctx, struct MHD_Response *resp)
+{
+    char tp[56];
+    vd_trace_format(&ctx->trace, tp);
+    MHD_add_response_header(resp, "traceparent", tp);
+    if (ctx->trace.tracestate[0])
+        MHD_add_response_header(resp, "tracestate", ctx->trace.tracestate);
+}
+
 static enum MHD_Result queue_answer(vd_ctx *ctx)
 {
     struct MHD_Response *resp = NULL;
@@ -246,6 +259,7 @@ static enum MHD_Result queue_answer(vd_ctx *ctx)
     if (ctx->resp_ctype)   /* none on a 202 with no body */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctx->resp_ctype);
     MHD_add_response_header(resp, "X-Request-Id", ctx->request_id);
+    add_trace_headers(ctx, resp);
     if (ctx->retry_after[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ctx->retry_after);
     if (ctx->err == VD_ERR_METHOD_NOT_ALLOWED)
@@ -394,6 +408,8 @@ static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *con
     ctx->method = method;
     ctx->path = url;
     ctx->deadline = r->started + srv->cfg->db_timeout_ms / 1000.0;
+    vd_trace_begin(&ctx->trace, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
+                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate"));
     if (sane_request_id(rid))
         snprintf(ctx->request_id, sizeof(ctx->request_id), "%s", rid);
     else

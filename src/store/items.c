@@ -217,10 +217,10 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 }
 
 typedef struct claim_args {
-    const char *p[6];
-    bool generic;    /* inside a begun transaction without a key (claim_next) */
-    bool hold_empty; /* a claim that got nothing keeps nothing (a long-poll that may wait) */
-    bool empty;      /* ... and it got nothing */
+    const char *p[7]; /* $7: the request's trace id (vd_conn_set_trace) */
+    bool generic;     /* inside a begun transaction without a key (claim_next) */
+    bool hold_empty;  /* a claim that got nothing keeps nothing (a long-poll that may wait) */
+    bool empty;       /* ... and it got nothing */
 } claim_args;
 
 static vd_error claim_once(vd_conn *c, claim_args *a, char **body);
@@ -248,13 +248,13 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
     PGresult *res = NULL;
     if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
-        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 7, a->p, body);
     }
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
-        return vd_sql_first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+        return vd_sql_first_text(c, VD_SQL_CLAIM, 7, a->p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
-    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 6, a->p, &res);
+    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 7, a->p, &res);
     return vd_sql_result_text(rc, res, body);
 }
 
@@ -263,7 +263,8 @@ vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker
                         const char *actor, bool hold_empty, const vd_idem *idem, vd_reply *out)
 {
     vd_i64_text l = vd_i64_text_of(limit), s = vd_i64_text_of(lease_seconds);
-    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version},
+    claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version,
+                     c->trace_id[0] ? c->trace_id : NULL},
                     c->in_tx && !(idem && idem->key),
                     hold_empty,
                     false};
@@ -336,8 +337,9 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
                        l.s,
                        opt(f->reason_code),
                        opt(f->worker_id),
-                       f->item_id > 0 ? item.s : NULL};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
+                       f->item_id > 0 ? item.s : NULL,
+                       opt(f->trace_id)};
+    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 9, p, out);
 }
 
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,

@@ -74,7 +74,8 @@
     " WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)"     \
     "   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)"                          \
     "   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)"   \
-    "   AND ($8::bigint IS NULL OR j.item_id = $8)"
+    "   AND ($8::bigint IS NULL OR j.item_id = $8)"                                                \
+    "   AND ($9::text IS NULL OR j.claim_trace_id = $9 OR j.disposition_trace_id = $9)"
 
 /* Long-poll claims (README "Long-poll claims"): a statement that makes items claimable now
  * answers, in an extra last column, what to announce: one line "<count> <flow_step_id>" per
@@ -246,9 +247,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at, worker_version)" /* i17c: $6 worker_version */
+         "                    lease_expires_at, worker_version, claim_trace_id)"
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second', $6 FROM cand c"
+         "         now() + $4 * interval '1 second', $6, $7 FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -373,7 +374,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    i.available_at),"
          " uj AS ("
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
-         "    reason_code = $7, reason = $8,"
+         "    reason_code = $7, reason = $8, disposition_trace_id = $25,"
          "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
          "    adjudication = coalesce($15::text::jsonb, j.adjudication),"
          /* the answer is kept compactly in the job's row (sql/0021_compact_answers.sql,
@@ -450,6 +451,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " uj AS ("
          "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
          "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
+         "    disposition_trace_id = $2::text,"
          "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
          "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication),"
          /* kept compactly in the job's row, as job_finish keeps it */
