@@ -48,7 +48,7 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
     {"claim_token", VD_J_STRING}, {"disposition", VD_J_STRING}, {"reason", VD_J_STRING},           \
         {"force", VD_J_BOOL}, {"evidence", VD_J_STRING}, {"engine_data", VD_J_OBJECT},             \
         {"reason_code", VD_J_STRING}, {"manual_review", VD_J_BOOL}, {"error", VD_J_STRING},        \
-        {"retryable", VD_J_BOOL},                                                                  \
+        {"retryable", VD_J_BOOL}, {"question", VD_J_STRING},                                       \
     {                                                                                              \
         "retry_after_seconds", VD_J_NUMBER                                                         \
     }
@@ -65,6 +65,11 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
         w->event.kind = VD_EVENT_REJECT_SOURCE;
         w->is_reject = true;
         rc = get_code(f, vd_reject_codes, &w->reason_code);
+    } else if (d == VD_DISPOSITION_REQUEST_REVIEW) {
+        /* the question is the transition's reason (redacted, shown to the editor) */
+        w->event.kind = VD_EVENT_REQUEST_REVIEW;
+        w->reason_code = "review_requested";
+        return vd_get_string(f, "question", true, 1, VD_REVIEW_QUESTION_MAX, &w->reason);
     } else if (d == VD_DISPOSITION_DEFER_ITEM) {
         w->event.kind = VD_EVENT_DEFER_ITEM;
         if ((rc = get_code(f, vd_defer_codes, &w->reason_code)) ||
@@ -125,7 +130,9 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
                        vd_field_name(f, "disposition", name, sizeof(name)),
-                       "'%s' must be complete, reject_source, defer_item, fail or skip_item", name);
+                       "'%s' must be complete, reject_source, defer_item, fail, request_review or "
+                       "skip_item",
+                       name);
     if (d == VD_DISPOSITION_SKIP_ITEM) {
         bool reject = false;
         vd_skip_item_map(reason, &reject, &w->reason_code);

@@ -380,7 +380,8 @@ static void initialize(const mcp_session *s, const cJSON *params, bool in_batch,
              "This session works on job %lld only. Read the resource " MCP_JOB_URI
              " for the item (its payload) and the job, and " MCP_BRIEFING_URI
              " for its earlier attempts. When you are done with the item, call "
-             "exactly one of complete_item, reject_source, defer_item or fail_item. When one of "
+             "exactly one of complete_item, reject_source, defer_item or fail_item (or "
+             "request_review to ask an editor a question). When one of "
              "your other tools fails, call report_tool_failure and follow its hint.",
              (long long)s->job_id);
     cJSON_AddStringToObject(r, "instructions", instructions);

@@ -320,6 +320,8 @@ extern const char *const vd_reject_codes[];
 extern const char *const vd_defer_codes[];
 vd_error vd_h_flow_steps_list(vd_ctx *ctx);
 vd_error vd_h_resolve_one(vd_ctx *ctx);
+vd_error vd_h_item_review(vd_ctx *ctx);  /* h_reviews.c */
+vd_error vd_h_reviews_list(vd_ctx *ctx); /* h_reviews.c */
 vd_error vd_h_resolve_bulk(vd_ctx *ctx);
 vd_error vd_h_transitions(vd_ctx *ctx);
 vd_error vd_h_whoami(vd_ctx *ctx);

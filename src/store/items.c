@@ -146,9 +146,15 @@ static const char *opt(const char *s)
 vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
     vd_i64_text a = vd_i64_text_of(f->after), l = vd_i64_text_of(f->limit);
-    const char *p[] = {opt(f->flow_step_id), opt(f->state),    a.s, l.s,
-                       opt(f->reason_code),  opt(f->worker_id)};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 6, p, out);
+    const char *p[] = {opt(f->flow_step_id),
+                       opt(f->state),
+                       a.s,
+                       l.s,
+                       opt(f->reason_code),
+                       opt(f->worker_id),
+                       opt(f->identifier),
+                       opt(f->identifier_prefix)};
+    return vd_sql_first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 8, p, out);
 }
 
 vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
@@ -374,4 +380,33 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset
     p[9] = reason;
     p[10] = actor;
     return vd_sql_first_text_announce(c, VD_SQL_REQUEUE_BULK, 11, p, 1, ids_json);
+}
+
+vd_error vd_store_review_one(vd_conn *c, int64_t id, vd_item_state to, const char *answer,
+                             const char *actor, char **out)
+{
+    vd_i64_text ids = vd_i64_text_of(id);
+    const char *p[] = {ids.s, vd_item_state_name(to), answer, actor};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_REVIEW_ONE, 4, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = VD_ERR_NOT_FOUND;
+    else if (PQgetisnull(res, 0, 1))
+        rc = VD_ERR_INVALID_TRANSITION;
+    else
+        rc = vd_sql_dup(res, 0, 1, out);
+    if (rc == VD_OK && !PQgetisnull(res, 0, 2))
+        vd_sql_announce(c, PQgetvalue(res, 0, 2));
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_reviews_list(vd_conn *c, const char *flow_step_id, int64_t limit, char **out)
+{
+    vd_i64_text l = vd_i64_text_of(limit);
+    const char *p[] = {opt(flow_step_id), l.s};
+    return vd_sql_first_text(c, VD_SQL_REVIEWS_LIST, 2, p, out);
 }

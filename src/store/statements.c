@@ -66,7 +66,9 @@
     " WHERE ($1::text IS NULL OR src.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"   \
     "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                        \
     "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"    \
-    "                                    AND cj.worker_id = $6))"
+    "                                    AND cj.worker_id = $6))"                                  \
+    "   AND ($7::text IS NULL OR src.item_identifier = $7)"                                        \
+    "   AND ($8::text IS NULL OR starts_with(src.item_identifier, $8))"
 
 /* The filters of GET /v1/jobs ($1 flow step, $2 status, $3 since, $6 reason code, $7 worker,
  * $8 item). */
@@ -258,7 +260,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
          "  FROM j JOIN item_sources s ON s.id = j.item_id"
          "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
-         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i, s) AS item),"
+         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i, s) AS item,"
+         /* an editor's answer reaches the next attempt (sql/0034_traces_reviews.sql); read only
+          * for an item whose last change may be a review (last_reason_code is the one before
+          * this claim: the claim does not set it) */
+         "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
+         "      THEN verdict_item_review(i.id) END AS review),"
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           actor)"
@@ -266,7 +273,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM cand c JOIN j ON j.item_id = c.id)"
          " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
-         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
+         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item, 'review', "
+         "u.review,"
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
           * (jobs_item; nothing to read for an item never claimed before) */
          "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
@@ -821,7 +829,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "            FROM tool_failures f WHERE f.job_id = p.id GROUP BY f.tool) x),"
          "      '[]'::json)) ORDER BY p.id)"
          "   FROM (SELECT * FROM jobs q WHERE q.item_id = j.item_id AND q.id < j.id"
-         "         ORDER BY q.id DESC LIMIT 20) p), '[]'::json))::text"
+         "         ORDER BY q.id DESC LIMIT 20) p), '[]'::json),"
+         "  'review', verdict_item_review(j.item_id))::text"
          " FROM jobs j WHERE j.id = $1"},
 
     /* Tooling incidents (sql/0014_tool_incidents.sql, service/incidents.c). The open incident
@@ -935,4 +944,59 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
+
+    /* An editor answers an item in manual_review (POST /v1/items/{id}/review): $2 the state it
+     * goes to (available: retry; processed; rejected), $3 the answer, $4 the editor. One
+     * transition of cause review, its reason the answer; the claim and the briefing read it
+     * back (verdict_item_review). Answers the state it was in and, when it was in
+     * manual_review, the item and the transition. */
+    [VD_SQL_REVIEW_ONE] =
+        {"review_one",
+         "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
+         " u AS ("
+         "  UPDATE items i SET state = $2,"
+         "    available_at = CASE WHEN $2 = 'available' THEN now() ELSE i.available_at END,"
+         "    last_reason_code = 'review_answered', last_reason = $3, updated_at = now()"
+         "  FROM cur JOIN item_sources s ON s.id = cur.id"
+         "  WHERE i.id = cur.id AND cur.state = 'manual_review'"
+         "  RETURNING i.id, i.flow_step_id, i.state, verdict_item_json(i, s) AS item),"
+         " t AS ("
+         "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
+         "                                 reason, actor)"
+         "  SELECT u.id, 'manual_review', $2, 'review', 'review_answered', $3, $4 FROM u"
+         "  RETURNING verdict_transition_json(tr) AS tj)"
+         " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
+         "                    FROM u, t)," VD_SQL_ANNOUNCE(
+             "u", "WHERE state = 'available'") " FROM cur"},
+
+    /* The review queue (GET /v1/reviews): items in manual_review of flow step $1 (NULL: any),
+     * each with the question of its latest request_review when that is its latest change,
+     * oldest first; and per flow step the items waiting, the questions among them and the
+     * age of the oldest question. */
+    [VD_SQL_REVIEWS_LIST] =
+        {"reviews_list",
+         "WITH w AS ("
+         "  SELECT i.id, s.flow_step_id, s.item_identifier, i.updated_at,"
+         "    CASE WHEN lt.cause = 'request_review' THEN lt.reason END AS question,"
+         "    CASE WHEN lt.cause = 'request_review' THEN lt.at END AS asked_at,"
+         "    lt.job_id, lt.actor"
+         "  FROM items i JOIN item_sources s ON s.id = i.id"
+         "  CROSS JOIN LATERAL (SELECT t.cause, t.reason, t.at, t.job_id, t.actor"
+         "    FROM transitions t WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
+         "  WHERE i.state = 'manual_review' AND ($1::text IS NULL OR s.flow_step_id = $1))"
+         " SELECT json_build_object("
+         "  'flow_steps', (SELECT coalesce(json_agg(json_build_object("
+         "     'flow_step_id', g.flow_step_id, 'waiting', g.waiting, 'questions', g.questions,"
+         "     'oldest_question_age_seconds', g.oldest) ORDER BY g.flow_step_id), '[]'::json)"
+         "   FROM (SELECT flow_step_id, count(*) AS waiting, count(question) AS questions,"
+         "           floor(extract(epoch FROM now() - min(asked_at)))::bigint AS oldest"
+         "         FROM w GROUP BY flow_step_id) g),"
+         "  'reviews', (SELECT coalesce(json_agg(json_build_object("
+         "     'item_id', x.id, 'flow_step_id', x.flow_step_id,"
+         "     'item_identifier', x.item_identifier, 'question', x.question,"
+         "     'asked_at', verdict_ts(x.asked_at), 'asked_by', CASE WHEN x.question IS NOT NULL"
+         "       THEN x.actor END, 'job_id', CASE WHEN x.question IS NOT NULL THEN x.job_id END,"
+         "     'waiting_since', verdict_ts(x.updated_at))"
+         "     ORDER BY x.asked_at NULLS LAST, x.id), '[]'::json)"
+         "   FROM (SELECT * FROM w ORDER BY asked_at NULLS LAST, id LIMIT $2) x))::text"},
 };

@@ -910,7 +910,7 @@ async function reads() {
 
   for (const format of [undefined, 'openai', 'anthropic', 'mcp']) {
     const t = await call('getToolDefinitions', { expect: 200, query: format ? { format } : undefined, label: format || 'default' });
-    check(t.body.format === (format || 'openai') && t.body.tools.length === 4, 'getToolDefinitions', `format ${format}: ${snip(t.body)}`);
+    check(t.body.format === (format || 'openai') && t.body.tools.length === 5, 'getToolDefinitions', `format ${format}: ${snip(t.body)}`);
   }
   await call('getToolDefinitions', { expect: 400, error: 'invalid_field', field: 'format', query: { format: 'xml' } });
 

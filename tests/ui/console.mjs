@@ -234,7 +234,9 @@ async function adminRun(releaseLanded) {
   await page.getByRole('link', { name: `item ${data['review-1']}`, exact: true }).click();
   await page.locator('#view-title', { hasText: `Item ${data['review-1']}` }).waitFor();
   const timeline = await page.locator('ol.timeline').innerText();
-  check(['register', 'claim', 'defer_item'].every((c) => timeline.includes(c)), `the timeline shows register, claim and defer_item (${timeline.replace(/\s+/g, ' ')})`);
+  check(['registered', 'claimed by a worker', 'deferred by the worker'].every((c) => timeline.includes(c)), `the timeline says registered, claimed and deferred in words (${timeline.replace(/\s+/g, ' ')})`);
+  check(/Why: the worker asked for a person to look/.test(timeline), `the parking transition says why (${timeline.replace(/\s+/g, ' ')})`);
+  check(!/defer_item|decided by [A-G]/.test(timeline), 'no bare internal codes in the timeline');
   check(timeline.includes('needs an editor'), 'the timeline shows the reason');
   await shot(page, '3-item-timeline');
 
@@ -244,7 +246,7 @@ async function adminRun(releaseLanded) {
   await page.locator('dialog#confirm[open]').waitFor();
   await page.keyboard.press('Escape');
   await page.waitForFunction(() => !document.querySelector('dialog#confirm').open);
-  check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual_review', 'Escape cancelled the dialog');
+  check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual review', 'Escape cancelled the dialog');
   await page.locator('button[data-action="resolve"]').click();
   // another writer holds a transaction open across the action: the feed holds the resolve's
   // row back until it ends (sql/0008), and the console waits for it (app.js transitionsSince)
@@ -255,7 +257,7 @@ async function adminRun(releaseLanded) {
   await confirm(page, { outcome: 'rejected', reason: 'junk source', reason_code: 'spam' });
   let res = await resultRows(page);
   await held;
-  check(res.length === 1 && /manual_review\s*→\s*rejected/.test(res[0]) && res[0].includes('resolve') && res[0].includes('ops'),
+  check(res.length === 1 && /manual review\s*→\s*rejected/.test(res[0]) && res[0].includes('decided by hand') && res[0].includes('ops'),
     `resolve shows its transition (${JSON.stringify(res)})`);
   await page.locator('.view-head .badge', { hasText: 'rejected' }).waitFor();
 
@@ -279,7 +281,7 @@ async function adminRun(releaseLanded) {
   text = await confirm(page, { outcome: 'processed', reason: 'published by hand' });
   check(/2 items would be resolved/.test(text), `the dry run counts 2 manual_review items (${text})`);
   res = await resultRows(page);
-  check(res.length === 2 && res.every((r) => /manual_review\s*→\s*processed/.test(r) && r.includes('resolve')), `bulk resolve shows 2 transitions (${JSON.stringify(res)})`);
+  check(res.length === 2 && res.every((r) => /manual review\s*→\s*processed/.test(r) && r.includes('decided by hand')), `bulk resolve shows 2 transitions (${JSON.stringify(res)})`);
   // (the list is drawn again after the action)
   const emptied = await page.locator('table.items tbody td.empty').waitFor({ timeout: 5000 }).then(() => true, () => false);
   check(emptied, 'the manual_review list is empty afterwards');
@@ -345,7 +347,7 @@ async function adminRun(releaseLanded) {
   await page.getByRole('link', { name: `job ${data['retry:job']}` }).first().click();
   await page.locator('#view-title', { hasText: `Job ${data['retry:job']}` }).waitFor();
   const adj = await page.locator('section[aria-labelledby="h-adj"]').innerText();
-  check(adj.includes('retriable') && adj.includes('content state') && adj.includes('absent') && /decided by\s+D: a natural exit/.test(adj),
+  check(adj.includes('retriable') && adj.includes('content state') && adj.includes('absent') && /because\s+the session ended normally but its result lacks the completion marker/.test(adj) && !/decided by|D\/F|\bD: /.test(adj),
     `the job view explains the adjudication (${adj.replace(/\s+/g, ' ')})`);
   await shot(page, '6-job');
 
