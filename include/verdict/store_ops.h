@@ -170,6 +170,8 @@ typedef enum vd_db_family {
     VD_DB_STUCK_CLAIMS,     /* a: flow_step_id */
     VD_DB_OLDEST_CLAIMABLE, /* a: flow_step_id; seconds */
     VD_DB_INCIDENTS_OPEN,   /* a: flow_step_id, b: tool; open tooling incidents */
+    VD_DB_REVIEW_QUESTIONS, /* a: flow_step_id; items waiting on a model's question */
+    VD_DB_REVIEW_OLDEST,    /* a: flow_step_id; seconds the oldest question waits (0: none) */
     VD_DB__MAX
 } vd_db_family;
 typedef struct vd_db_sample {

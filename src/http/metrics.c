@@ -204,6 +204,13 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
                                   "Open tooling incidents (GET /v1/tool-incidents), by flow step "
                                   "and tool.",
                                   "flow_step_id", "tool"},
+        [VD_DB_REVIEW_QUESTIONS] = {"verdict_review_questions", "gauge",
+                                    "Items in manual_review waiting on a model's question "
+                                    "(request_review), by flow step.",
+                                    "flow_step_id", NULL},
+        [VD_DB_REVIEW_OLDEST] = {"verdict_review_oldest_question_age_seconds", "gauge",
+                                 "How long the oldest unanswered question has waited (0: none).",
+                                 "flow_step_id", NULL},
     };
     size_t k = 0;
     for (int f = 0; f < VD_DB__MAX; f++) {

@@ -753,6 +753,16 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* every (flow step, tool) that had an incident: 0 once all are resolved */
          " UNION ALL SELECT 4, flow_step_id, tool, count(*) FILTER (WHERE state = 'open')"
          "  FROM tool_incidents GROUP BY 2, 3"
+         /* the review queue (items_flow_state, then each item's latest transition) */
+         " UNION ALL SELECT 5 + k.k, f.flow_step_id, NULL,"
+         "  CASE WHEN k.k = 0 THEN rq.n ELSE rq.oldest END"
+         "  FROM flow_steps f CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(floor(extract("
+         "     epoch FROM now() - min(lt.at)))::bigint, 0) AS oldest"
+         "    FROM items i CROSS JOIN LATERAL (SELECT t.cause, t.at FROM transitions t"
+         "      WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
+         "    WHERE i.flow_step_id = f.flow_step_id AND i.state = 'manual_review'"
+         "      AND lt.cause = 'request_review') rq"
+         "  CROSS JOIN (VALUES (0), (1)) k(k)"
          " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",

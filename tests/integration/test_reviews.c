@@ -3,7 +3,8 @@
  * spends no budget; the review queue counts it; an editor's POST /v1/items/{id}/review
  * (admin only, manual_review only, an answer required for retry) makes it available, and the
  * next claim and briefing carry review {question, answer, by, at} until a worker decides
- * again; processed and rejected close it; bad input is a clear 400. */
+ * again; processed and rejected close it; bad input is a clear 400; /metrics counts the
+ * questions waiting and the age of the oldest. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,6 +76,13 @@ static void test_reviews_request_and_refusals(void **state)
     assert_true(vt_num(r.json, "flow_steps.0.oldest_question_age_seconds") >= 0);
     assert_string_equal(vt_str(r.json, "reviews.0.question"), Q);
     assert_string_equal(vt_str(r.json, "reviews.0.asked_by"), "bot");
+    vt_resp_free(&r);
+    /* the metric the alert VerdictReviewWaiting reads */
+    r = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\nverdict_review_questions{flow_step_id=\"rev\"} 1\n"));
+    assert_non_null(
+        strstr(r.body, "\nverdict_review_oldest_question_age_seconds{flow_step_id=\"rev\"} "));
     vt_resp_free(&r);
     r = vt_http(&srv, "GET", "/v1/reviews?sate=x", VT_READER, NULL, NULL);
     vt_assert_error(&r, 400, "invalid_query");
