@@ -432,6 +432,7 @@ async function viewItem(id) {
   const [r, jobs] = await Promise.all([api('GET', `/v1/items/${id}`), api('GET', `/v1/jobs?${qs({ item_id: id, order: 'desc', limit: 100 })}`)]);
   const it = r.item;
   const incidents = await incidentsOfItem(it);
+  const asked = it.state === 'manual_review' && r.transitions[0] && r.transitions[0].cause === 'request_review' ? r.transitions[0] : null;
   const reload = () => route();
   const actions = [];
   if (isAdmin()) {
@@ -473,6 +474,11 @@ async function viewItem(id) {
         ['last reason', `${fmt(it.last_reason_code)}${it.last_reason ? `: ${it.last_reason}` : ''}`],
         ['registered', ago(it.created_at)]]),
       it.payload ? h('details', {}, h('summary', {}, 'Payload'), h('pre', {}, JSON.stringify(it.payload, null, 2))) : null),
+    it.state === 'manual_review' ? h('section', { class: 'card review-card', 'aria-labelledby': 'h-q' },
+      h('h2', { id: 'h-q' }, asked ? 'The model asks an editor' : 'Waiting for a person'),
+      asked ? h('blockquote', { class: 'question' }, asked.reason) : h('p', {}, parkWhy(r.transitions[0] || {}, it) || 'parked for a person to decide'),
+      asked ? h('p', { class: 'muted' }, `asked by ${fmt(asked.actor)} ${ago(asked.at)}`) : null,
+      isAdmin() ? answerButton(it.id, it.flow_step_id, asked ? asked.reason : null, reload) : null) : null,
     incidents.length ? h('section', { class: 'card', 'aria-labelledby': 'h-inc' }, h('h2', { id: 'h-inc' }, 'Tooling incidents'),
       h('ul', {}, incidents.map((t) => h('li', { 'data-incident': String(t.id) },
         h('a', { href: `#/incident/${t.id}` }, `Tooling incident #${t.id}`), ` (${t.state}): '${t.tool}' — ${t.sample_error}`)))) : null,
@@ -636,6 +642,45 @@ async function viewIncidents() {
     h('section', { class: 'card', 'aria-labelledby': 'h-res' }, h('h2', { id: 'h-res' }, 'Resolved'), table('Resolved incidents', heads, rows(resolved.tool_incidents)))];
 }
 
+// An editor's answer to an item waiting in manual_review (POST /v1/items/{id}/review).
+function answerButton(itemId, flowStepId, question, after) {
+  return h('button', { type: 'button', 'data-action': 'answer-review', onclick: () => itemAction({
+    title: `Answer the question on item ${itemId}`,
+    text: question ? [h('p', {}, 'The model asked:'), h('blockquote', { class: 'question' }, question),
+      'Retry sends your answer to the next attempt; processed or rejected closes the item.']
+      : 'It waits for a person. Retry sends your answer to the next attempt; processed or rejected closes the item.',
+    label: 'Send answer',
+    fields: [{ name: 'decision', label: 'Decision', type: 'select', options: ['retry', 'processed', 'rejected'] },
+      { name: 'answer', label: 'Answer (required for retry)', type: 'text', max: 4000 }],
+    flowStepId, itemIds: [itemId],
+    call: (v) => api('POST', `/v1/items/${itemId}/review`, { decision: v.decision, answer: v.answer || undefined }),
+    after,
+  }) }, 'Answer…');
+}
+
+// The review queue: what waits for a person, oldest question first, and per flow step how
+// many wait and how long the oldest question has.
+async function viewReview(params) {
+  const fs = params.get('flow_step_id') || '';
+  const q = await api('GET', `/v1/reviews?${qs({ flow_step_id: fs, limit: 200 })}`);
+  const counts = q.flow_steps.map((f) => h('tr', { 'data-flow-step': f.flow_step_id },
+    h('td', {}, h('a', { href: `#/review?${qs({ flow_step_id: f.flow_step_id })}` }, f.flow_step_id)),
+    h('td', {}, String(f.waiting)), h('td', {}, String(f.questions)),
+    h('td', { class: f.oldest_question_age_seconds > 86400 ? 'warn' : '' }, f.questions ? age(f.oldest_question_age_seconds) : '—')));
+  const rows = q.reviews.map((r) => h('tr', { 'data-item': String(r.item_id) },
+    h('td', {}, h('a', { href: `#/item/${r.item_id}` }, `item ${r.item_id}`)),
+    h('td', { class: 'ident' }, r.item_identifier), h('td', {}, r.flow_step_id),
+    h('td', { class: 'question' }, r.question || h('span', { class: 'muted' }, 'no question: parked by a defer')),
+    h('td', {}, r.asked_at ? ago(r.asked_at) : ago(r.waiting_since)),
+    isAdmin() ? h('td', {}, answerButton(r.item_id, r.flow_step_id, r.question, route)) : null));
+  const heads = ['item', 'identifier', 'flow step', 'question', 'waiting'].concat(isAdmin() ? ['action'] : []);
+  return [heading('Review', fs ? h('a', { href: '#/review' }, 'all flow steps') : null),
+    h('section', { class: 'card', 'aria-labelledby': 'h-rq' }, h('h2', { id: 'h-rq' }, 'Waiting per flow step'),
+      table('Waiting per flow step', ['flow step', 'waiting', 'questions', 'oldest question'], counts, 'review-counts')),
+    h('section', { class: 'card', 'aria-labelledby': 'h-rl' }, h('h2', { id: 'h-rl' }, 'Waiting for a person'),
+      table('Items waiting for a person', heads, rows, 'review-list'))];
+}
+
 async function viewActivity(params) {
   const fs = params.get('flow_step_id') || '';
   const steps = (await api('GET', '/v1/flow-steps')).flow_steps;
@@ -707,6 +752,7 @@ async function route() {
     else if (parts[0] === 'job' && /^\d+$/.test(parts[1] || '')) content = await viewJob(parts[1]);
     else if (parts[0] === 'activity') content = await viewActivity(params);
     else if (parts[0] === 'search') content = await viewSearch(params);
+    else if (parts[0] === 'review') content = await viewReview(params);
     else if (parts[0] === 'incidents') content = await viewIncidents();
     else if (parts[0] === 'incident' && /^\d+$/.test(parts[1] || '')) content = await viewIncident(parts[1]);
     else content = await viewFlowSteps();

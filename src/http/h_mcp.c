@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/buf.h"
 #include "verdict/store_ops.h"
 
 #define MCP_OLDEST "2025-03-26" /* the version assumed without a header; it allows batches */
@@ -309,16 +310,28 @@ static void resource_contents(rpc_out *o, const char *uri, const char *mime, con
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o->result, "contents"), c);
 }
 
-/* resources/read of the briefing: the text of GET /v1/jobs/{id}/briefing. */
+/* resources/read of the briefing: the text of GET /v1/jobs/{id}/briefing and, when an editor
+ * answered this item's question, the question and the answer in words (a model reading the
+ * resource sees no JSON `review`). */
 static void read_briefing(vd_ctx *ctx, const mcp_session *s, rpc_out *o)
 {
     cJSON *doc = NULL;
+    const cJSON *review = NULL;
+    vd_buf b = {0};
     if (vd_briefing_run(ctx, s->job_id, &doc)) {
         o->data = take_envelope(ctx);
         rpc_fail(o, VD_RPC_SERVER_ERROR, "%s", str_of(o->data, "message"));
         return;
     }
-    resource_contents(o, MCP_BRIEFING_URI, "text/plain", str_of(doc, "briefing"));
+    vd_buf_printf(&b, "%s", str_of(doc, "briefing"));
+    review = cJSON_GetObjectItemCaseSensitive(doc, "review");
+    if (cJSON_IsObject(review))
+        vd_buf_printf(&b, "\n\nThe question asked: %s\nThe editor's answer (%s, %s): %s",
+                      *str_of(review, "question") ? str_of(review, "question") : "(none)",
+                      str_of(review, "by"), str_of(review, "at"), str_of(review, "answer"));
+    resource_contents(o, MCP_BRIEFING_URI, "text/plain",
+                      b.failed || !b.data ? str_of(doc, "briefing") : b.data);
+    vd_buf_cleanup(&b);
     cJSON_Delete(doc);
 }
 
