@@ -24,8 +24,15 @@ const CAUSE_WORDS = {
 const REASON_WORDS = {
   tool_error: 'a tool failed', retry_budget_exhausted: 'retry budget spent', quality_gate: 'a quality check failed',
   too_thin: 'too little content', duplicate: 'a duplicate', off_topic: 'off topic', other: 'other reason',
-  review_requested: 'the model asked an editor',
+  review_requested: 'the model asked an editor', review_answered: 'an editor answered', requeue: 'requeued',
+  lease_expired: 'the lease expired', admin_release: 'an admin released the claim', resolve: 'decided by hand',
+  engine_error: 'the engine failed',
 };
+const DISPOSITION_WORDS = {
+  complete: 'completed', reject_source: 'source rejected', defer_item: 'deferred', fail: 'failed',
+  skip_item: 'skipped (old call)', session_outcome: 'session outcome', request_review: 'asked an editor',
+};
+const dispositionWord = (d) => (d ? DISPOSITION_WORDS[d] || d : '—');
 const stateWord = (s) => STATE_WORDS[s] || s;
 const causeWord = (c) => CAUSE_WORDS[c] || c.replace(/_/g, ' ');
 const reasonWord = (r) => (r ? (REASON_WORDS[r] ? `${REASON_WORDS[r]} (${r})` : r) : '—');
@@ -382,7 +389,7 @@ async function viewItems(params) {
     h('td', { class: 'ident' }, it.item_identifier),
     h('td', {}, stateBadge(it.state)),
     h('td', {}, `${it.failures}/${it.max_attempts}`, h('span', { class: 'muted' }, ` · ${it.defers}/${it.max_defers}`)),
-    h('td', {}, fmt(it.last_reason_code)),
+    h('td', {}, reasonWord(it.last_reason_code)),
     h('td', {}, h('time', { datetime: it.updated_at, title: it.updated_at }, ago(it.updated_at)))));
   const bulk = [];
   if (isAdmin() && f.flow_step_id && REQUEUEABLE.includes(f.state))
@@ -471,7 +478,7 @@ async function viewItem(id) {
         ['priority', String(it.priority)], ['available', ago(it.available_at)],
         it.lease_expires_at ? ['lease until', ago(it.lease_expires_at)] : null,
         it.current_job_id ? ['latest job', h('a', { href: `#/job/${it.current_job_id}` }, `job ${it.current_job_id}`)] : null,
-        ['last reason', `${fmt(it.last_reason_code)}${it.last_reason ? `: ${it.last_reason}` : ''}`],
+        ['last reason', `${reasonWord(it.last_reason_code)}${it.last_reason ? `: ${it.last_reason}` : ''}`],
         ['registered', ago(it.created_at)]]),
       it.payload ? h('details', {}, h('summary', {}, 'Payload'), h('pre', {}, JSON.stringify(it.payload, null, 2))) : null),
     it.state === 'manual_review' ? h('section', { class: 'card review-card', 'aria-labelledby': 'h-q' },
@@ -493,7 +500,7 @@ async function viewItem(id) {
     h('section', { class: 'card', 'aria-labelledby': 'h-jobs' }, h('h2', { id: 'h-jobs' }, 'Jobs'),
       table('Jobs of this item', ['job', 'attempt', 'worker', 'status', 'disposition', 'reason', 'tool failures', 'claimed'],
         jobs.jobs.map((j) => h('tr', {}, h('td', {}, h('a', { href: `#/job/${j.id}` }, `job ${j.id}`)), h('td', {}, String(j.attempt)),
-          h('td', {}, j.worker_id), h('td', {}, j.status), h('td', {}, fmt(j.disposition)), h('td', {}, reasonWord(j.reason_code)),
+          h('td', {}, j.worker_id), h('td', {}, j.status), h('td', {}, dispositionWord(j.disposition)), h('td', {}, reasonWord(j.reason_code)),
           h('td', {}, String(j.tool_failures ? j.tool_failures.count : 0)), h('td', {}, ago(j.claimed_at)))))),
     h('section', { class: 'card', 'aria-labelledby': 'h-tf' }, h('h2', { id: 'h-tf' }, 'Tool failures'),
       failures.length ? table('Tool failures', ['job', 'tool', 'count', 'retryable', 'last error'],
@@ -542,7 +549,7 @@ async function viewJob(id) {
   return [heading(`Job ${j.id}`, h('span', { class: 'badge' }, j.status)),
     h('section', { class: 'card', 'aria-labelledby': 'h-job' }, h('h2', { id: 'h-job' }, 'Job'),
       kv([['item', h('a', { href: `#/item/${j.item_id}` }, `item ${j.item_id}`)], ['flow step', j.flow_step_id], ['worker', j.worker_id],
-        ['attempt', String(j.attempt)], ['disposition', fmt(j.disposition)], ['reason', `${fmt(j.reason_code)}${j.reason ? `: ${j.reason}` : ''}`],
+        ['attempt', String(j.attempt)], ['disposition', dispositionWord(j.disposition)], ['reason', `${reasonWord(j.reason_code)}${j.reason ? `: ${j.reason}` : ''}`],
         ['claimed', ago(j.claimed_at)], ['finished', j.finished_at ? ago(j.finished_at) : 'still running'],
         ['tool failures', String(j.tool_failures.count)],
         ['claim trace', j.claim_trace_id ? h('a', { class: 'ident', href: `#/search?${qs({ q: j.claim_trace_id })}` }, j.claim_trace_id) : '—'],
