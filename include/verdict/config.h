@@ -66,6 +66,7 @@ typedef struct vd_config {
     int wait_retry_ms;   /* every parked claim is tried again at least this often */
     char *tls_cert_file; /* PEM certificate chain; NULL: plain HTTP */
     char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
+    char *otlp_endpoint; /* VERDICT_OTLP_ENDPOINT: http://host:port[/path]; NULL: no export */
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

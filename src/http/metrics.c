@@ -4,6 +4,7 @@
  * as data: vd_store_metrics). */
 #include "http_internal.h"
 #include "metrics.h"
+#include "otlp.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -228,6 +229,22 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
     }
 }
 
+/* The span exporter's counts (otlp.h): 0 while VERDICT_OTLP_ENDPOINT is unset. */
+static void render_otlp(vd_buf *out)
+{
+    uint64_t sent = 0, dropped = 0, failed = 0;
+    vd_otlp_counts(&sent, &dropped, &failed);
+    vd_buf_printf(out,
+                  "# HELP verdict_otlp_spans_total Request spans of the OTLP export, by result "
+                  "(exported; dropped: the queue was full; failed: the send failed).\n"
+                  "# TYPE verdict_otlp_spans_total counter\n"
+                  "verdict_otlp_spans_total{result=\"exported\"} %llu\n"
+                  "verdict_otlp_spans_total{result=\"dropped\"} %llu\n"
+                  "verdict_otlp_spans_total{result=\"failed\"} %llu\n",
+                  (unsigned long long)sent, (unsigned long long)dropped,
+                  (unsigned long long)failed);
+}
+
 static void render_sweeper(vd_buf *out, const vd_sweeper_counts *sw)
 {
     vd_buf_printf(out,
@@ -277,6 +294,7 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   __atomic_load_n(&claim_waiters, __ATOMIC_RELAXED));
     render_http(out);
     render_sweeper(out, in->sweeper);
+    render_otlp(out);
     /* the database families are left out (not failed) while the database is down:
      * verdict_up still answers and verdict_db_up says 0, which is what an alert wants */
     if (in->db)

@@ -8,6 +8,7 @@
  * handed back to a worker when woken. */
 #include "http_internal.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "tls.h"
 #include "waiters.h"
 #include "workers.h"
@@ -37,6 +38,7 @@ struct vd_server {
     vd_tls tls;            /* optional HTTPS (tls.c) */
     vd_waiters *waiters;   /* parked long-poll claims */
     vd_listener *listener; /* their notifications (store/listen.c) */
+    vd_otlp *otlp;         /* span export (VERDICT_OTLP_ENDPOINT), or NULL */
 };
 
 typedef enum req_state {
@@ -384,6 +386,28 @@ static void on_claimable(void *arg, const char *flow_step_id, long count)
     vd_waiters_notify(srv->waiters, flow_step_id, count, false);
 }
 
+/* The request's span for OTLP export (otlp.h): queued, never waited on. */
+static void export_span(vd_otlp *x, const vd_ctx *ctx, double secs)
+{
+    struct timespec now;
+    vd_span s = {.status = ctx->status, .flags = ctx->trace.flags};
+    if (!x)
+        return;
+    clock_gettime(CLOCK_REALTIME, &now);
+    s.end_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    s.start_ns = s.end_ns - (uint64_t)(secs * 1e9);
+    memcpy(s.trace_id, ctx->trace.trace_id, sizeof(s.trace_id));
+    memcpy(s.span_id, ctx->trace.span_id, sizeof(s.span_id));
+    memcpy(s.parent_span_id, ctx->trace.parent_span_id, sizeof(s.parent_span_id));
+    snprintf(s.method, sizeof(s.method), "%s", ctx->method ? ctx->method : "");
+    snprintf(s.route, sizeof(s.route), "%s", ctx->route ? ctx->route->pattern : "");
+    snprintf(s.name, sizeof(s.name), "%s", ctx->route ? ctx->route->name : "");
+    snprintf(s.op, sizeof(s.op), "%s", vd_otlp_operation(ctx->route ? ctx->route->name : NULL));
+    snprintf(s.error_type, sizeof(s.error_type), "%s", ctx->err ? vd_error_code(ctx->err) : "");
+    snprintf(s.request_id, sizeof(s.request_id), "%s", ctx->request_id);
+    vd_otlp_record(x, &s);
+}
+
 /* Hand the answer on ctx to libmicrohttpd, count and log it. */
 static enum MHD_Result finish(vd_req *r)
 {
@@ -393,6 +417,7 @@ static enum MHD_Result finish(vd_req *r)
     r->state = REQ_QUEUED;
     vd_metrics_observe_http(ctx->route ? (long)ctx->match.route_index : -1, ctx->status, secs);
     access_log(ctx, secs);
+    export_span(r->srv->otlp, ctx, secs);
     return ret;
 }
 
@@ -579,6 +604,7 @@ static void server_free(vd_server *srv)
     vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
+    vd_otlp_stop(srv->otlp);
     free(srv);
 }
 
@@ -607,6 +633,7 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
     srv->guard = vd_guard_start(cfg->read_timeout_ms);
     srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
+    srv->otlp = vd_otlp_start(cfg->otlp_endpoint);
     if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
         server_free(srv);
