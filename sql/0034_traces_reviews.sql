@@ -63,3 +63,25 @@ CREATE FUNCTION verdict_item_review(p_item bigint) RETURNS json
                       WHERE x.item_id = p_item AND x.id > r.id
                         AND x.cause NOT IN ('claim', 'lease_expired', 'release', 'admin_release'))
     $$;
+
+-- 0023's replay of claim_next's claims with the claim's new member `review` (rendered now:
+-- the same as the claim's unless a worker decided the item since, when it is null).
+CREATE OR REPLACE FUNCTION verdict_kept_answer(p_response text) RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN m IS NULL THEN p_response
+        ELSE left(p_response, length(p_response) - length(m[1]) - 1) || ',"claims" : '
+             || coalesce((SELECT json_agg(json_build_object(
+                    'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,
+                    'lease_expires_at', verdict_ts(j.lease_expires_at),
+                    'item', verdict_item_json(i, s),
+                    'previous_checkpoint', (SELECT p.checkpoint FROM jobs p
+                        WHERE p.item_id = i.id AND p.id < j.id AND p.checkpoint IS NOT NULL
+                        ORDER BY p.id DESC LIMIT 1),
+                    'review', verdict_item_review(i.id)) ORDER BY k.ord)
+                  FROM unnest(string_to_array(m[2], ',')::bigint[]) WITH ORDINALITY AS k(id, ord)
+                  JOIN jobs j ON j.id = k.id JOIN items i ON i.id = j.item_id
+                  JOIN item_sources s ON s.id = j.item_id),
+                 '[]'::json)::text || '}'
+    END
+    FROM (SELECT regexp_match(p_response, '(,"claimed":\[([0-9,]*)\])\}$') AS m) x $$;

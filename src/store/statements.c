@@ -273,12 +273,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM cand c JOIN j ON j.item_id = c.id)"
          " SELECT json_build_object('claims', coalesce(json_agg(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
-         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item, 'review', "
-         "u.review,"
+         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
           * (jobs_item; nothing to read for an item never claimed before) */
          "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
-         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1))"
+         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+         "   'review', u.review)"
          "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text"
          " FROM u JOIN j ON j.item_id = u.id"},
 
