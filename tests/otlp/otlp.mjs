@@ -120,9 +120,10 @@ async function startVerdictd(endpoint, log) {
 }
 async function stopVerdictd() {
   if (!server) return;
-  const gone = new Promise((r) => server.on('exit', r));
+  const gone = new Promise((r) => server.on('exit', (code, signal) => r({ code, signal })));
   server.kill('SIGTERM');
-  await Promise.race([gone, sleep(15000)]);
+  const exit = await Promise.race([gone, sleep(15000).then(() => null)]);
+  check(exit && exit.code === 0, `verdictd stopped cleanly (exit ${JSON.stringify(exit)}; a sanitizer report fails it)`);
   server = null;
 }
 async function call(method, p, body, traceparent) {
