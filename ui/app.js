@@ -35,7 +35,12 @@ const DISPOSITION_WORDS = {
 const dispositionWord = (d) => (d ? DISPOSITION_WORDS[d] || d : '—');
 const stateWord = (s) => STATE_WORDS[s] || s;
 const causeWord = (c) => CAUSE_WORDS[c] || c.replace(/_/g, ' ');
-const reasonWord = (r) => (r ? (REASON_WORDS[r] ? `${REASON_WORDS[r]} (${r})` : r) : '—');
+// a session outcome's retry reason reads as its rule (RETRY_RULES, below)
+const reasonWord = (r) => {
+  if (!r) return '—';
+  const words = REASON_WORDS[r] || (typeof RETRY_RULES !== 'undefined' && RETRY_RULES[r]);
+  return words ? `${words} (${r})` : r;
+};
 
 // ---------------------------------------------------------------------------------------
 // DOM helpers
