@@ -16,20 +16,21 @@
 #include "verdict/util.h"
 
 static const char usage[] =
-    "usage: verdictd [serve|migrate|classify|version] [--help]\n"
+    "usage: verdictd [serve|migrate|classify|version] [--help] [--version|-V]\n"
     "\n"
     "  serve     apply pending migrations (unless VERDICT_AUTO_MIGRATE=0) and serve HTTP\n"
     "  migrate   apply pending migrations and exit\n"
     "  classify  read {\"tool\",\"error\",\"kind\"?} JSON lines on stdin, write how the server\n"
     "            classifies each (class, template_id, template, why); needs no database\n"
-    "  version   print the version and exit\n"
+    "  version   print the version and exit (also --version, -V)\n"
     "\n"
     "Configuration comes from the environment: VERDICT_DATABASE_URL (required),\n"
     "VERDICT_LISTEN (127.0.0.1:8080), VERDICT_THREADS, VERDICT_API_KEYS (name:role:token,...),\n"
     "VERDICT_LEASE_SECONDS, VERDICT_MAX_ATTEMPTS, VERDICT_MAX_DEFERS, "
     "VERDICT_BACKOFF_BASE_SECONDS,\n"
     "VERDICT_BACKOFF_CAP_SECONDS, VERDICT_LOOP_THRESHOLD, VERDICT_SWEEP_INTERVAL_SECONDS,\n"
-    "VERDICT_MAX_BODY_BYTES, VERDICT_LOG_LEVEL, VERDICT_AUTO_MIGRATE, VERDICT_RETENTION_DAYS.\n"
+    "VERDICT_MAX_BODY_BYTES, VERDICT_LOG_LEVEL, VERDICT_AUTO_MIGRATE, VERDICT_RETENTION_DAYS,\n"
+    "VERDICT_OTLP_ENDPOINT (http://host:port[/path]: export one span per request as OTLP JSON).\n"
     "See README.md.\n";
 
 static const char *env_get(const char *name)
@@ -104,6 +105,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            printf("verdictd %s\n", VERDICT_VERSION);
             return 0;
         }
     }

@@ -9,6 +9,38 @@ const PARKED = ['manual_review', 'failed'];
 const REQUEUEABLE = ['failed', 'manual_review', 'rejected'];
 const me = { actor: null, role: null };
 let pollTimer = null;
+let refreshTimer = null;
+const REFRESH_MS = 5000;
+
+// Plain words for the state machine's names (README "States"), so no page shows a bare code.
+const STATE_WORDS = { manual_review: 'manual review' };
+const CAUSE_WORDS = {
+  register: 'registered', claim: 'claimed by a worker', complete: 'completed by the worker',
+  reject_source: 'source rejected by the worker', defer_item: 'deferred by the worker', fail: 'reported failed by the worker',
+  skip_item: 'skipped by the worker', session_outcome: 'session outcome reported', lease_expired: 'lease expired: the worker stopped answering',
+  requeue: 'requeued by an admin', release: 'released by its worker', admin_release: 'claim released by an admin',
+  resolve: 'decided by hand', request_review: 'the model asked an editor', review: 'answered by an editor',
+};
+const REASON_WORDS = {
+  tool_error: 'a tool failed', retry_budget_exhausted: 'retry budget spent', quality_gate: 'a quality check failed',
+  too_thin: 'too little content', duplicate: 'a duplicate', off_topic: 'off topic', other: 'other reason',
+  review_requested: 'the model asked an editor', review_answered: 'an editor answered', requeue: 'requeued',
+  lease_expired: 'the lease expired', admin_release: 'an admin released the claim', resolve: 'decided by hand',
+  engine_error: 'the engine failed',
+};
+const DISPOSITION_WORDS = {
+  complete: 'completed', reject_source: 'source rejected', defer_item: 'deferred', fail: 'failed',
+  skip_item: 'skipped (old call)', session_outcome: 'session outcome', request_review: 'asked an editor',
+};
+const dispositionWord = (d) => (d ? DISPOSITION_WORDS[d] || d : '—');
+const stateWord = (s) => STATE_WORDS[s] || s;
+const causeWord = (c) => CAUSE_WORDS[c] || c.replace(/_/g, ' ');
+// a session outcome's retry reason reads as its rule (RETRY_RULES, below)
+const reasonWord = (r) => {
+  if (!r) return '—';
+  const words = REASON_WORDS[r] || (typeof RETRY_RULES !== 'undefined' && RETRY_RULES[r]);
+  return words ? `${words} (${r})` : r;
+};
 
 // ---------------------------------------------------------------------------------------
 // DOM helpers
@@ -43,7 +75,7 @@ function age(s) {
   if (a < 172800) return `${Math.round(a / 3600)} h`;
   return `${Math.round(a / 86400)} d`;
 }
-const stateBadge = (s) => h('span', { class: `badge st-${s}` }, s);
+const stateBadge = (s) => h('span', { class: `badge st-${s}` }, stateWord(s));
 
 function table(caption, headers, rows, cls) {
   return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption },
@@ -120,6 +152,7 @@ async function signIn(key) {
 function showSignedIn(on) {
   $('signin').hidden = on;
   $('nav').hidden = !on;
+  $('top-search').hidden = !on;
   $('who').hidden = !on;
   $('view').hidden = !on;
   if (on) $('who-text').textContent = `${me.actor} (${me.role})`;
@@ -179,12 +212,12 @@ function transitionRows(list) {
     h('td', {}, String(t.id)),
     h('td', {}, h('a', { href: `#/item/${t.item_id}` }, `item ${t.item_id}`)),
     h('td', {}, t.from_state ? stateBadge(t.from_state) : '—', ' → ', stateBadge(t.to_state)),
-    h('td', {}, t.cause),
-    h('td', {}, fmt(t.reason_code)),
+    h('td', {}, causeWord(t.cause)),
+    h('td', {}, reasonWord(t.reason_code)),
     h('td', {}, fmt(t.actor)),
     h('td', {}, h('time', { datetime: t.at, title: t.at }, ago(t.at)))));
 }
-const transitionHeaders = ['#', 'item', 'change', 'cause', 'reason code', 'actor', 'when'];
+const transitionHeaders = ['#', 'item', 'change', 'what happened', 'reason', 'by', 'when'];
 
 function showResult(title, ...body) {
   $('result-title').textContent = title;
@@ -235,7 +268,7 @@ async function viewFlowSteps() {
     const jobsTotal = lastHour.reduce((a, [, n]) => a + n, 0);
     const counts = STATES.map((s) => h('li', {},
       h('a', { href: `#/items?${qs({ flow_step_id: f.flow_step_id, state: s, order: 'desc' })}`, class: `count st-${s}` },
-        h('span', { class: 'n' }, String(f.items[s])), h('span', { class: 'label' }, s.replace('_', ' ')))));
+        h('span', { class: 'n' }, String(f.items[s])), h('span', { class: 'label' }, stateWord(s)))));
     const actions = isAdmin() ? h('div', { class: 'actions' },
       h('button', {
         type: 'button', class: f.paused ? '' : 'secondary', 'data-action': f.paused ? 'resume' : 'pause',
@@ -259,7 +292,7 @@ async function viewFlowSteps() {
       actions,
       known.get(f.flow_step_id) ? null : h('p', { class: 'muted' }, 'not registered as a flow step'));
   });
-  return [heading('Flow steps', h('p', { class: 'muted' }, `as of ${new Date(Date.parse(stats.generated_at)).toLocaleTimeString()}`)),
+  return [heading('Flow steps', h('p', { class: 'muted', id: 'refresh-status' }, `as of ${new Date(Date.parse(stats.generated_at)).toLocaleTimeString()}; refreshes every ${REFRESH_MS / 1000} s`)),
     cards.length ? h('div', { class: 'grid' }, cards) : h('p', {}, 'No flow steps yet: register items with POST /v1/items.')];
 }
 
@@ -267,8 +300,8 @@ async function viewFlowSteps() {
 // resolve action (which puts the incident's items back to available).
 function incidentLine(t) {
   return h('p', { class: 'incident', 'data-incident': String(t.id) },
-    h('span', { class: 'warn' }, `Tooling incident #${t.id}`),
-    ` '${t.tool}' fails the same way on ${t.items} item${t.items === 1 ? '' : 's'} since ${ago(t.first_seen)}: a tooling bug, not bad sources. `,
+    h('a', { class: 'warn', href: `#/incident/${t.id}` }, `Tooling incident #${t.id}`),
+    ` '${(t.tools && t.tools.length ? t.tools : [t.tool]).join("', '")}' fails the same way on ${t.items} item${t.items === 1 ? '' : 's'} since ${ago(t.first_seen)}: a tooling bug, not bad sources. `,
     isAdmin() ? h('button', {
       type: 'button', class: 'secondary', 'data-action': 'resolve-incident',
       onclick: () => itemAction({
@@ -361,7 +394,7 @@ async function viewItems(params) {
     h('td', { class: 'ident' }, it.item_identifier),
     h('td', {}, stateBadge(it.state)),
     h('td', {}, `${it.failures}/${it.max_attempts}`, h('span', { class: 'muted' }, ` · ${it.defers}/${it.max_defers}`)),
-    h('td', {}, fmt(it.last_reason_code)),
+    h('td', {}, reasonWord(it.last_reason_code)),
     h('td', {}, h('time', { datetime: it.updated_at, title: it.updated_at }, ago(it.updated_at)))));
   const bulk = [];
   if (isAdmin() && f.flow_step_id && REQUEUEABLE.includes(f.state))
@@ -382,9 +415,36 @@ function kv(pairs) {
   return h('dl', { class: 'kv' }, pairs.filter(Boolean).map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
 }
 
+// Why a transition parked an item (manual review or failed), in words; null for any other.
+// The budgets are the item's now: right for its latest parking, the usual question.
+function parkWhy(t, it) {
+  if (t.to_state === 'manual_review') {
+    if (t.cause === 'request_review' || t.reason_code === 'review_requested') return 'the model asked an editor a question';
+    if (t.cause === 'defer_item' && it.defers >= it.max_defers) return `defer budget spent: ${it.defers} of ${it.max_defers}`;
+    if (t.cause === 'defer_item') return 'the worker asked for a person to look';
+    return 'parked for a person to decide';
+  }
+  if (t.to_state === 'failed') {
+    if (t.reason_code === 'retry_budget_exhausted' || it.failures >= it.max_attempts)
+      return `failure budget spent: ${it.failures} of ${it.max_attempts}`;
+    if (t.cause === 'fail') return 'a failure retrying cannot fix (the worker said it is not retryable)';
+    if (t.cause === 'session_outcome') return 'the session failed in a way a retry cannot fix';
+  }
+  return null;
+}
+
+// The tooling incidents (open or resolved) that list item `it` among their affected items.
+async function incidentsOfItem(it) {
+  const list = (await api('GET', `/v1/tool-incidents?${qs({ flow_step_id: it.flow_step_id, limit: 500 })}`)).tool_incidents.slice(-20);
+  const full = await Promise.all(list.map((t) => api('GET', `/v1/tool-incidents/${t.id}`).then((x) => x.tool_incident)));
+  return full.filter((t) => (t.affected_items || []).some((a) => a.id === it.id));
+}
+
 async function viewItem(id) {
   const [r, jobs] = await Promise.all([api('GET', `/v1/items/${id}`), api('GET', `/v1/jobs?${qs({ item_id: id, order: 'desc', limit: 100 })}`)]);
   const it = r.item;
+  const incidents = await incidentsOfItem(it);
+  const asked = it.state === 'manual_review' && r.transitions[0] && r.transitions[0].cause === 'request_review' ? r.transitions[0] : null;
   const reload = () => route();
   const actions = [];
   if (isAdmin()) {
@@ -423,20 +483,29 @@ async function viewItem(id) {
         ['priority', String(it.priority)], ['available', ago(it.available_at)],
         it.lease_expires_at ? ['lease until', ago(it.lease_expires_at)] : null,
         it.current_job_id ? ['latest job', h('a', { href: `#/job/${it.current_job_id}` }, `job ${it.current_job_id}`)] : null,
-        ['last reason', `${fmt(it.last_reason_code)}${it.last_reason ? `: ${it.last_reason}` : ''}`],
+        ['last reason', `${reasonWord(it.last_reason_code)}${it.last_reason ? `: ${it.last_reason}` : ''}`],
         ['registered', ago(it.created_at)]]),
       it.payload ? h('details', {}, h('summary', {}, 'Payload'), h('pre', {}, JSON.stringify(it.payload, null, 2))) : null),
+    it.state === 'manual_review' ? h('section', { class: 'card review-card', 'aria-labelledby': 'h-q' },
+      h('h2', { id: 'h-q' }, asked ? 'The model asks an editor' : 'Waiting for a person'),
+      asked ? h('blockquote', { class: 'question' }, asked.reason) : h('p', {}, parkWhy(r.transitions[0] || {}, it) || 'parked for a person to decide'),
+      asked ? h('p', { class: 'muted' }, `asked by ${fmt(asked.actor)} ${ago(asked.at)}`) : null,
+      isAdmin() ? answerButton(it.id, it.flow_step_id, asked ? asked.reason : null, reload) : null) : null,
+    incidents.length ? h('section', { class: 'card', 'aria-labelledby': 'h-inc' }, h('h2', { id: 'h-inc' }, 'Tooling incidents'),
+      h('ul', {}, incidents.map((t) => h('li', { 'data-incident': String(t.id) },
+        h('a', { href: `#/incident/${t.id}` }, `Tooling incident #${t.id}`), ` (${t.state}): '${t.tool}' — ${t.sample_error}`)))) : null,
     h('section', { class: 'card', 'aria-labelledby': 'h-tl' }, h('h2', { id: 'h-tl' }, 'Timeline'),
-      h('ol', { class: 'timeline', reversed: true }, r.transitions.map((t) => h('li', { 'data-transition': t.id },
+      h('ol', { class: 'timeline', reversed: true }, r.transitions.map((t, i) => h('li', { 'data-transition': t.id },
         h('div', { class: 'tl-head' }, t.from_state ? stateBadge(t.from_state) : '', t.from_state ? ' → ' : '', stateBadge(t.to_state),
-          ' ', h('strong', {}, t.cause), t.job_id ? [' ', h('a', { href: `#/job/${t.job_id}` }, `job ${t.job_id}`)] : ''),
-        h('div', { class: 'muted' }, `${fmt(t.actor)} · `, h('time', { datetime: t.at, title: t.at }, ago(t.at)),
-          t.reason_code ? ` · ${t.reason_code}` : '', t.forced ? ' · forced' : ''),
+          ' ', h('strong', {}, causeWord(t.cause)), t.job_id ? [' ', h('a', { href: `#/job/${t.job_id}` }, `job ${t.job_id}`)] : ''),
+        i === 0 && parkWhy(t, it) ? h('div', { class: 'why' }, `Why: ${parkWhy(t, it)}`) : null,
+        h('div', { class: 'muted' }, `by ${fmt(t.actor)} · `, h('time', { datetime: t.at, title: t.at }, ago(t.at)),
+          t.reason_code ? ` · reason: ${reasonWord(t.reason_code)}` : '', t.forced ? ' · forced past the required-tool check' : ''),
         t.reason ? h('div', { class: 'reason' }, t.reason) : null)))),
     h('section', { class: 'card', 'aria-labelledby': 'h-jobs' }, h('h2', { id: 'h-jobs' }, 'Jobs'),
       table('Jobs of this item', ['job', 'attempt', 'worker', 'status', 'disposition', 'reason', 'tool failures', 'claimed'],
         jobs.jobs.map((j) => h('tr', {}, h('td', {}, h('a', { href: `#/job/${j.id}` }, `job ${j.id}`)), h('td', {}, String(j.attempt)),
-          h('td', {}, j.worker_id), h('td', {}, j.status), h('td', {}, fmt(j.disposition)), h('td', {}, fmt(j.reason_code)),
+          h('td', {}, j.worker_id), h('td', {}, j.status), h('td', {}, dispositionWord(j.disposition)), h('td', {}, reasonWord(j.reason_code)),
           h('td', {}, String(j.tool_failures ? j.tool_failures.count : 0)), h('td', {}, ago(j.claimed_at)))))),
     h('section', { class: 'card', 'aria-labelledby': 'h-tf' }, h('h2', { id: 'h-tf' }, 'Tool failures'),
       failures.length ? table('Tool failures', ['job', 'tool', 'count', 'retryable', 'last error'],
@@ -450,30 +519,30 @@ async function viewItem(id) {
 
 // What decided a session outcome, in the words of SPEC session-outcome.md §4.
 const RETRY_RULES = {
-  resume: 'D/F: the agent API asked to resume (max turns, context exhausted, an API error or a kill by someone else)',
-  early_stop: 'D: a natural exit whose result lacks the completion marker',
-  empty_output: 'D: the session ended with no output (kill anomaly)',
-  thinking_stall: 'D: the session stalled on a thinking-only turn',
-  drain_race: 'E: dead-end guard: the content was absent on a monitored channel',
-  stale: 'A: the session went stale', idle_stall: 'A: the session stalled idle',
-  contract_recovery: 'G2: an adjudicated failure that wrote evidence is retried',
-  zero_writes: 'G3: a success that wrote nothing where writes were expected',
-  completed_no_flush: 'G4: completed without flushing its writes',
-  budget_exhausted: 'G1: the retry budget (max_consecutive_retries) is used up',
+  resume: 'the agent API asked to resume (max turns, context exhausted, an API error or a kill by someone else)',
+  early_stop: 'the session ended normally but its result lacks the completion marker',
+  empty_output: 'the session ended with no output (it was probably killed)',
+  thinking_stall: 'the session stalled on a turn that only thought',
+  drain_race: 'the content was not on a channel that is watched for it',
+  stale: 'the session went stale', idle_stall: 'the session stalled while idle',
+  contract_recovery: 'the content checks failed but the session wrote something, so it is retried',
+  zero_writes: 'the session said it succeeded but wrote nothing where writes were expected',
+  completed_no_flush: 'the session completed without saving its writes',
+  budget_exhausted: 'the retry budget (max_consecutive_retries) is used up',
 };
 const LABELS = {
-  success: 'C: the session succeeded with its content complete',
-  recovered_from_stale: 'A: a stale session had a complete result', recovered_from_idle_stall: 'A: an idle session had a complete result',
+  success: 'the session succeeded with its content complete',
+  recovered_from_stale: 'a stale session still had a complete result', recovered_from_idle_stall: 'an idle session still had a complete result',
   empty_result: 'the result was empty', context_exhausted: 'the context was exhausted',
   missing_completion_marker: 'the completion marker was missing', adjudicated_failure: 'the content checks failed',
 };
 function explainAdjudication(a) {
   let rule;
-  if (a.outcome === 'retriable') rule = RETRY_RULES[a.retry_reason] || `retry: ${a.retry_reason}`;
+  if (a.outcome === 'retriable') rule = RETRY_RULES[a.retry_reason] || `retry: ${a.retry_reason.replace(/_/g, ' ')}`;
   else if (a.outcome === 'failed' && a.retry_reason === 'budget_exhausted') rule = RETRY_RULES.budget_exhausted;
-  else rule = LABELS[a.subtype] || `subtype ${a.subtype}`;
+  else rule = LABELS[a.subtype] || String(a.subtype).replace(/_/g, ' ');
   return h('div', { class: 'explain' },
-    h('p', { class: 'verdict' }, h('span', { class: `badge out-${a.outcome}` }, a.outcome), ' decided by ', h('strong', { class: 'rule' }, rule)),
+    h('p', { class: 'verdict' }, h('span', { class: `badge out-${a.outcome}` }, a.outcome), ' because ', h('strong', { class: 'rule' }, rule)),
     kv([['content state', a.content_state], ['label', a.subtype], ['retry reason', a.retry_reason], ['CLI subtype', a.cli_subtype],
       ['infrastructure exit', a.infra_exit], ['write evidence', a.write_evidence ? 'yes' : 'no'],
       a.warnings && a.warnings.length ? ['warnings', a.warnings.join('; ')] : null]),
@@ -485,15 +554,143 @@ async function viewJob(id) {
   return [heading(`Job ${j.id}`, h('span', { class: 'badge' }, j.status)),
     h('section', { class: 'card', 'aria-labelledby': 'h-job' }, h('h2', { id: 'h-job' }, 'Job'),
       kv([['item', h('a', { href: `#/item/${j.item_id}` }, `item ${j.item_id}`)], ['flow step', j.flow_step_id], ['worker', j.worker_id],
-        ['attempt', String(j.attempt)], ['disposition', fmt(j.disposition)], ['reason', `${fmt(j.reason_code)}${j.reason ? `: ${j.reason}` : ''}`],
+        ['attempt', String(j.attempt)], ['disposition', dispositionWord(j.disposition)], ['reason', `${reasonWord(j.reason_code)}${j.reason ? `: ${j.reason}` : ''}`],
         ['claimed', ago(j.claimed_at)], ['finished', j.finished_at ? ago(j.finished_at) : 'still running'],
-        ['tool failures', String(j.tool_failures.count)]]),
+        ['tool failures', String(j.tool_failures.count)],
+        ['claim trace', j.claim_trace_id ? h('a', { class: 'ident', href: `#/search?${qs({ q: j.claim_trace_id })}` }, j.claim_trace_id) : '—'],
+        ['disposition trace', j.disposition_trace_id ? h('a', { class: 'ident', href: `#/search?${qs({ q: j.disposition_trace_id })}` }, j.disposition_trace_id) : '—']]),
       Object.keys(j.engine_data || {}).length ? h('details', {}, h('summary', {}, 'Engine data'), h('pre', {}, JSON.stringify(j.engine_data, null, 2))) : null),
     h('section', { class: 'card', 'aria-labelledby': 'h-adj' }, h('h2', { id: 'h-adj' }, 'Adjudication'),
       j.adjudication ? explainAdjudication(j.adjudication) : h('p', { class: 'muted' }, 'No session outcome was reported for this job.')),
     j.tool_failures.count ? h('section', { class: 'card', 'aria-labelledby': 'h-tf' }, h('h2', { id: 'h-tf' }, 'Tool failures'),
       table('Tool failures', ['tool', 'count', 'retryable', 'last error'], j.tool_failures.by_tool.map((t) => h('tr', {},
         h('td', {}, t.tool), h('td', {}, String(t.count)), h('td', {}, t.retryable ? 'yes' : 'no'), h('td', { class: 'ident' }, t.last_error))))) : null];
+}
+
+// Search by item identifier (exact matches first, then those starting with the text), by item
+// id, and by W3C trace id (the jobs claimed or finished in that trace).
+async function viewSearch(params) {
+  const q = (params.get('q') || '').trim();
+  const form = searchForm('search-q', q);
+  if (!q) return [heading('Search'), form, h('p', { class: 'muted' }, 'Type an item identifier (or its beginning), an item id or a trace id.')];
+  const isTrace = /^[0-9a-f]{32}$/.test(q);
+  const [exact, prefix, traced, byId] = await Promise.all([
+    api('GET', `/v1/items?${qs({ identifier: q, limit: 50, order: 'desc' })}`),
+    api('GET', `/v1/items?${qs({ identifier_prefix: q, limit: 50, order: 'desc' })}`),
+    isTrace ? api('GET', `/v1/jobs?${qs({ trace_id: q, limit: 50 })}`) : null,
+    /^\d{1,15}$/.test(q) ? api('GET', `/v1/items/${q}`).catch(() => null) : null]);
+  const seen = new Set(exact.items.map((i) => i.id));
+  const items = [...exact.items, ...prefix.items.filter((i) => !seen.has(i.id))];
+  const rows = items.map((it) => h('tr', { 'data-item': String(it.id) },
+    h('td', {}, h('a', { href: `#/item/${it.id}` }, `item ${it.id}`)),
+    h('td', { class: 'ident' }, it.item_identifier, seen.has(it.id) ? h('span', { class: 'muted' }, ' (exact)') : ''),
+    h('td', {}, it.flow_step_id), h('td', {}, stateBadge(it.state)),
+    h('td', {}, h('time', { datetime: it.updated_at, title: it.updated_at }, ago(it.updated_at)))));
+  return [heading(`Search: ${q}`), form,
+    byId ? h('p', {}, 'Item id ', h('a', { href: `#/item/${byId.item.id}` }, `item ${byId.item.id}`), ` (${byId.item.item_identifier})`) : null,
+    traced ? h('section', { class: 'card', 'aria-labelledby': 'h-traced' }, h('h2', { id: 'h-traced' }, 'Jobs in this trace'),
+      table('Jobs in this trace', ['job', 'item', 'status', 'trace of'], traced.jobs.map((j) => h('tr', {},
+        h('td', {}, h('a', { href: `#/job/${j.id}` }, `job ${j.id}`)), h('td', {}, h('a', { href: `#/item/${j.item_id}` }, `item ${j.item_id}`)),
+        h('td', {}, j.status), h('td', {}, [j.claim_trace_id === q ? 'its claim' : null, j.disposition_trace_id === q ? 'its disposition' : null].filter(Boolean).join(' and ')))))) : null,
+    table('Matching items', ['item', 'identifier', 'flow step', 'state', 'updated'], rows, 'search-results'),
+    items.length >= 50 ? h('p', { class: 'muted' }, 'The first 50 of each kind; type more of the identifier to narrow it.') : null];
+}
+
+function searchForm(id, value) {
+  return h('form', { class: 'filters', role: 'search', 'aria-label': 'Search items', onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = `#/search?${qs({ q: e.target.elements.q.value.trim() })}`;
+  } }, h('div', { class: 'field' }, h('label', { for: id }, 'Item identifier, item id or trace id'),
+    h('input', { id, name: 'q', value: value || '', autocomplete: 'off', type: 'search', maxlength: 2000 })),
+  h('button', { type: 'submit' }, 'Search'));
+}
+
+// A tooling incident: what failed (the sample error as it was, and its pattern), through which
+// tools, the items it affected and their states now, its timeline and the resolve action.
+async function viewIncident(id) {
+  const t = (await api('GET', `/v1/tool-incidents/${id}`)).tool_incident;
+  const tools = t.tools && t.tools.length ? t.tools : [t.tool];
+  const events = [[t.first_seen, 'first failure of this kind'], [t.opened_at, `opened: ${t.items} items failed the same way`],
+    [t.last_seen, 'latest failure'], t.resolved_at ? [t.resolved_at, `resolved by ${fmt(t.resolved_by)}${t.resolve_reason ? `: ${t.resolve_reason}` : ''}`] : null]
+    .filter((e) => e && e[0]).sort((a, b) => Date.parse(b[0]) - Date.parse(a[0]));
+  const resolve = isAdmin() && t.state === 'open' ? h('div', { class: 'actions' }, h('button', {
+    type: 'button', 'data-action': 'resolve-incident', onclick: () => itemAction({
+      title: `Resolve tooling incident #${t.id}?`,
+      text: ['Its deferred, failed, parked and rejected items, and the items rejected while it was open, become available now.'],
+      label: 'Resolve and requeue', fields: [{ name: 'reason', label: 'Reason', type: 'text' }], flowStepId: t.flow_step_id,
+      call: async (v) => {
+        const r = await api('POST', `/v1/tool-incidents/${t.id}/resolve`, { requeue_items: true, reason: v.reason || undefined });
+        return { requeued: r.requeued.length, item_ids: r.requeued };
+      },
+      after: route,
+    }) }, 'Resolve and requeue…')) : null;
+  return [heading(`Tooling incident #${t.id}`, h('span', { class: `badge ${t.state === 'open' ? 'paused' : 'running'}` }, t.state)),
+    resolve,
+    h('section', { class: 'card', 'aria-labelledby': 'h-what' }, h('h2', { id: 'h-what' }, 'What fails'),
+      h('pre', { class: 'sample-error' }, t.sample_error),
+      kv([['flow step', h('a', { href: `#/items?${qs({ flow_step_id: t.flow_step_id, order: 'desc' })}` }, t.flow_step_id)],
+        ['tools', tools.join(', ')],
+        t.template ? ['template', h('code', {}, t.template)] : null,
+        ['pattern', h('code', {}, t.signature)],
+        ['items', String(t.items)]])),
+    h('section', { class: 'card', 'aria-labelledby': 'h-aff' }, h('h2', { id: 'h-aff' }, 'Affected items'),
+      table('Affected items', ['item', 'identifier', 'state now'], (t.affected_items || []).map((a) => h('tr', { 'data-item': String(a.id) },
+        h('td', {}, h('a', { href: `#/item/${a.id}` }, `item ${a.id}`)), h('td', { class: 'ident' }, a.item_identifier), h('td', {}, stateBadge(a.state)))))),
+    h('section', { class: 'card', 'aria-labelledby': 'h-itl' }, h('h2', { id: 'h-itl' }, 'Timeline'),
+      h('ol', { class: 'timeline', reversed: true }, events.map(([at, what]) => h('li', {},
+        h('div', { class: 'tl-head' }, h('strong', {}, what)), h('div', { class: 'muted' }, h('time', { datetime: at, title: at }, ago(at)))))))];
+}
+
+async function viewIncidents() {
+  const [open, resolved] = await Promise.all([api('GET', '/v1/tool-incidents?state=open&limit=500'),
+    api('GET', '/v1/tool-incidents?state=resolved&limit=500')]);
+  const rows = (list) => list.slice().reverse().map((t) => h('tr', { 'data-incident': String(t.id) },
+    h('td', {}, h('a', { href: `#/incident/${t.id}` }, `#${t.id}`)), h('td', {}, t.flow_step_id),
+    h('td', {}, (t.tools && t.tools.length ? t.tools : [t.tool]).join(', ')), h('td', { class: 'ident' }, t.sample_error),
+    h('td', {}, String(t.items)), h('td', {}, ago(t.resolved_at || t.last_seen))));
+  const heads = ['incident', 'flow step', 'tools', 'sample error', 'items', 'last change'];
+  return [heading('Tooling incidents'),
+    h('section', { class: 'card', 'aria-labelledby': 'h-open' }, h('h2', { id: 'h-open' }, 'Open'), table('Open incidents', heads, rows(open.tool_incidents))),
+    h('section', { class: 'card', 'aria-labelledby': 'h-res' }, h('h2', { id: 'h-res' }, 'Resolved'), table('Resolved incidents', heads, rows(resolved.tool_incidents)))];
+}
+
+// An editor's answer to an item waiting in manual_review (POST /v1/items/{id}/review).
+function answerButton(itemId, flowStepId, question, after) {
+  return h('button', { type: 'button', 'data-action': 'answer-review', onclick: () => itemAction({
+    title: `Answer the question on item ${itemId}`,
+    text: question ? [h('p', {}, 'The model asked:'), h('blockquote', { class: 'question' }, question),
+      'Retry sends your answer to the next attempt; processed or rejected closes the item.']
+      : 'It waits for a person. Retry sends your answer to the next attempt; processed or rejected closes the item.',
+    label: 'Send answer',
+    fields: [{ name: 'decision', label: 'Decision', type: 'select', options: ['retry', 'processed', 'rejected'] },
+      { name: 'answer', label: 'Answer (required for retry)', type: 'text', max: 4000 }],
+    flowStepId, itemIds: [itemId],
+    call: (v) => api('POST', `/v1/items/${itemId}/review`, { decision: v.decision, answer: v.answer || undefined }),
+    after,
+  }) }, 'Answer…');
+}
+
+// The review queue: what waits for a person, oldest question first, and per flow step how
+// many wait and how long the oldest question has.
+async function viewReview(params) {
+  const fs = params.get('flow_step_id') || '';
+  const q = await api('GET', `/v1/reviews?${qs({ flow_step_id: fs, limit: 200 })}`);
+  const counts = q.flow_steps.map((f) => h('tr', { 'data-flow-step': f.flow_step_id },
+    h('td', {}, h('a', { href: `#/review?${qs({ flow_step_id: f.flow_step_id })}` }, f.flow_step_id)),
+    h('td', {}, String(f.waiting)), h('td', {}, String(f.questions)),
+    h('td', { class: f.oldest_question_age_seconds > 86400 ? 'warn' : '' }, f.questions ? age(f.oldest_question_age_seconds) : '—')));
+  const rows = q.reviews.map((r) => h('tr', { 'data-item': String(r.item_id) },
+    h('td', {}, h('a', { href: `#/item/${r.item_id}` }, `item ${r.item_id}`)),
+    h('td', { class: 'ident' }, r.item_identifier), h('td', {}, r.flow_step_id),
+    h('td', { class: 'question' }, r.question || h('span', { class: 'muted' }, 'no question: parked by a defer')),
+    h('td', {}, r.asked_at ? ago(r.asked_at) : ago(r.waiting_since)),
+    isAdmin() ? h('td', {}, answerButton(r.item_id, r.flow_step_id, r.question, route)) : null));
+  const heads = ['item', 'identifier', 'flow step', 'question', 'waiting'].concat(isAdmin() ? ['action'] : []);
+  return [heading('Review', fs ? h('a', { href: '#/review' }, 'all flow steps') : null),
+    h('section', { class: 'card', 'aria-labelledby': 'h-rq' }, h('h2', { id: 'h-rq' }, 'Waiting per flow step'),
+      table('Waiting per flow step', ['flow step', 'waiting', 'questions', 'oldest question'], counts, 'review-counts')),
+    h('section', { class: 'card', 'aria-labelledby': 'h-rl' }, h('h2', { id: 'h-rl' }, 'Waiting for a person'),
+      table('Items waiting for a person', heads, rows, 'review-list'))];
 }
 
 async function viewActivity(params) {
@@ -504,6 +701,7 @@ async function viewActivity(params) {
   const body = h('tbody', {});
   const status = h('p', { class: 'muted', id: 'activity-status' }, 'Watching…');
   const poll = async () => {
+    if (document.hidden) return;
     try {
       const r = await api('GET', `/v1/transitions?${qs({ after, flow_step_id: fs, limit: 200 })}`);
       after = r.next_after;
@@ -531,23 +729,48 @@ async function viewActivity(params) {
 // ---------------------------------------------------------------------------------------
 // routing
 
+// The overview and an open item refresh themselves every REFRESH_MS, not while the tab is
+// hidden, a dialog is open or a result is shown (it would move what the operator reads).
+function startRefresh(render) {
+  refreshTimer = setInterval(async () => {
+    if (document.hidden || $('confirm').open || !$('result').hidden) return;
+    const hash = location.hash;
+    try {
+      const content = await render();
+      if (location.hash !== hash || !refreshTimer) return;
+      const focused = document.activeElement && document.activeElement.id;
+      $('view').replaceChildren(...content.filter(Boolean));
+      if (focused && $(focused)) $(focused).focus();
+      $('view').dataset.refreshed = String(Date.now());
+    } catch { /* the next tick tries again */ }
+  }, REFRESH_MS);
+}
+
 async function route() {
   if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+  if (refreshTimer) { clearInterval(refreshTimer); refreshTimer = null; }
   const hash = location.hash || '#/';
   const [path, query] = hash.slice(1).split('?');
   const params = new URLSearchParams(query || '');
   const parts = path.split('/').filter(Boolean);
   const view = $('view');
   for (const a of document.querySelectorAll('#nav a'))
-    a.toggleAttribute('aria-current', a.getAttribute('href') === `#/${parts[0] || ''}` || (parts[0] === 'item' && a.getAttribute('href') === '#/items'));
+    a.toggleAttribute('aria-current', a.getAttribute('href') === `#/${parts[0] || ''}` || (parts[0] === 'item' && a.getAttribute('href') === '#/items')
+      || (parts[0] === 'incident' && a.getAttribute('href') === '#/incidents'));
   try {
     let content;
     if (parts[0] === 'items') content = await viewItems(params);
     else if (parts[0] === 'item' && /^\d+$/.test(parts[1] || '')) content = await viewItem(parts[1]);
     else if (parts[0] === 'job' && /^\d+$/.test(parts[1] || '')) content = await viewJob(parts[1]);
     else if (parts[0] === 'activity') content = await viewActivity(params);
+    else if (parts[0] === 'search') content = await viewSearch(params);
+    else if (parts[0] === 'review') content = await viewReview(params);
+    else if (parts[0] === 'incidents') content = await viewIncidents();
+    else if (parts[0] === 'incident' && /^\d+$/.test(parts[1] || '')) content = await viewIncident(parts[1]);
     else content = await viewFlowSteps();
     view.replaceChildren(...content.filter(Boolean));
+    if (!parts[0]) startRefresh(viewFlowSteps);
+    else if (parts[0] === 'item' && /^\d+$/.test(parts[1] || '')) startRefresh(() => viewItem(parts[1]));
     document.title = `${$('view-title').textContent} · verdict`;
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) { sessionStorage.removeItem(KEY); return start(); }
@@ -586,6 +809,11 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('forget').addEventListener('click', () => { sessionStorage.removeItem(KEY); me.role = null; location.hash = '#/'; start(); });
   $('result-close').addEventListener('click', () => { $('result').hidden = true; });
+  $('top-search').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const q = $('top-q').value.trim();
+    if (q) location.hash = `#/search?${qs({ q })}`;
+  });
   window.addEventListener('hashchange', async () => { $('result').hidden = true; await route(); focusView(); });
   start();
 });

@@ -31,7 +31,7 @@
     XX(VD_JOB_EXPIRED, "expired")                                                                  \
     XX(VD_JOB_RELEASED, "released")
 
-/* transitions.cause (sql/0006_vocabulary.sql) */
+/* transitions.cause (sql/0034_traces_reviews.sql) */
 #define VD_CAUSE_MAP(XX)                                                                           \
     XX(VD_CAUSE_REGISTER, "register")                                                              \
     XX(VD_CAUSE_CLAIM, "claim")                                                                    \
@@ -45,16 +45,20 @@
     XX(VD_CAUSE_REQUEUE, "requeue")                                                                \
     XX(VD_CAUSE_RELEASE, "release")                                                                \
     XX(VD_CAUSE_ADMIN_RELEASE, "admin_release")                                                    \
-    XX(VD_CAUSE_RESOLVE, "resolve")
+    XX(VD_CAUSE_RESOLVE, "resolve")                                                                \
+    XX(VD_CAUSE_REQUEST_REVIEW, "request_review")                                                  \
+    XX(VD_CAUSE_REVIEW, "review")
 
-/* jobs.disposition (sql/0001_init.sql); VD_DISPOSITION_NONE is SQL NULL (no row, no word). */
+/* jobs.disposition (sql/0034_traces_reviews.sql); VD_DISPOSITION_NONE is SQL NULL (no row, no
+ * word). */
 #define VD_DISPOSITION_MAP(XX)                                                                     \
     XX(VD_DISPOSITION_COMPLETE, "complete")                                                        \
     XX(VD_DISPOSITION_REJECT_SOURCE, "reject_source")                                              \
     XX(VD_DISPOSITION_DEFER_ITEM, "defer_item")                                                    \
     XX(VD_DISPOSITION_FAIL, "fail")                                                                \
     XX(VD_DISPOSITION_SKIP_ITEM, "skip_item")                                                      \
-    XX(VD_DISPOSITION_SESSION_OUTCOME, "session_outcome")
+    XX(VD_DISPOSITION_SESSION_OUTCOME, "session_outcome")                                          \
+    XX(VD_DISPOSITION_REQUEST_REVIEW, "request_review")
 
 /* The reason_code of an item parked in manual_review after VERDICT_MAX_RELEASES holder
  * releases without a verdict (the other server-set codes are written where they arise). */

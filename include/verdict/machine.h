@@ -10,6 +10,11 @@
 
 #include "verdict/domain.h"
 
+/* request_review: the largest question a model may ask, and the largest answer an editor
+ * may give (bytes of UTF-8). */
+#define VD_REVIEW_QUESTION_MAX 1000
+#define VD_REVIEW_ANSWER_MAX 4000
+
 typedef enum vd_event_kind {
     VD_EVENT_COMPLETE = 0,
     VD_EVENT_REJECT_SOURCE,
@@ -18,7 +23,8 @@ typedef enum vd_event_kind {
     VD_EVENT_SESSION_SUCCEEDED,
     VD_EVENT_SESSION_RETRIABLE,
     VD_EVENT_SESSION_FAILED,
-    VD_EVENT_RELEASE, /* the holder gives the claim back: available now, no budget spent */
+    VD_EVENT_RELEASE,        /* the holder gives the claim back: available now, no budget spent */
+    VD_EVENT_REQUEST_REVIEW, /* the model asks an editor: manual_review, no budget spent */
     VD_EVENT__MAX
 } vd_event_kind;
 

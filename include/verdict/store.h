@@ -48,6 +48,10 @@ VD_MUST_USE vd_error vd_db_acquire(vd_db *db, vd_conn **out);
  * passes it drops the connection (whatever it sent is rolled back by the server) and answers
  * VD_ERR_DATABASE_UNAVAILABLE. For requests: nothing they do outlives their bound. */
 VD_MUST_USE vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **out);
+/* The W3C trace id (32 hex digits, copied; NULL clears) of the request that borrowed conn:
+ * a claim or a job's finishing statement made on conn records it on the job. Cleared when the
+ * connection is released. */
+void vd_conn_set_trace(vd_conn *conn, const char *trace_id);
 /* Give a connection back; a broken one is re-opened by the next acquire. */
 void vd_db_release(vd_db *db, vd_conn *conn);
 /* How many connections are borrowed right now. */

@@ -47,8 +47,10 @@ VD_MUST_USE vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out);
  * desc; 0 starts at the oldest or the newest). */
 typedef struct vd_list_filter {
     const char *flow_step_id, *state, *reason_code, *worker_id;
-    const char *since; /* jobs: RFC 3339, claimed at or after */
-    int64_t item_id;   /* jobs only */
+    const char *since;    /* jobs: RFC 3339, claimed at or after */
+    int64_t item_id;      /* jobs only */
+    const char *trace_id; /* jobs only: the claim's or the disposition's W3C trace id */
+    const char *identifier, *identifier_prefix; /* items only: exact, starts with */
     int64_t after, limit;
     bool desc;
 } vd_list_filter;
@@ -77,6 +79,16 @@ VD_MUST_USE vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel
 /* Resolve one parked item (manual_review or failed) to `outcome` (processed or rejected),
  * audited with cause 'resolve': {"item": {...}, "transition": {...}}; VD_ERR_NOT_FOUND, or
  * VD_ERR_INVALID_TRANSITION when it is not parked. */
+/* An editor's answer to an item in manual_review (one statement): to available (retry),
+ * processed or rejected, with a transition of cause review whose reason is `answer`
+ * (redacted by the caller; may be NULL). *out {"item", "transition"} (malloc'd).
+ * VD_ERR_NOT_FOUND; VD_ERR_INVALID_TRANSITION when the item is not in manual_review. */
+VD_MUST_USE vd_error vd_store_review_one(vd_conn *c, int64_t id, vd_item_state to,
+                                         const char *answer, const char *actor, char **out);
+/* The review queue: {"flow_steps": [{flow_step_id, waiting, questions,
+ * oldest_question_age_seconds}], "reviews": [up to limit, oldest question first]}. */
+VD_MUST_USE vd_error vd_store_reviews_list(vd_conn *c, const char *flow_step_id, int64_t limit,
+                                           char **out);
 VD_MUST_USE vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome,
                                           const char *reason_code, const char *reason,
                                           const char *actor, char **out);
@@ -179,6 +191,8 @@ typedef enum vd_db_family {
     VD_DB_LIMIT_IN_FLIGHT,  /* a: limit key; jobs holding a concurrency slot */
     VD_DB_LIMIT_THROTTLED,  /* a: limit key; 1 while a backoff holds it closed */
     VD_DB_LIMIT_TOKENS,     /* a: limit key; usage reported on its token shards */
+    VD_DB_REVIEW_QUESTIONS, /* a: flow_step_id; items waiting on a model's question */
+    VD_DB_REVIEW_OLDEST,    /* a: flow_step_id; seconds the oldest question waits (0: none) */
     VD_DB__MAX
 } vd_db_family;
 typedef struct vd_db_sample {

@@ -1,6 +1,6 @@
 -- verdict_job_json: the current definition. Edit it here to change the function: verdictd
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
--- from-migrations: 447675b4d3fa59142913ec58f0fd5c9b
+-- from-migrations: cf0f94b24526a58c9c0e29a6ede5bdf9
 CREATE OR REPLACE FUNCTION public.verdict_job_json(j jobs)
  RETURNS json
  LANGUAGE sql
@@ -13,5 +13,7 @@ AS $function$ SELECT json_build_object(
         'finished_at', verdict_ts(j.finished_at), 'engine_data', j.engine_data,
         'adjudication', j.adjudication,
         'tool_failures', verdict_tool_failures_json(j.id),
-        'worker_version', j.worker_version) $function$
+        'worker_version', j.worker_version,
+        'claim_trace_id', j.claim_trace_id,
+        'disposition_trace_id', j.disposition_trace_id) $function$
 ;

@@ -1,6 +1,6 @@
 -- verdict_kept_answer: the current definition. Edit it here to change the function: verdictd
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
--- from-migrations: 12cf2b92335cfdf26543c4fd91c953be
+-- from-migrations: b3b08b241961cd8d007e18e8ab8d0cfe
 CREATE OR REPLACE FUNCTION public.verdict_kept_answer(j jobs)
  RETURNS text
  LANGUAGE plpgsql
@@ -42,7 +42,8 @@ AS $function$
                     'item', verdict_item_json(i, s),
                     'previous_checkpoint', (SELECT p.checkpoint FROM jobs p
                         WHERE p.item_id = i.id AND p.id < j.id AND p.checkpoint IS NOT NULL
-                        ORDER BY p.id DESC LIMIT 1)) ORDER BY k.ord)
+                        ORDER BY p.id DESC LIMIT 1),
+                    'review', verdict_item_review(i.id)) ORDER BY k.ord)
                   FROM unnest(string_to_array(m[2], ',')::bigint[]) WITH ORDINALITY AS k(id, ord)
                   JOIN jobs j ON j.id = k.id JOIN items i ON i.id = j.item_id
                   JOIN item_sources s ON s.id = j.item_id),

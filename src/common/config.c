@@ -357,6 +357,14 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
     s = get("VERDICT_LOG_LEVEL");
     if (s && *s && !parse_log_level(cfg, s, err, errlen))
         goto bad;
+    s = get("VERDICT_OTLP_ENDPOINT");
+    if (s && *s && (strncmp(s, "http://", 7) != 0 || strlen(s) > 500)) {
+        fail(err, errlen, "VERDICT_OTLP_ENDPOINT: must be an http:// URL of at most 500 bytes");
+        goto bad;
+    }
+    cfg->otlp_endpoint = s && *s ? strdup(s) : NULL;
+    if (s && *s && !cfg->otlp_endpoint)
+        goto bad;
     if (cfg->api_key_count == 0 && !cfg->listen_loopback) {
         fail(err, errlen,
              "VERDICT_API_KEYS: required when VERDICT_LISTEN (%s) is not a loopback address",
@@ -383,5 +391,6 @@ void vd_config_cleanup(vd_config *cfg)
     free(cfg->tls_cert_file);
     free(cfg->tls_key_file);
     free(cfg->tls_priority);
+    free(cfg->otlp_endpoint);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -94,6 +94,8 @@ vd_cause vd_disposition_cause(vd_disposition d)
         return VD_CAUSE_SKIP_ITEM;
     case VD_DISPOSITION_SESSION_OUTCOME:
         return VD_CAUSE_SESSION_OUTCOME;
+    case VD_DISPOSITION_REQUEST_REVIEW:
+        return VD_CAUSE_REQUEST_REVIEW;
     case VD_DISPOSITION_NONE:
     case VD_DISPOSITION__MAX:
     default:

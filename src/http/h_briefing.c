@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "verdict/briefing.h"
 #include "verdict/store_ops.h"
@@ -61,6 +62,25 @@ static char *render(const cJSON *doc)
     return text;
 }
 
+/* An editor's answer to this item's question comes first in the text (when it fits the
+ * briefing's bound): the model must act on it; `review` holds the words. Takes text. */
+static char *with_review(const cJSON *doc, char *text)
+{
+    static const char lead[] = "An editor answered the question asked about this item: act on "
+                               "the answer in `review` (review.answer). ";
+    char *out = NULL;
+    if (!text || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "review")) ||
+        strlen(text) + sizeof(lead) - 1 > VD_BRIEFING_MAX)
+        return text;
+    out = malloc(strlen(text) + sizeof(lead));
+    if (out) {
+        memcpy(out, lead, sizeof(lead) - 1);
+        memcpy(out + sizeof(lead) - 1, text, strlen(text) + 1);
+    }
+    free(text);
+    return out;
+}
+
 vd_error vd_briefing_run(vd_ctx *ctx, int64_t job_id, cJSON **doc)
 {
     char *raw = NULL, *text = NULL, what[48];
@@ -75,7 +95,7 @@ vd_error vd_briefing_run(vd_ctx *ctx, int64_t job_id, cJSON **doc)
         return vd_store_fail(ctx, rc, what);
     *doc = cJSON_Parse(raw);
     free(raw);
-    text = *doc ? render(*doc) : NULL;
+    text = *doc ? with_review(*doc, render(*doc)) : NULL;
     /* the text after the numbers, before the structured attempts */
     attempts = *doc ? cJSON_DetachItemFromObjectCaseSensitive(*doc, "attempts") : NULL;
     if (!text || !attempts || !cJSON_AddStringToObject(*doc, "briefing", text) ||

@@ -192,6 +192,8 @@ vd_error vd_h_items_list(vd_ctx *ctx)
         (rc = vd_query_str(ctx, "flow_step_id", 200, &f.flow_step_id)) ||
         (rc = vd_query_str(ctx, "reason_code", 200, &f.reason_code)) ||
         (rc = vd_query_str(ctx, "worker_id", 200, &f.worker_id)) ||
+        (rc = vd_query_str(ctx, "identifier", 2000, &f.identifier)) ||
+        (rc = vd_query_str(ctx, "identifier_prefix", 2000, &f.identifier_prefix)) ||
         (rc = vd_query_order(ctx, &f.desc)))
         return rc;
     f.state = vd_query(ctx, "state");

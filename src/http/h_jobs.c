@@ -49,7 +49,7 @@ static vd_error get_code(vd_field f, const char *const *allowed, const char **ou
     {"claim_token", VD_J_STRING}, {"disposition", VD_J_STRING}, {"reason", VD_J_STRING},           \
         {"force", VD_J_BOOL}, {"evidence", VD_J_STRING}, {"engine_data", VD_J_OBJECT},             \
         {"reason_code", VD_J_STRING}, {"manual_review", VD_J_BOOL}, {"error", VD_J_STRING},        \
-        {"retryable", VD_J_BOOL}, {"usage", VD_J_OBJECT},                                          \
+        {"retryable", VD_J_BOOL}, {"usage", VD_J_OBJECT}, {"question", VD_J_STRING},               \
     {                                                                                              \
         "retry_after_seconds", VD_J_NUMBER                                                         \
     }
@@ -66,6 +66,11 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
         w->event.kind = VD_EVENT_REJECT_SOURCE;
         w->is_reject = true;
         rc = get_code(f, vd_reject_codes, &w->reason_code);
+    } else if (d == VD_DISPOSITION_REQUEST_REVIEW) {
+        /* the question is the transition's reason (redacted, shown to the editor) */
+        w->event.kind = VD_EVENT_REQUEST_REVIEW;
+        w->reason_code = "review_requested";
+        return vd_get_string(f, "question", true, 1, VD_REVIEW_QUESTION_MAX, &w->reason);
     } else if (d == VD_DISPOSITION_DEFER_ITEM) {
         w->event.kind = VD_EVENT_DEFER_ITEM;
         if ((rc = get_code(f, vd_defer_codes, &w->reason_code)) ||
@@ -130,7 +135,9 @@ static vd_error parse_disposition(vd_field f, disp_in *in)
     if (!vd_disposition_parse(word, &d) || d == VD_DISPOSITION_SESSION_OUTCOME)
         return vd_fail(f.ctx, VD_ERR_INVALID_FIELD,
                        vd_field_name(f, "disposition", name, sizeof(name)),
-                       "'%s' must be complete, reject_source, defer_item, fail or skip_item", name);
+                       "'%s' must be complete, reject_source, defer_item, fail, request_review or "
+                       "skip_item",
+                       name);
     if (d == VD_DISPOSITION_SKIP_ITEM) {
         bool reject = false;
         vd_skip_item_map(reason, &reject, &w->reason_code);
@@ -536,12 +543,16 @@ vd_error vd_h_jobs_list(vd_ctx *ctx)
         (rc = vd_query_str(ctx, "flow_step_id", 200, &f.flow_step_id)) ||
         (rc = vd_query_str(ctx, "reason_code", 200, &f.reason_code)) ||
         (rc = vd_query_str(ctx, "worker_id", 200, &f.worker_id)) ||
+        (rc = vd_query_str(ctx, "trace_id", 32, &f.trace_id)) ||
         (rc = vd_query_order(ctx, &f.desc)))
         return rc;
     f.state = vd_query(ctx, "status");
     f.since = vd_query(ctx, "since");
     if (f.state && !vd_job_status_parse(f.state, &status))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "status", "'status' is not a job status");
+    if (f.trace_id && !vd_trace_id_valid(f.trace_id))
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "trace_id",
+                       "'trace_id' must be 32 lower-case hex digits (a W3C trace id)");
     if (f.since && !valid_since(f.since))
         return vd_fail(ctx, VD_ERR_INVALID_FIELD, "since", "'since' must be an RFC 3339 time");
     if ((rc = vd_ctx_db(ctx, &c)))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/buf.h"
 #include "verdict/incidents.h"
 #include "verdict/model_text.h"
 #include "verdict/store_ops.h"
@@ -344,16 +345,28 @@ static void resource_contents(rpc_out *o, const char *uri, const char *mime, con
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o->result, "contents"), c);
 }
 
-/* resources/read of the briefing: the text of GET /v1/jobs/{id}/briefing. */
+/* resources/read of the briefing: the text of GET /v1/jobs/{id}/briefing and, when an editor
+ * answered this item's question, the question and the answer in words (a model reading the
+ * resource sees no JSON `review`). */
 static void read_briefing(vd_ctx *ctx, const mcp_session *s, rpc_out *o)
 {
     cJSON *doc = NULL;
+    const cJSON *review = NULL;
+    vd_buf b = {0};
     if (vd_briefing_run(ctx, s->job_id, &doc)) {
         o->data = take_envelope(ctx);
         rpc_fail(o, VD_RPC_SERVER_ERROR, "%s", str_of(o->data, "message"));
         return;
     }
-    resource_contents(o, MCP_BRIEFING_URI, "text/plain", str_of(doc, "briefing"));
+    vd_buf_printf(&b, "%s", str_of(doc, "briefing"));
+    review = cJSON_GetObjectItemCaseSensitive(doc, "review");
+    if (cJSON_IsObject(review))
+        vd_buf_printf(&b, "\n\nThe question asked: %s\nThe editor's answer (%s, %s): %s",
+                      *str_of(review, "question") ? str_of(review, "question") : "(none)",
+                      str_of(review, "by"), str_of(review, "at"), str_of(review, "answer"));
+    resource_contents(o, MCP_BRIEFING_URI, "text/plain",
+                      b.failed || !b.data ? str_of(doc, "briefing") : b.data);
+    vd_buf_cleanup(&b);
     cJSON_Delete(doc);
 }
 
@@ -415,7 +428,8 @@ static void initialize(const mcp_session *s, const cJSON *params, bool in_batch,
              "This session works on job %lld only. Read the resource " MCP_JOB_URI
              " for the item (its payload) and the job, and " MCP_BRIEFING_URI
              " for its earlier attempts. When you are done with the item, call "
-             "exactly one of complete_item, reject_source, defer_item or fail_item. When one of "
+             "exactly one of complete_item, reject_source, defer_item or fail_item (or "
+             "request_review to ask an editor a question). When one of "
              "your other tools fails, call report_tool_failure and follow its hint.",
              (long long)s->job_id);
     cJSON_AddStringToObject(r, "instructions", instructions);

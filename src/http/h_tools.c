@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verdict/lint.h"
+#include "verdict/machine.h"
 
 static cJSON *string_prop(const char *desc, int min, int max)
 {
@@ -130,6 +131,17 @@ static cJSON *schema_fail(void)
     return s;
 }
 
+static cJSON *schema_request_review(void)
+{
+    cJSON *props = NULL, *req = NULL, *s = object_schema(&props, &req);
+    cJSON_AddItemToObject(props, "question",
+                          string_prop("The question for the editor, with what they need to "
+                                      "answer it (they see the item, not your context).",
+                                      1, VD_REVIEW_QUESTION_MAX));
+    cJSON_AddItemToArray(req, cJSON_CreateString("question"));
+    return s;
+}
+
 /* SPEC §6's POST /v1/jobs/{job_id}/tool-failures, as the model reports it (no kind: the
  * error text classifies it). */
 static cJSON *schema_tool_failure(void)
@@ -175,6 +187,12 @@ const vd_agent_tool vd_agent_tools[] = {
      "required update or upsert returned an error. Report the error text; a retryable failure "
      "is retried with backoff.",
      schema_fail, false},
+    {"request_review", "request_review",
+     "Use when a person must decide something before this item can be finished: ask the "
+     "editor one clear question. The item waits for the answer (no retry budget is spent); "
+     "when the editor says retry, the next attempt's claim and briefing carry the question and "
+     "the answer under `review`. Stop after calling it.",
+     schema_request_review, false},
     {"report_tool_failure", NULL,
      "Use when one of your other tools failed: report its name, the arguments you called it "
      "with and the error text. The answer says whether calling it again can work and what to "

@@ -14,6 +14,7 @@
 #include "verdict/error.h"
 #include "verdict/jobs.h"
 #include "verdict/store.h"
+#include "verdict/trace.h"
 
 #include "input.h"
 
@@ -71,6 +72,7 @@ struct vd_ctx {
     const char *actor; /* the API key's name, or "anonymous" */
     vd_role role;
     char request_id[80];
+    vd_trace trace; /* W3C Trace Context: the request's trace and verdictd's span of it */
     /* the answer */
     int status;
     char *resp_body; /* malloc'd */
@@ -350,6 +352,8 @@ vd_error vd_get_usage(vd_field f, struct vd_usage *u);
  * the model, in env's hint and a `limit` member, to defer with reason_code rate_limited. */
 vd_error vd_tool_backoff_apply(vd_ctx *ctx, vd_conn *c, const vd_tool_backoff *b, cJSON *env);
 vd_error vd_h_resolve_one(vd_ctx *ctx);
+vd_error vd_h_item_review(vd_ctx *ctx);  /* h_reviews.c */
+vd_error vd_h_reviews_list(vd_ctx *ctx); /* h_reviews.c */
 vd_error vd_h_resolve_bulk(vd_ctx *ctx);
 vd_error vd_h_transitions(vd_ctx *ctx);
 vd_error vd_h_whoami(vd_ctx *ctx);

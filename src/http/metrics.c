@@ -4,6 +4,7 @@
  * as data: vd_store_metrics). */
 #include "http_internal.h"
 #include "metrics.h"
+#include "otlp.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -252,6 +253,13 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
                                 "Model tokens reported used by jobs holding a tokens_per_minute "
                                 "key.",
                                 "key", NULL},
+        [VD_DB_REVIEW_QUESTIONS] = {"verdict_review_questions", "gauge",
+                                    "Items in manual_review waiting on a model's question "
+                                    "(request_review), by flow step.",
+                                    "flow_step_id", NULL},
+        [VD_DB_REVIEW_OLDEST] = {"verdict_review_oldest_question_age_seconds", "gauge",
+                                 "How long the oldest unanswered question has waited (0: none).",
+                                 "flow_step_id", NULL},
     };
     size_t k = 0;
     for (int f = 0; f < VD_DB__MAX; f++) {
@@ -267,6 +275,22 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
             vd_buf_printf(out, "} %lld\n", db->s[k].value);
         }
     }
+}
+
+/* The span exporter's counts (otlp.h): 0 while VERDICT_OTLP_ENDPOINT is unset. */
+static void render_otlp(vd_buf *out)
+{
+    uint64_t sent = 0, dropped = 0, failed = 0;
+    vd_otlp_counts(&sent, &dropped, &failed);
+    vd_buf_printf(out,
+                  "# HELP verdict_otlp_spans_total Request spans of the OTLP export, by result "
+                  "(exported; dropped: the queue was full; failed: the send failed).\n"
+                  "# TYPE verdict_otlp_spans_total counter\n"
+                  "verdict_otlp_spans_total{result=\"exported\"} %llu\n"
+                  "verdict_otlp_spans_total{result=\"dropped\"} %llu\n"
+                  "verdict_otlp_spans_total{result=\"failed\"} %llu\n",
+                  (unsigned long long)sent, (unsigned long long)dropped,
+                  (unsigned long long)failed);
 }
 
 static void render_sweeper(vd_buf *out, const vd_sweeper_counts *sw)
@@ -339,6 +363,7 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   __atomic_load_n(&evicted, __ATOMIC_RELAXED));
     render_http(out);
     render_sweeper(out, in->sweeper);
+    render_otlp(out);
     /* the database families are left out (not failed) while the database is down:
      * verdict_up still answers and verdict_db_up says 0, which is what an alert wants */
     if (in->db)

@@ -22,6 +22,8 @@ const vd_route vd_routes[] = {
     {"POST", "/v1/items/{item_id}/release", VD_ROLE_ADMIN, vd_h_release_item, "items.release"},
     {"POST", "/v1/items/{item_id}/resolve", VD_ROLE_ADMIN, vd_h_resolve_one, "items.resolve"},
     {"POST", "/v1/items/resolve", VD_ROLE_ADMIN, vd_h_resolve_bulk, "items.resolve_bulk"},
+    {"POST", "/v1/items/{item_id}/review", VD_ROLE_ADMIN, vd_h_item_review, "items.review"},
+    {"GET", "/v1/reviews", VD_ROLE_READER, vd_h_reviews_list, "reviews.list"},
     {"GET", "/v1/transitions", VD_ROLE_READER, vd_h_transitions, "transitions"},
     {"GET", "/v1/whoami", VD_ROLE_READER, vd_h_whoami, "whoami"},
     {"POST", "/v1/claims", VD_ROLE_WORKER, vd_h_claims, "claims"},
@@ -71,12 +73,15 @@ static const struct {
     const char *name;
     const char *query;
 } route_queries[] = {
-    {"items.list", "limit after flow_step_id state reason_code worker_id order"},
-    {"jobs.list", "limit after item_id flow_step_id status since reason_code worker_id order"},
+    {"items.list",
+     "limit after flow_step_id state reason_code worker_id order identifier identifier_prefix"},
+    {"jobs.list",
+     "limit after item_id flow_step_id status since reason_code worker_id order trace_id"},
     {"transitions", "after limit flow_step_id"},
     {"tool_incidents.list", "limit after flow_step_id state"},
     {"tool_definitions", "format"},
     {"stats", "flow_step_id"},
+    {"reviews.list", "limit flow_step_id"},
 };
 
 const char *vd_route_query(const vd_route *r)

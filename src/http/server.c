@@ -8,6 +8,7 @@
  * handed back to a worker when woken. */
 #include "http_internal.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "tls.h"
 #include "waiters.h"
 #include "workers.h"
@@ -40,6 +41,7 @@ struct vd_server {
     vd_waiters *waiters;   /* parked long-poll claims */
     vd_listener *listener; /* their notifications (store/listen.c) */
     int stopping;          /* vd_server_stop began: refuse new requests (atomic) */
+    vd_otlp *otlp;         /* span export (VERDICT_OTLP_ENDPOINT), or NULL */
 };
 
 typedef enum req_state {
@@ -189,8 +191,10 @@ static void access_log(const vd_ctx *ctx, double secs)
     size_t n = 0;
     if (!vd_log_enabled(VD_LOG_INFO))
         return;
-    n = (size_t)snprintf(fields, sizeof(fields), "\"request_id\":\"%s\",\"method\":\"",
-                         ctx->request_id);
+    n = (size_t)snprintf(
+        fields, sizeof(fields),
+        "\"request_id\":\"%s\",\"trace_id\":\"%s\",\"span_id\":\"%s\",\"method\":\"",
+        ctx->request_id, ctx->trace.trace_id, ctx->trace.span_id);
     n = vd_json_escape(fields, sizeof(fields) - 200, n, ctx->method);
     n += (size_t)snprintf(fields + n, sizeof(fields) - n, "\",\"path\":\"");
     n = vd_json_escape(fields, sizeof(fields) - 200, n, ctx->path);
@@ -223,7 +227,17 @@ static void add_console_headers(const vd_ctx *ctx, struct MHD_Response *resp)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ctx->etag);
 }
 
-/* close: the server is stopping; the client is told not to send another request here. */
+/* W3C Trace Context: the request's trace id with verdictd's span of it, and the caller's
+ * tracestate back when its traceparent was valid. */
+static void add_trace_headers(const vd_ctx *ctx, struct MHD_Response *resp)
+{
+    char tp[56];
+    vd_trace_format(&ctx->trace, tp);
+    MHD_add_response_header(resp, "traceparent", tp);
+    if (ctx->trace.tracestate[0])
+        MHD_add_response_header(resp, "tracestate", ctx->trace.tracestate);
+}
+
 /* Whether the client asked for the connection to end after this answer (Connection: close);
  * libmicrohttpd then sends Connection: close itself and a Keep-Alive hint would contradict it. */
 static bool client_closes(struct MHD_Connection *conn)
@@ -235,6 +249,7 @@ static bool client_closes(struct MHD_Connection *conn)
     return false;
 }
 
+/* close: the server is stopping; the client is told not to send another request here. */
 static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
 {
     struct MHD_Response *resp = NULL;
@@ -261,6 +276,7 @@ static enum MHD_Result queue_answer(vd_ctx *ctx, bool close)
     if (ctx->resp_ctype)   /* none on a 202 with no body */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctx->resp_ctype);
     MHD_add_response_header(resp, "X-Request-Id", ctx->request_id);
+    add_trace_headers(ctx, resp);
     if (ctx->retry_after[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ctx->retry_after);
     if (ctx->err == VD_ERR_METHOD_NOT_ALLOWED)
@@ -392,6 +408,28 @@ static void on_claimable(void *arg, const char *flow_step_id, long count)
     vd_waiters_notify(srv->waiters, flow_step_id, count, false);
 }
 
+/* The request's span for OTLP export (otlp.h): queued, never waited on. */
+static void export_span(vd_otlp *x, const vd_ctx *ctx, double secs)
+{
+    struct timespec now;
+    vd_span s = {.status = ctx->status, .flags = ctx->trace.flags};
+    if (!x)
+        return;
+    clock_gettime(CLOCK_REALTIME, &now);
+    s.end_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    s.start_ns = s.end_ns - (uint64_t)(secs * 1e9);
+    memcpy(s.trace_id, ctx->trace.trace_id, sizeof(s.trace_id));
+    memcpy(s.span_id, ctx->trace.span_id, sizeof(s.span_id));
+    memcpy(s.parent_span_id, ctx->trace.parent_span_id, sizeof(s.parent_span_id));
+    snprintf(s.method, sizeof(s.method), "%s", ctx->method ? ctx->method : "");
+    snprintf(s.route, sizeof(s.route), "%s", ctx->route ? ctx->route->pattern : "");
+    snprintf(s.name, sizeof(s.name), "%s", ctx->route ? ctx->route->name : "");
+    snprintf(s.op, sizeof(s.op), "%s", vd_otlp_operation(ctx->route ? ctx->route->name : NULL));
+    snprintf(s.error_type, sizeof(s.error_type), "%s", ctx->err ? vd_error_code(ctx->err) : "");
+    snprintf(s.request_id, sizeof(s.request_id), "%s", ctx->request_id);
+    vd_otlp_record(x, &s);
+}
+
 /* Hand the answer on ctx to libmicrohttpd, count and log it. */
 static enum MHD_Result finish(vd_req *r)
 {
@@ -402,6 +440,7 @@ static enum MHD_Result finish(vd_req *r)
     r->state = REQ_QUEUED;
     vd_metrics_observe_http(ctx->route ? (long)ctx->match.route_index : -1, ctx->status, secs);
     access_log(ctx, secs);
+    export_span(r->srv->otlp, ctx, secs);
     return ret;
 }
 
@@ -417,6 +456,8 @@ static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *con
     ctx->method = method;
     ctx->path = url;
     ctx->deadline = r->started + srv->cfg->db_timeout_ms / 1000.0;
+    vd_trace_begin(&ctx->trace, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
+                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate"));
     if (sane_request_id(rid))
         snprintf(ctx->request_id, sizeof(ctx->request_id), "%s", rid);
     else
@@ -611,6 +652,7 @@ static void server_free(vd_server *srv)
     vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
+    vd_otlp_stop(srv->otlp);
     free(srv);
 }
 
@@ -665,6 +707,7 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     srv->workers = vd_workers_start(cfg->threads, cfg->queue_depth, work);
     srv->guard = vd_guard_start(cfg->read_timeout_ms, cfg->idle_seconds * 1000);
     srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
+    srv->otlp = vd_otlp_start(cfg->otlp_endpoint);
     if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
         server_free(srv);

@@ -82,6 +82,8 @@ vd_outcome vd_machine_apply(const vd_budgets *in, const vd_event *ev, const vd_b
         return apply_failure(in, ev, b, jitter_unit);
     case VD_EVENT_RELEASE:
         return outcome(VD_ITEM_AVAILABLE, VD_JOB_RELEASED, in);
+    case VD_EVENT_REQUEST_REVIEW:
+        return outcome(VD_ITEM_MANUAL_REVIEW, VD_JOB_DEFERRED, in);
     case VD_EVENT_SESSION_FAILED:
     case VD_EVENT__MAX:
     default:

@@ -49,11 +49,12 @@ static void next_step(vd_disposition d, vd_item_state to, double delay, char *ou
 void vd_tool_result_disposition(vd_disposition disposition, const char *reason_code,
                                 vd_item_state to_state, double delay_seconds, char *out, size_t len)
 {
-    static const char *const done[VD_DISPOSITION__MAX] = {[VD_DISPOSITION_COMPLETE] = "completed",
-                                                          [VD_DISPOSITION_REJECT_SOURCE] =
-                                                              "rejected",
-                                                          [VD_DISPOSITION_DEFER_ITEM] = "deferred",
-                                                          [VD_DISPOSITION_FAIL] = "failed"};
+    static const char *const done[VD_DISPOSITION__MAX] = {
+        [VD_DISPOSITION_COMPLETE] = "completed",
+        [VD_DISPOSITION_REJECT_SOURCE] = "rejected",
+        [VD_DISPOSITION_DEFER_ITEM] = "deferred",
+        [VD_DISPOSITION_FAIL] = "failed",
+        [VD_DISPOSITION_REQUEST_REVIEW] = "sent to an editor"};
     char next[200], code[220] = "";
     const char *what =
         (int)disposition >= 0 && disposition < VD_DISPOSITION__MAX ? done[disposition] : NULL;

@@ -147,9 +147,15 @@ static const char *opt(const char *s)
 vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out)
 {
     vd_i64_text a = vd_i64_text_of(f->after), l = vd_i64_text_of(f->limit);
-    const char *p[] = {opt(f->flow_step_id), opt(f->state),    a.s, l.s,
-                       opt(f->reason_code),  opt(f->worker_id)};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 6, p, out);
+    const char *p[] = {opt(f->flow_step_id),
+                       opt(f->state),
+                       a.s,
+                       l.s,
+                       opt(f->reason_code),
+                       opt(f->worker_id),
+                       opt(f->identifier),
+                       opt(f->identifier_prefix)};
+    return vd_sql_first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 8, p, out);
 }
 
 vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
@@ -219,9 +225,11 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 
 typedef struct claim_args {
     const char *p[8]; /* [6] the claim's limit keys (JSON), [7] estimated tokens: or NULL */
-    bool generic;     /* inside a begun transaction without a key (claim_next) */
-    bool hold_empty;  /* a claim that got nothing keeps nothing (a long-poll that may wait) */
-    bool empty;       /* ... and it got nothing */
+    const char
+        *trace;      /* the request's trace id (vd_conn_set_trace), or NULL: the plain claim's $7 */
+    bool generic;    /* inside a begun transaction without a key (claim_next) */
+    bool hold_empty; /* a claim that got nothing keeps nothing (a long-poll that may wait) */
+    bool empty;      /* ... and it got nothing */
 } claim_args;
 
 static vd_error claim_once(vd_conn *c, claim_args *a, char **body);
@@ -261,16 +269,17 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
 
 static vd_error claim_plain(vd_conn *c, claim_args *a, char **body)
 {
+    const char *p[7] = {a->p[0], a->p[1], a->p[2], a->p[3], a->p[4], a->p[5], a->trace};
     PGresult *res = NULL;
     if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
-        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 7, p, body);
     }
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
-        return vd_sql_first_text(c, VD_SQL_CLAIM, 6, a->p, body);
+        return vd_sql_first_text(c, VD_SQL_CLAIM, 7, p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
-    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 6, a->p, &res);
+    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 7, p, &res);
     return vd_sql_result_text(rc, res, body);
 }
 
@@ -292,6 +301,7 @@ vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id, const char *
                 e = vd_i64_text_of(keys->estimated_tokens);
     claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version, keys->keys_json,
                      keys->estimated_tokens >= 0 ? e.s : NULL},
+                    c->trace_id[0] ? c->trace_id : NULL,
                     c->in_tx && !(idem && idem->key),
                     hold_empty,
                     false};
@@ -365,8 +375,9 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
                        l.s,
                        opt(f->reason_code),
                        opt(f->worker_id),
-                       f->item_id > 0 ? item.s : NULL};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
+                       f->item_id > 0 ? item.s : NULL,
+                       opt(f->trace_id)};
+    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 9, p, out);
 }
 
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
@@ -401,4 +412,33 @@ vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset
     p[9] = reason;
     p[10] = actor;
     return vd_sql_first_text_announce(c, VD_SQL_REQUEUE_BULK, 11, p, 1, ids_json);
+}
+
+vd_error vd_store_review_one(vd_conn *c, int64_t id, vd_item_state to, const char *answer,
+                             const char *actor, char **out)
+{
+    vd_i64_text ids = vd_i64_text_of(id);
+    const char *p[] = {ids.s, vd_item_state_name(to), answer, actor};
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec(c, VD_SQL_REVIEW_ONE, 4, p, &res);
+    *out = NULL;
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = VD_ERR_NOT_FOUND;
+    else if (PQgetisnull(res, 0, 1))
+        rc = VD_ERR_INVALID_TRANSITION;
+    else
+        rc = vd_sql_dup(res, 0, 1, out);
+    if (rc == VD_OK && !PQgetisnull(res, 0, 2))
+        vd_sql_announce(c, PQgetvalue(res, 0, 2));
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_reviews_list(vd_conn *c, const char *flow_step_id, int64_t limit, char **out)
+{
+    vd_i64_text l = vd_i64_text_of(limit);
+    const char *p[] = {opt(flow_step_id), l.s};
+    return vd_sql_first_text(c, VD_SQL_REVIEWS_LIST, 2, p, out);
 }

@@ -82,6 +82,18 @@ static vd_error exec_rows(vd_conn *c, vd_sql sql, char *rows, bool commit, PGres
     return rc;
 }
 
+/* exec_rows with commit for jobs_finish, whose $2 is the request's trace id. */
+static vd_error exec_rows_traced(vd_conn *c, vd_sql sql, char *rows, PGresult **res)
+{
+    const char *p[] = {rows, c->trace_id[0] ? c->trace_id : NULL};
+    vd_error rc;
+    if (!rows)
+        return VD_ERR_INTERNAL;
+    rc = vd_sql_exec_commit(c, sql, 2, p, res);
+    free(rows);
+    return rc;
+}
+
 /* Rows of job_lock / jobs_lock: column 0 is the index into out. */
 static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *out)
 {
@@ -241,12 +253,14 @@ static char *finish_rows(const vd_job_finish *w, size_t n)
     return print_rows(rows, ok);
 }
 
-/* The positional job_finish: the values of the table as text ($1, $2, … in its order). */
+/* The positional job_finish: the values of the table as text ($1, $2, … in its order), then
+ * the request's trace id (vd_conn_set_trace). */
 static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
 {
     fvalue v[NFINISH];
     char text[NFINISH][32];
-    const char *p[NFINISH];
+    const char *p[NFINISH + 1];
+    p[NFINISH] = c->trace_id[0] ? c->trace_id : NULL;
     finish_values(w, v);
     for (int k = 0; k < NFINISH; k++) {
         p[k] = text[k];
@@ -259,7 +273,7 @@ static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
         else
             p[k] = v[k].s;
     }
-    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH, p, res);
+    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH + 1, p, res);
 }
 
 /* Whether finishing w makes its item claimable at once (a release, a defer without delay). */
@@ -306,7 +320,7 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
     if (n == 1) { /* the positional statement: measured faster than the JSON one */
         rc = finish_one(c, w, &res);
     } else {
-        rc = exec_rows(c, VD_SQL_JOBS_FINISH, finish_rows(w, n), true, &res);
+        rc = exec_rows_traced(c, VD_SQL_JOBS_FINISH, finish_rows(w, n), &res);
     }
     if (rc)
         return rc;

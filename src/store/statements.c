@@ -73,7 +73,9 @@
     " WHERE ($1::text IS NULL OR src.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"   \
     "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                        \
     "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"    \
-    "                                    AND cj.worker_id = $6))"
+    "                                    AND cj.worker_id = $6))"                                  \
+    "   AND ($7::text IS NULL OR src.item_identifier = $7)"                                        \
+    "   AND ($8::text IS NULL OR starts_with(src.item_identifier, $8))"
 
 /* The filters of GET /v1/jobs ($1 flow step, $2 status, $3 since, $6 reason code, $7 worker,
  * $8 item). */
@@ -81,7 +83,8 @@
     " WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)"     \
     "   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)"                          \
     "   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)"   \
-    "   AND ($8::bigint IS NULL OR j.item_id = $8)"
+    "   AND ($8::bigint IS NULL OR j.item_id = $8)"                                                \
+    "   AND ($9::text IS NULL OR j.claim_trace_id = $9 OR j.disposition_trace_id = $9)"
 
 /* Long-poll claims (README "Long-poll claims"): a statement that makes items claimable now
  * answers, in an extra last column, what to announce: one line "<count> <flow_step_id>" per
@@ -259,9 +262,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at, worker_version, lease_seconds)" /* $6 version */
+         "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id)"
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second', $6, $4::integer FROM cand c"
+         "         now() + $4 * interval '1 second', $6, $4::integer, $7 FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -270,7 +273,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
          "  FROM j JOIN item_sources s ON s.id = j.item_id"
          "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
-         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i, s) AS item),"
+         "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i, s) AS item,"
+         /* an editor's answer reaches the next attempt (sql/0034_traces_reviews.sql); read only
+          * for an item whose last change may be a review (last_reason_code is the one before
+          * this claim: the claim does not set it) */
+         "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
+         "      THEN verdict_item_review(i.id) END AS review),"
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           actor)"
@@ -285,7 +293,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
           * (jobs_item; nothing to read for an item never claimed before) */
          "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
-         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1))"
+         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+         "   'review', u.review)"
          "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
 
@@ -399,7 +408,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    i.available_at),"
          " uj AS ("
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
-         "    reason_code = $7, reason = $8,"
+         "    reason_code = $7, reason = $8, disposition_trace_id = $25,"
          "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
          "    adjudication = coalesce($15::text::jsonb, j.adjudication),"
          /* the answer is kept compactly in the job's row (sql/0021_compact_answers.sql,
@@ -476,6 +485,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " uj AS ("
          "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
          "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
+         "    disposition_trace_id = $2::text,"
          "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
          "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication),"
          /* kept compactly in the job's row, as job_finish keeps it */
@@ -805,6 +815,16 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM limits l"
          " UNION ALL SELECT 7, l.key, NULL, (SELECT coalesce(sum(c.used_total), 0)"
          "   FROM limit_cells c WHERE c.key = l.key AND c.kind = 't') FROM limits l"
+         /* the review queue (items_flow_state, then each item's latest transition) */
+         " UNION ALL SELECT 8 + k.k, f.flow_step_id, NULL,"
+         "  CASE WHEN k.k = 0 THEN rq.n ELSE rq.oldest END"
+         "  FROM flow_steps f CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(floor(extract("
+         "     epoch FROM now() - min(lt.at)))::bigint, 0) AS oldest"
+         "    FROM items i CROSS JOIN LATERAL (SELECT t.cause, t.at FROM transitions t"
+         "      WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
+         "    WHERE i.flow_step_id = f.flow_step_id AND i.state = 'manual_review'"
+         "      AND lt.cause = 'request_review') rq"
+         "  CROSS JOIN (VALUES (0), (1)) k(k)"
          " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
@@ -885,7 +905,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "            FROM tool_failures f WHERE f.job_id = p.id GROUP BY f.tool) x),"
          "      '[]'::json)) ORDER BY p.id)"
          "   FROM (SELECT * FROM jobs q WHERE q.item_id = j.item_id AND q.id < j.id"
-         "         ORDER BY q.id DESC LIMIT 20) p), '[]'::json))::text"
+         "         ORDER BY q.id DESC LIMIT 20) p), '[]'::json),"
+         "  'review', verdict_item_review(j.item_id))::text"
          " FROM jobs j WHERE j.id = $1"},
 
     /* Tooling incidents (sql/0014_tool_incidents.sql, service/incidents.c). The open incident
@@ -1099,4 +1120,59 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* seconds until every key of job $1 is open again (rate_limited deferrals) */
     [VD_SQL_JOB_REOPEN_SECONDS] = {"job_reopen_seconds",
                                    "SELECT verdict_job_reopen_seconds($1::bigint)"},
+
+    /* An editor answers an item in manual_review (POST /v1/items/{id}/review): $2 the state it
+     * goes to (available: retry; processed; rejected), $3 the answer, $4 the editor. One
+     * transition of cause review, its reason the answer; the claim and the briefing read it
+     * back (verdict_item_review). Answers the state it was in and, when it was in
+     * manual_review, the item and the transition. */
+    [VD_SQL_REVIEW_ONE] =
+        {"review_one",
+         "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
+         " u AS ("
+         "  UPDATE items i SET state = $2,"
+         "    available_at = CASE WHEN $2 = 'available' THEN now() ELSE i.available_at END,"
+         "    last_reason_code = 'review_answered', last_reason = $3, updated_at = now()"
+         "  FROM cur JOIN item_sources s ON s.id = cur.id"
+         "  WHERE i.id = cur.id AND cur.state = 'manual_review'"
+         "  RETURNING i.id, i.flow_step_id, i.state, verdict_item_json(i, s) AS item),"
+         " t AS ("
+         "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
+         "                                 reason, actor)"
+         "  SELECT u.id, 'manual_review', $2, 'review', 'review_answered', $3, $4 FROM u"
+         "  RETURNING verdict_transition_json(tr) AS tj)"
+         " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
+         "                    FROM u, t)," VD_SQL_ANNOUNCE(
+             "u", "WHERE state = 'available'") " FROM cur"},
+
+    /* The review queue (GET /v1/reviews): items in manual_review of flow step $1 (NULL: any),
+     * each with the question of its latest request_review when that is its latest change,
+     * oldest first; and per flow step the items waiting, the questions among them and the
+     * age of the oldest question. */
+    [VD_SQL_REVIEWS_LIST] =
+        {"reviews_list",
+         "WITH w AS ("
+         "  SELECT i.id, s.flow_step_id, s.item_identifier, i.updated_at,"
+         "    CASE WHEN lt.cause = 'request_review' THEN lt.reason END AS question,"
+         "    CASE WHEN lt.cause = 'request_review' THEN lt.at END AS asked_at,"
+         "    lt.job_id, lt.actor"
+         "  FROM items i JOIN item_sources s ON s.id = i.id"
+         "  CROSS JOIN LATERAL (SELECT t.cause, t.reason, t.at, t.job_id, t.actor"
+         "    FROM transitions t WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
+         "  WHERE i.state = 'manual_review' AND ($1::text IS NULL OR s.flow_step_id = $1))"
+         " SELECT json_build_object("
+         "  'flow_steps', (SELECT coalesce(json_agg(json_build_object("
+         "     'flow_step_id', g.flow_step_id, 'waiting', g.waiting, 'questions', g.questions,"
+         "     'oldest_question_age_seconds', g.oldest) ORDER BY g.flow_step_id), '[]'::json)"
+         "   FROM (SELECT flow_step_id, count(*) AS waiting, count(question) AS questions,"
+         "           floor(extract(epoch FROM now() - min(asked_at)))::bigint AS oldest"
+         "         FROM w GROUP BY flow_step_id) g),"
+         "  'reviews', (SELECT coalesce(json_agg(json_build_object("
+         "     'item_id', x.id, 'flow_step_id', x.flow_step_id,"
+         "     'item_identifier', x.item_identifier, 'question', x.question,"
+         "     'asked_at', verdict_ts(x.asked_at), 'asked_by', CASE WHEN x.question IS NOT NULL"
+         "       THEN x.actor END, 'job_id', CASE WHEN x.question IS NOT NULL THEN x.job_id END,"
+         "     'waiting_since', verdict_ts(x.updated_at))"
+         "     ORDER BY x.asked_at NULLS LAST, x.id), '[]'::json)"
+         "   FROM (SELECT * FROM w ORDER BY asked_at NULLS LAST, id LIMIT $2) x))::text"},
 };

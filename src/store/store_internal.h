@@ -11,7 +11,7 @@
 #include "verdict/store.h"
 
 /* Most parameters any statement takes (statements.def). */
-#define VD_SQL_MAX_PARAMS 24
+#define VD_SQL_MAX_PARAMS 25
 
 struct vd_conn {
     PGconn *pg;
@@ -42,6 +42,7 @@ struct vd_conn {
      * to NOTIFY after its COMMIT (malloc'd; len 0: nothing) */
     char *announce;
     size_t announce_len, announce_cap;
+    char trace_id[33]; /* the borrowing request's trace id (vd_conn_set_trace), "" none */
 };
 
 /* Start a non-blocking connection to url (a libpq connection string or URI, which may

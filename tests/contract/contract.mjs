@@ -915,7 +915,7 @@ async function reads() {
 
   for (const format of [undefined, 'openai', 'anthropic', 'mcp']) {
     const t = await call('getToolDefinitions', { expect: 200, query: format ? { format } : undefined, label: format || 'default' });
-    check(t.body.format === (format || 'openai') && t.body.tools.length === 4, 'getToolDefinitions', `format ${format}: ${snip(t.body)}`);
+    check(t.body.format === (format || 'openai') && t.body.tools.length === 5, 'getToolDefinitions', `format ${format}: ${snip(t.body)}`);
   }
   await call('getToolDefinitions', { expect: 400, error: 'invalid_field', field: 'format', query: { format: 'xml' } });
 
@@ -1085,6 +1085,26 @@ async function claimNext() {
   const r4 = await call('reportDispositions', { expect: 200, json: { claim_next: 5, dispositions: entries }, label: 'claim_next replayed' });
   check(r4.body.results[0].replayed === true && r4.body.claims?.length === 0, 'batch claim_next replay', snip(r4.body));
   await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'claim_next', json: { claim_next: 'x', dispositions: entries } });
+}
+
+// Issue 34: a model's request_review, the review queue and an editor's answer, which the next
+// claim carries.
+async function reviews() {
+  const F = `${FS}_review`;
+  await call('registerItems', { expect: 200, json: { items: [{ flow_step_id: F, source_type: 'rss', item_identifier: 'q1' }] } });
+  const c = (await call('claimItems', { expect: 200, json: { flow_step_id: F, worker_id: 'contract@review' } })).body.claims[0];
+  const asked = await call('reportDisposition', { expect: 200, params: { job_id: c.job_id }, json: { claim_token: c.claim_token, disposition: 'request_review', question: 'Is it fair to cite?' } });
+  check(asked.body.item.state === 'manual_review' && asked.body.item.defers === 0, 'request_review parks, no budget', snip(asked.body));
+  const q = await call('listReviews', { expect: 200, query: { flow_step_id: F } });
+  check(q.body.reviews[0]?.question === 'Is it fair to cite?' && q.body.flow_steps[0]?.questions === 1, 'listReviews', snip(q.body));
+  await call('reviewItem', { expect: 400, error: 'missing_field', field: 'answer', params: { item_id: c.item.id }, json: { decision: 'retry' } });
+  await call('reviewItem', { expect: 400, error: 'invalid_field', field: 'decision', params: { item_id: c.item.id }, json: { decision: 'later' } });
+  await call('reviewItem', { expect: 404, error: 'not_found', params: { item_id: NO_SUCH_ID }, json: { decision: 'processed' } });
+  const r = await call('reviewItem', { expect: 200, params: { item_id: c.item.id }, json: { decision: 'retry', answer: 'Yes.' } });
+  check(r.body.item.state === 'available' && r.body.transition.cause === 'review', 'reviewItem', snip(r.body));
+  await call('reviewItem', { expect: 409, error: 'invalid_transition', params: { item_id: c.item.id }, json: { decision: 'processed' }, label: 'not waiting' });
+  const next = (await call('claimItems', { expect: 200, json: { flow_step_id: F, worker_id: 'contract@review' } })).body.claims[0];
+  check(next.review?.answer === 'Yes.' && next.review?.question === 'Is it fair to cite?', 'the next claim carries the review', snip(next));
 }
 
 // Issue 19: resolving parked items, dry runs, the change feed, whoami, the list filters and
@@ -1329,6 +1349,7 @@ async function outage() {
     lookupItems: { json: { flow_step_id: FS, source_type: 'rss', item_identifiers: ['x'] } },
     requeueItems: { json: { flow_step_id: FS, state: 'failed' } },
     resolveItem: { json: { outcome: 'processed', reason: 'x' } },
+    reviewItem: { json: { decision: 'processed' } },
     resolveItems: { json: { flow_step_id: FS, state: 'failed', outcome: 'processed', reason: 'x' } },
     claimItems: { json: { flow_step_id: FS, worker_id: 'w' } },
     heartbeatJob: { json: { claim_token: BAD_TOKEN } },
@@ -1477,6 +1498,7 @@ try {
   await group('redrive', redrive);
   await group('incidents', incidents);
   await group('console', consoleOps);
+  await group('reviews', reviews);
   await group('tools', toolSchemas);
   await group('mcp', mcp);
   await group('limits', limits);

@@ -223,13 +223,18 @@ pass "GET /metrics with a reader key: $(grep -vc '^#' "$TMP/metrics.txt") sample
 if out=$(promtool check metrics <"$TMP/metrics.txt" 2>&1); then pass "promtool check metrics on the real scrape"
 else failc "promtool check metrics: $out"; fi
 # the config as the container has it: beside its rule file and the operator's token file
-# (docker/ ships no token: compose requires VERDICT_METRICS_TOKEN_FILE)
+# (docker/ ships only an example token: compose mounts VERDICT_METRICS_TOKEN_FILE over it)
 mkdir -p "$TMP/promcheck"
 cp "$ROOT/docker/prometheus/prometheus.yml" "$ROOT/docker/prometheus/alerts.yml" "$TMP/promcheck/"
 echo "$READER_TOKEN" >"$TMP/promcheck/verdict-token"
 if out=$(cd / && promtool check config "$TMP/promcheck/prometheus.yml" 2>&1); then
   pass "promtool check config docker/prometheus/prometheus.yml"
 else failc "promtool check config: $out"; fi
+
+# and in the repository as it is, with the example token file docker/prometheus/verdict-token
+if out=$(cd "$ROOT" && promtool check config docker/prometheus/prometheus.yml 2>&1); then
+  pass "promtool check config docker/prometheus/prometheus.yml in the repository"
+else failc "promtool check config in the repository: $out"; fi
 
 if out=$(promtool check rules "$ROOT/docker/prometheus/alerts.yml" 2>&1); then
   pass "promtool check rules docker/prometheus/alerts.yml"

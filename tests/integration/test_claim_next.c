@@ -46,14 +46,16 @@ static void claim_of(const cJSON *e, vt_claim *c)
 /* Every member POST /v1/claims gives a claim, and nothing else. */
 static void assert_claim_shape(const cJSON *e, const char *flow)
 {
-    static const char *const members[] = {"job_id",           "claim_token", "attempt",
-                                          "lease_expires_at", "item",        "previous_checkpoint"};
+    static const char *const members[] = {
+        "job_id", "claim_token",         "attempt", "lease_expires_at",
+        "item",   "previous_checkpoint", "review"};
     int n = 0;
     for (const cJSON *m = e->child; m; m = m->next)
         n++;
-    assert_int_equal(n, 6);
+    assert_int_equal(n, 7);
     for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
         assert_non_null(cJSON_GetObjectItemCaseSensitive(e, members[i]));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(e, "review")));
     assert_string_equal(vt_str(e, "item.state"), "claimed");
     assert_string_equal(vt_str(e, "item.flow_step_id"), flow);
 }

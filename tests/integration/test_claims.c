@@ -507,22 +507,23 @@ static void test_claims_generic_plans_use_indexes(void **state)
                 " FROM items WHERE flow_step_id = 'plan';"
                 " UPDATE jobs SET answer_response = '{}' WHERE flow_step_id = 'plan';"
                 " ANALYZE items, item_sources, jobs, transitions"));
-    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text, text",
-                                "'plan', 'w', 1, 300, 'a', '1.0.0'", VD_SQL_CLAIM);
+    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text, text, text",
+                                "'plan', 'w', 1, 300, 'a', '1.0.0', NULL", VD_SQL_CLAIM);
     assert_generic_plan_indexed("lock_plan", "bigint, text, text", "1, NULL, NULL",
                                 VD_SQL_JOB_LOCK);
     assert_generic_plan_indexed(
         "finish_plan",
         "bigint, bigint, text, text, text, text, text, text, integer, integer, float8, boolean,"
-        " text, text, text, text, text, boolean, text, boolean, text, text, boolean, text",
+        " text, text, text, text, text, boolean, text, boolean, text, text, boolean, text, text",
         "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false,"
-        " 'w', NULL, NULL, '{}', 'complete', false, NULL, false, NULL, 'Recorded', true, NULL",
+        " 'w', NULL, NULL, '{}', 'complete', false, NULL, false, NULL, 'Recorded', true, NULL,"
+        " NULL",
         VD_SQL_JOB_FINISH);
     assert_generic_plan_indexed("facts_plan", "bigint, text", "1, 'quote'", VD_SQL_REJECT_FACTS);
     assert_generic_plan_indexed("locks_plan", "jsonb", "'[{\"ord\": 0, \"job_id\": 1}]'",
                                 VD_SQL_JOBS_LOCK);
-    assert_generic_plan_indexed("finishes_plan", "jsonb", "'[{\"job_id\": 1, \"item_id\": 1}]'",
-                                VD_SQL_JOBS_FINISH);
+    assert_generic_plan_indexed("finishes_plan", "jsonb, text",
+                                "'[{\"job_id\": 1, \"item_id\": 1}]', NULL", VD_SQL_JOBS_FINISH);
     assert_retention_plan("rt_plan", VD_SQL_RETENTION_TRANSITIONS);
     assert_retention_plan("rj_plan", VD_SQL_RETENTION_JOBS);
     /* the identity can be found by its digest (item_sources_identity, migrations 0018, 0023); on

@@ -483,7 +483,7 @@ static void test_dispositions_tool_definitions(void **state)
         vt_resp r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
         assert_int_equal(r.status, 200);
         const cJSON *tools = cJSON_GetObjectItem(r.json, "tools");
-        assert_int_equal(cJSON_GetArraySize(tools), 4);
+        assert_int_equal(cJSON_GetArraySize(tools), 5); /* with request_review */
         assert_null(strstr(r.body, "skip_item"));
         const char *name =
             f == 0 ? vt_str(r.json, "tools.1.function.name") : vt_str(r.json, "tools.1.name");

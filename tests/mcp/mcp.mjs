@@ -153,7 +153,7 @@ async function handshakeAndLists() {
 
   const tools = (await client.listTools()).tools;
   const names = tools.map((t) => t.name);
-  check(isDeepStrictEqual(names, ['complete_item', 'reject_source', 'defer_item', 'fail_item', 'report_tool_failure']),
+  check(isDeepStrictEqual(names, ['complete_item', 'reject_source', 'defer_item', 'fail_item', 'request_review', 'report_tool_failure']),
     'tools/list: the four dispositions and report_tool_failure', names.join(','));
   const defs = (await api('GET', '/v1/tool-definitions?format=mcp', null, READER)).body.tools;
   for (const d of defs) {

@@ -277,6 +277,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     header_value(p, size * n, "Content-Type", r->content_type, sizeof(r->content_type));
     header_value(p, size * n, "Idempotent-Replayed", replayed, sizeof(replayed));
     header_value(p, size * n, "WWW-Authenticate", r->www_authenticate, sizeof(r->www_authenticate));
+    header_value(p, size * n, "traceparent", r->traceparent, sizeof(r->traceparent));
+    header_value(p, size * n, "tracestate", r->tracestate, sizeof(r->tracestate));
     if (strcmp(replayed, "true") == 0)
         r->replayed = true;
     return size * n;

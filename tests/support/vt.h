@@ -31,6 +31,8 @@ typedef struct vt_resp {
     char content_type[128];
     bool replayed; /* Idempotent-Replayed: true */
     char www_authenticate[64];
+    char traceparent[64]; /* the answer's W3C traceparent header, "" when none */
+    char tracestate[128];
 } vt_resp;
 
 /* Skip the program (exit 77) unless VERDICT_TEST_DATABASE_URL is set; create a fresh

@@ -235,7 +235,9 @@ async function adminRun(releaseLanded) {
   await page.getByRole('link', { name: `item ${data['review-1']}`, exact: true }).click();
   await page.locator('#view-title', { hasText: `Item ${data['review-1']}` }).waitFor();
   const timeline = await page.locator('ol.timeline').innerText();
-  check(['register', 'claim', 'defer_item'].every((c) => timeline.includes(c)), `the timeline shows register, claim and defer_item (${timeline.replace(/\s+/g, ' ')})`);
+  check(['registered', 'claimed by a worker', 'deferred by the worker'].every((c) => timeline.includes(c)), `the timeline says registered, claimed and deferred in words (${timeline.replace(/\s+/g, ' ')})`);
+  check(/Why: the worker asked for a person to look/.test(timeline), `the parking transition says why (${timeline.replace(/\s+/g, ' ')})`);
+  check(!/defer_item|decided by [A-G]/.test(timeline), 'no bare internal codes in the timeline');
   check(timeline.includes('needs an editor'), 'the timeline shows the reason');
   await shot(page, '3-item-timeline');
 
@@ -245,7 +247,7 @@ async function adminRun(releaseLanded) {
   await page.locator('dialog#confirm[open]').waitFor();
   await page.keyboard.press('Escape');
   await page.waitForFunction(() => !document.querySelector('dialog#confirm').open);
-  check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual_review', 'Escape cancelled the dialog');
+  check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual review', 'Escape cancelled the dialog');
   await page.locator('button[data-action="resolve"]').click();
   // another writer holds a transaction open across the action: the feed holds the resolve's
   // row back until it ends (sql/0008), and the console waits for it (app.js transitionsSince)
@@ -256,7 +258,7 @@ async function adminRun(releaseLanded) {
   await confirm(page, { outcome: 'rejected', reason: 'junk source', reason_code: 'spam' });
   let res = await resultRows(page);
   await held;
-  check(res.length === 1 && /manual_review\s*→\s*rejected/.test(res[0]) && res[0].includes('resolve') && res[0].includes('ops'),
+  check(res.length === 1 && /manual review\s*→\s*rejected/.test(res[0]) && res[0].includes('decided by hand') && res[0].includes('ops'),
     `resolve shows its transition (${JSON.stringify(res)})`);
   await page.locator('.view-head .badge', { hasText: 'rejected' }).waitFor();
 
@@ -280,7 +282,7 @@ async function adminRun(releaseLanded) {
   text = await confirm(page, { outcome: 'processed', reason: 'published by hand' });
   check(/2 items would be resolved/.test(text), `the dry run counts 2 manual_review items (${text})`);
   res = await resultRows(page);
-  check(res.length === 2 && res.every((r) => /manual_review\s*→\s*processed/.test(r) && r.includes('resolve')), `bulk resolve shows 2 transitions (${JSON.stringify(res)})`);
+  check(res.length === 2 && res.every((r) => /manual review\s*→\s*processed/.test(r) && r.includes('decided by hand')), `bulk resolve shows 2 transitions (${JSON.stringify(res)})`);
   // (the list is drawn again after the action)
   const emptied = await page.locator('table.items tbody td.empty').waitFor({ timeout: 5000 }).then(() => true, () => false);
   check(emptied, 'the manual_review list is empty afterwards');
@@ -346,7 +348,7 @@ async function adminRun(releaseLanded) {
   await page.getByRole('link', { name: `job ${data['retry:job']}` }).first().click();
   await page.locator('#view-title', { hasText: `Job ${data['retry:job']}` }).waitFor();
   const adj = await page.locator('section[aria-labelledby="h-adj"]').innerText();
-  check(adj.includes('retriable') && adj.includes('content state') && adj.includes('absent') && /decided by\s+D: a natural exit/.test(adj),
+  check(adj.includes('retriable') && adj.includes('content state') && adj.includes('absent') && /because\s+the session ended normally but its result lacks the completion marker/.test(adj) && !/decided by|D\/F|\bD: /.test(adj),
     `the job view explains the adjudication (${adj.replace(/\s+/g, ' ')})`);
   await shot(page, '6-job');
 
@@ -385,12 +387,155 @@ async function readerRun() {
   await page.close();
 }
 
+// One JSON-RPC call to verdict's MCP endpoint, bound to a claim (Verdict-Claim), as a model's
+// host sends it (Streamable HTTP; the answer may come as JSON or as one SSE event).
+async function mcp(claim, method, params, id) {
+  const res = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${TOKENS.worker}`, 'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18',
+      'Verdict-Claim': `${claim.job_id}:${claim.claim_token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+  });
+  const text = await res.text();
+  const json = text.startsWith('{') ? text : (text.split('\n').find((l) => l.startsWith('data:')) || 'data:null').slice(5);
+  return JSON.parse(json);
+}
+
+// The operator's first questions and the editor's loop: search from the header on any page,
+// a tooling incident's own page (from the overview, its item and the resolved list), the
+// overview refreshing itself (and not on a hidden tab), and a model's request_review over MCP
+// answered in the console and carried by the next claim and its briefing.
+async function operatorRun() {
+  const page = await newPage({ width: 1280, height: 900 });
+  await signIn(page, 'admin');
+  await page.locator(`article[data-flow-step="${FS}"]`).waitFor();
+
+  step('search by identifier from the header (prefix, exact, trace id)');
+  await go(page, '#/activity');
+  await page.locator('#top-q').fill('post-');
+  await page.locator('#top-search button').click();
+  await page.locator('#view-title', { hasText: 'Search: post-' }).waitFor();
+  let rows = await page.locator('table.search-results tbody tr').allInnerTexts();
+  check(rows.length === 3 && rows.every((r) => /post-[123]/.test(r)), `a prefix finds the 3 items (${JSON.stringify(rows)})`);
+  await page.locator('#top-q').fill('https://news.example/spam');
+  await page.locator('#top-q').press('Enter');
+  await page.locator('#view-title', { hasText: 'Search: https://news.example/spam' }).waitFor();
+  rows = await page.locator('table.search-results tbody tr').allInnerTexts();
+  check(rows.length === 1 && rows[0].includes('(exact)') && rows[0].includes('rejected'), `an exact identifier finds its item with its state (${JSON.stringify(rows)})`);
+  await shot(page, '13-search');
+  await page.getByRole('link', { name: `item ${data.spam}`, exact: true }).click();
+  await page.locator('#view-title', { hasText: `Item ${data.spam}` }).waitFor();
+  const job = (await api('GET', `/v1/jobs/${data['spam:job']}`)).job;
+  await go(page, `#/search?q=${job.claim_trace_id}`);
+  rows = await page.locator('section[aria-labelledby="h-traced"] tbody tr').allInnerTexts();
+  check(rows.length === 1 && rows[0].includes(`job ${job.id}`) && rows[0].includes('its claim'), `a trace id finds the job it claimed (${JSON.stringify(rows)})`);
+  await go(page, `#/job/${job.id}`);
+  check((await page.locator('#view').innerText()).includes(job.disposition_trace_id), 'the job view shows its traces');
+
+  step('a tooling incident and its page');
+  const FS3 = 'wiki_sync';
+  await api('PATCH', `/v1/flow-steps/${FS3}`, { incident_min_items: 2 });
+  const incItems = [];
+  for (const n of [1, 2]) {
+    const reg = await api('POST', '/v1/items', { items: [{ flow_step_id: FS3, source_type: 'wiki', item_identifier: `page-${n}` }] }, 'worker');
+    incItems.push(reg.items[0].id);
+    const c = await claim1(FS3);
+    await api('POST', `/v1/jobs/${c.job_id}/tool-failures`, { claim_token: c.claim_token, tool: 'wiki_upsert',
+      error: `target_path '/srv/wiki/page-${n}.md' must stay inside root` }, 'worker');
+    await dispose(c, { disposition: 'defer_item', reason_code: 'tool_error' });
+  }
+  const inc = (await api('GET', `/v1/tool-incidents?state=open&flow_step_id=${FS3}`)).tool_incidents[0];
+  check(Boolean(inc), 'two items failing the same way open an incident');
+  await go(page, '#/');
+  await page.locator(`p.incident[data-incident="${inc.id}"] a`).click();
+  await page.locator('#view-title', { hasText: `Tooling incident #${inc.id}` }).waitFor();
+  let text = await page.locator('#view').innerText();
+  check(text.includes("target_path '/srv/wiki/page-") && text.includes('wiki_upsert'), `the incident page shows the sample error as it was and the tool (${text.slice(0, 200).replace(/\s+/g, ' ')})`);
+  rows = await page.locator('section[aria-labelledby="h-aff"] tbody tr').allInnerTexts();
+  check(rows.length === 2 && rows.every((r) => r.includes('deferred')), `it lists the affected items with their states (${JSON.stringify(rows)})`);
+  check((await page.locator('section[aria-labelledby="h-itl"] li').count()) >= 3, 'it has a timeline');
+  await shot(page, '14-incident');
+  await go(page, `#/item/${incItems[0]}`);
+  await page.locator(`section[aria-labelledby="h-inc"] a[href="#/incident/${inc.id}"]`).click();
+  await page.locator('#view-title', { hasText: `Tooling incident #${inc.id}` }).waitFor();
+  check(true, 'the item links to the incident it touched');
+  await page.locator('button[data-action="resolve-incident"]').click();
+  await confirm(page, { reason: 'root fixed' });
+  rows = await resultRows(page);
+  check(rows.length === 2 && rows.every((r) => /deferred\s*→\s*available/.test(r)), `resolving requeues its items (${JSON.stringify(rows)})`);
+  await go(page, '#/incidents');
+  await page.locator(`section[aria-labelledby="h-res"] tr[data-incident="${inc.id}"] a`).click();
+  await page.locator('#view-title', { hasText: `Tooling incident #${inc.id}` }).waitFor();
+  text = await page.locator('#view').innerText();
+  check(text.includes('resolved by ops: root fixed'), 'the resolved list links to it, its timeline says who resolved it and why');
+
+  step('live refresh of the overview, paused on a hidden tab');
+  await go(page, '#/');
+  const count = async () => Number(await page.locator(`article[data-flow-step="${FS2}"] a.st-available .n`).innerText());
+  const before = await count();
+  await api('POST', '/v1/items', { items: [{ flow_step_id: FS2, source_type: 'blog', item_identifier: 'post-live' }] }, 'worker');
+  await page.waitForFunction(([fs, n]) => {
+    const el = document.querySelector(`article[data-flow-step="${fs}"] a.st-available .n`);
+    return el && Number(el.textContent) === n;
+  }, [FS2, before + 1], { timeout: 8000 }).then(() => check(true, 'the overview shows a new item within 8 s without a reload'),
+    () => check(false, `the overview did not refresh (${before} available)`));
+  await page.evaluate(() => { Object.defineProperty(document, 'hidden', { value: true, configurable: true }); });
+  const stamp = await page.evaluate(() => document.getElementById('view').dataset.refreshed || '');
+  await api('POST', '/v1/items', { items: [{ flow_step_id: FS2, source_type: 'blog', item_identifier: 'post-hidden' }] }, 'worker');
+  await sleep(6500);
+  check(await page.evaluate(() => document.getElementById('view').dataset.refreshed || '') === stamp && await count() === before + 1,
+    'a hidden tab does not refresh');
+  await page.evaluate(() => { Object.defineProperty(document, 'hidden', { value: false, configurable: true }); });
+  await page.waitForFunction(([fs, n]) => Number(document.querySelector(`article[data-flow-step="${fs}"] a.st-available .n`)?.textContent) === n,
+    [FS2, before + 2], { timeout: 8000 }).then(() => check(true, 'it refreshes again once visible'), () => check(false, 'no refresh once visible'));
+
+  step('review loop: request_review over MCP, the answer in the console, the next claim carries it');
+  const FS4 = 'review_flow';
+  const QUESTION = 'The post quotes a 2019 survey. Is it still fair to cite?';
+  const ANSWER = 'Yes, cite it and name the year.';
+  const reg = await api('POST', '/v1/items', { items: [{ flow_step_id: FS4, source_type: 'rss', item_identifier: 'survey-post' }] }, 'worker');
+  const itemId = reg.items[0].id;
+  const first = await claim1(FS4);
+  const init = await mcp(first, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'ui-test', version: '1' } }, 1);
+  check(init.result && init.result.serverInfo, `MCP initialize (${JSON.stringify(init).slice(0, 120)})`);
+  const list = await mcp(first, 'tools/list', {}, 2);
+  check(list.result.tools.some((t) => t.name === 'request_review'), 'MCP lists request_review');
+  const call = await mcp(first, 'tools/call', { name: 'request_review', arguments: { question: QUESTION } }, 3);
+  check(call.result && !call.result.isError, `request_review over MCP (${JSON.stringify(call).slice(0, 200)})`);
+  await go(page, '#/review');
+  rows = await page.locator('table.review-list tbody tr').allInnerTexts();
+  check(rows.some((r) => r.includes(QUESTION) && r.includes('survey-post')), `the review queue shows the question (${JSON.stringify(rows)})`);
+  const counts = await page.locator(`table.review-counts tr[data-flow-step="${FS4}"]`).innerText();
+  check(/\t1\t1\t\d+ s/.test(counts), `counts per flow step and the oldest question's age (${JSON.stringify(counts)})`);
+  await shot(page, '15-review-queue');
+  await page.locator(`table.review-list tr[data-item="${itemId}"] a`).first().click();
+  await page.locator('#view-title', { hasText: `Item ${itemId}` }).waitFor();
+  text = await page.locator('section.review-card').innerText();
+  check(text.includes(QUESTION), 'the item shows the model\'s question');
+  check((await page.locator('ol.timeline').innerText()).includes('Why: the model asked an editor a question'), 'its timeline says why it waits');
+  await page.locator('section.review-card button[data-action="answer-review"]').click();
+  await confirm(page, { decision: 'retry', answer: ANSWER });
+  rows = await resultRows(page);
+  check(rows.length === 1 && /manual review\s*→\s*available/.test(rows[0]) && rows[0].includes('answered by an editor'), `the answer makes it available (${JSON.stringify(rows)})`);
+  await shot(page, '16-review-answered');
+  const next = await claim1(FS4);
+  check(next.review && next.review.question === QUESTION && next.review.answer === ANSWER && next.review.by === 'ops', `the next claim carries the review (${JSON.stringify(next.review)})`);
+  const res = await mcp(next, 'resources/read', { uri: 'verdict://job/briefing' }, 4).catch(() => null);
+  const briefing = await api('GET', `/v1/jobs/${next.job_id}/briefing`, null, 'reader');
+  check(briefing.review && briefing.review.answer === ANSWER && briefing.briefing.startsWith('An editor answered'), `the briefing carries it (${briefing.briefing.slice(0, 80)})`);
+  const mcpText = JSON.stringify(res || {});
+  check(mcpText.includes(ANSWER), `the MCP briefing resource carries the answer (${mcpText.slice(0, 160)})`);
+  await page.close();
+}
+
 async function phoneRun() {
   step('phone (390 px)');
   const page = await newPage({ width: 390, height: 844 });
   await signIn(page, 'admin');
   await page.locator(`article[data-flow-step="${FS}"]`).waitFor();
-  for (const [hash, name] of [['#/', '9-phone-flow-steps'], [`#/items?flow_step_id=${FS}&order=desc`, '10-phone-items'], [`#/item/${data.retry}`, '11-phone-item'], ['#/activity', '12-phone-activity']]) {
+  for (const [hash, name] of [['#/', '9-phone-flow-steps'], [`#/items?flow_step_id=${FS}&order=desc`, '10-phone-items'], [`#/item/${data.retry}`, '11-phone-item'], ['#/activity', '12-phone-activity'],
+    ['#/search?q=post-', '17-phone-search'], ['#/review', '18-phone-review'], ['#/incidents', '19-phone-incidents']]) {
     await go(page, hash);
     const w = await page.evaluate(() => document.documentElement.scrollWidth);
     check(w <= 391, `${hash} fits 390 px (scrollWidth ${w})`);
@@ -435,6 +580,7 @@ try {
   for (const p of browser.pages()) await p.close();
   await adminRun(releaseLanded);
   await readerRun();
+  await operatorRun();
   await phoneRun();
 } catch (e) {
   fatal = e;

@@ -15,7 +15,7 @@ final class ToolBridgeTest extends TestCase
         $this->seed($c, $flow, 2);
         $bridge = new ToolBridge($c, 'openai');
         $names = array_map(static fn ($t) => $t['function']['name'], $bridge->tools());
-        self::assertSame(['complete_item', 'reject_source', 'defer_item', 'fail_item'], $names);
+        self::assertSame(['complete_item', 'reject_source', 'defer_item', 'fail_item', 'request_review'], $names);
         self::assertSame('function', $bridge->tools()[0]['type']);
         [$a, $b] = $c->claim($flow, 'php-bridge', 2);
 
