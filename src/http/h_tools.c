@@ -189,9 +189,8 @@ const vd_agent_tool vd_agent_tools[] = {
      schema_fail, false},
     {"request_review", "request_review",
      "Use when a person must decide something before this item can be finished: ask the "
-     "editor one clear question. The item waits for the answer (no retry budget is spent); "
-     "when the editor says retry, the next attempt's claim and briefing carry the question and "
-     "the answer under `review`. Stop after calling it.",
+     "editor one clear question. The item waits for the answer and no retry budget is spent; "
+     "the next attempt carries the question and the answer. Stop after calling it.",
      schema_request_review, false},
     {"report_tool_failure", NULL,
      "Use when one of your other tools failed: report its name, the arguments you called it "

@@ -162,8 +162,8 @@ async function handshakeAndLists() {
       `tools/list: ${d.name} is the same as /v1/tool-definitions?format=mcp`);
   }
   const rtf = tools.find((t) => t.name === 'report_tool_failure');
-  check(rtf && isDeepStrictEqual(Object.keys(rtf.inputSchema.properties).sort(), ['args', 'error', 'required', 'tool']),
-    'tools/list: report_tool_failure takes tool, args, error, required', snip(rtf?.inputSchema));
+  check(rtf && isDeepStrictEqual(Object.keys(rtf.inputSchema.properties).sort(), ['args', 'error', 'limit_key', 'required', 'retry_after_seconds', 'tool']),
+    'tools/list: report_tool_failure takes tool, args, error, required, limit_key, retry_after_seconds', snip(rtf?.inputSchema));
 
   const res = (await client.listResources()).resources;
   check(res.length === 2 && res[0].uri === 'verdict://job' && res[1].uri === 'verdict://job/briefing',
