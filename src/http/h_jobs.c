@@ -228,6 +228,8 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
         *answer = vd_job_reply(NULL, ans.kept, ans.replayed);
         if (!*answer)
             rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+        else if (ans.lint_signal && !ans.replayed)
+            vd_metrics_observe_lint_signal(ans.lint_signal);
     }
 out:
     disp_cleanup(&in);
