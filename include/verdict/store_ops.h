@@ -283,7 +283,6 @@ VD_MUST_USE vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id,
 VD_MUST_USE vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id,
                                                   char **out);
 
-
 /* What the rejection lint needs of job job_id (inside the finishing transaction, after the
  * job is locked): evidence may be NULL (then evidence_found is false). VD_ERR_NOT_FOUND when
  * there is no such job. */

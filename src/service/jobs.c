@@ -361,7 +361,9 @@ static vd_error apply_tx(vd_conn *c, void *arg)
         vd_job_answer *out = &a->out[a->fin_of[k]];
         out->kept = a->answer[k];
         a->answer[k] = NULL;
-        if (out->lint_signal && !(out->kept = with_lint(out->kept, out->lint_signal)))
+        if (out->lint_signal)
+            out->kept = with_lint(out->kept, out->lint_signal);
+        if (!out->kept)
             return VD_ERR_INTERNAL;
     }
     return VD_OK;
