@@ -159,6 +159,20 @@ static void test_lint_words_signal(void **state)
     vt_resp_free(&r);
     assert_last_transition(c.item_id, false, NULL);
     assert_int_equal(words_signals(), before + 1);
+    /* the batch path notes and counts it the same way */
+    vt_register(&srv, "lws", "batch", NULL);
+    c = vt_claim1(&srv, "lws");
+    char body[600];
+    snprintf(body, sizeof(body),
+             "{\"dispositions\": [{\"job_id\": %lld, \"claim_token\": \"%s\","
+             " \"disposition\": \"reject_source\", \"reason_code\": \"spam\","
+             " \"reason\": \"timed out\"}]}",
+             (long long)c.job_id, c.token);
+    r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(vt_str(r.json, "results.0.lint.signal"), "tooling_words");
+    vt_resp_free(&r);
+    assert_int_equal(words_signals(), before + 2);
     /* the same reason after a tool failure of the item (an earlier job's) */
     vt_register(&srv, "lws", "b", "\"max_defers\": 10");
     c = vt_claim1(&srv, "lws");
@@ -173,7 +187,7 @@ static void test_lint_words_signal(void **state)
                    "\"disposition\": \"reject_source\", \"reason_code\": \"low_quality\","
                    " \"reason\": \"the API is down\"",
                    "reason");
-    assert_int_equal(words_signals(), before + 1);
+    assert_int_equal(words_signals(), before + 2);
 }
 
 /* (b) a deterministic tool failure, required or not, blocks a rejection; a transient one
