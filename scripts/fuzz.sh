@@ -3,8 +3,9 @@
 # (tests/fuzz/fuzz_adjudicator.c) with clang, ASan and UBSan, seed it from the adjudication
 # vectors, and run it for a bounded time (default 60 s); then the request-line and header
 # parsers' targets (fuzz_claim_header, fuzz_parse_int, fuzz_url_unescape: src/http/input.c and
-# vd_parse_i64) for VERDICT_FUZZ_INPUT_SECONDS each (default 10). Exits non-zero on any crash,
-# leak or broken invariant. Called by scripts/test.sh.
+# vd_parse_i64) for VERDICT_FUZZ_INPUT_SECONDS each (default 10); then the failure-template
+# miner (fuzz_templates) for VERDICT_FUZZ_TEMPLATE_SECONDS (default 10). Exits non-zero on any
+# crash, leak or broken invariant. Called by scripts/test.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$VD_ROOT"
@@ -64,4 +65,22 @@ for t in claim_header parse_int url_unescape; do
   grep -E "stat::number_of_executed_units" "$out/log_$t" >&2 || true
   passed=$((passed + 1))
 done
+# the failure-template miner and the evidence classifier (src/service/templates.c,
+# template_class.c), seeded from the labelled corpus's error texts
+template_seconds=${VERDICT_FUZZ_TEMPLATE_SECONDS:-10}
+clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc tests/fuzz/fuzz_templates.c \
+  src/service/templates.c src/service/template_class.c -lm -o "$out/fuzz_templates"
+mkdir -p "$out/corpus_templates"
+awk -F '\t' -v dir="$out/corpus_templates" 'NR % 40 == 2 { f = dir "/seed" NR; printf "%s", $NF > f; close(f) }' \
+  tests/corpus/failures.tsv
+vd_log "fuzzing the template miner for ${template_seconds}s ($(ls "$out/corpus_templates" | wc -l) seeds)"
+"$out/fuzz_templates" -max_total_time="$template_seconds" -max_len=4096 -timeout=10 \
+  -rss_limit_mb=1024 -print_final_stats=1 "$out/corpus_templates" 2>"$out/log_templates" || {
+  tail -n 40 "$out/log_templates" >&2
+  echo "fuzz: $passed passed, 1 failed (templates)"
+  exit 1
+}
+grep -E "stat::number_of_executed_units" "$out/log_templates" >&2 || true
+passed=$((passed + 1))
 echo "fuzz: $passed passed, 0 failed"

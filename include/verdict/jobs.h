@@ -54,6 +54,8 @@ typedef struct vd_job_answer {
                                  EVIDENCE_NOT_FOUND, MISSING_FIELD): why, and the field it
                                  names (static strings) */
     const char *field;
+    const char *lint_signal; /* on VD_OK: a signal the rejection lint noted but did not refuse
+                                on (VD_LINT_SIGNAL_WORDS, static); the answer's "lint" */
 } vd_job_answer;
 
 /* The reply to a job write, the one place that adds "replayed":

@@ -300,17 +300,6 @@ VD_MUST_USE vd_error vd_store_job_set_adjudication(vd_conn *c, int64_t job_id,
 VD_MUST_USE vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_id,
                                                   char **out);
 
-/* Tool failures (SPEC §6), inside the caller's transaction. The insert keeps the failure's
- * signature (incidents.h) with its item and flow step, and answers those two (*flow_step_id
- * malloc'd). */
-VD_MUST_USE vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool,
-                                                 const char *args, long *count);
-VD_MUST_USE vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
-                                                  const char *args, const char *kind,
-                                                  bool retryable, bool required, const char *error,
-                                                  const char *signature, char **flow_step_id,
-                                                  int64_t *item_id);
-
 /* What the rejection lint needs of job job_id (inside the finishing transaction, after the
  * job is locked): evidence may be NULL (then evidence_found is false). VD_ERR_NOT_FOUND when
  * there is no such job. */

@@ -244,6 +244,8 @@ vd_error vd_disposition_run(vd_ctx *ctx, int64_t job_id, const cJSON *body,
         *answer = vd_job_reply(NULL, ans.kept, ans.replayed);
         if (!*answer)
             rc = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+        else if (ans.lint_signal && !ans.replayed)
+            vd_metrics_observe_lint_signal(ans.lint_signal);
     }
 out:
     disp_cleanup(&in);
@@ -485,6 +487,10 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
     for (i = 0; i < n; i++)
         w[i] = in[i].w;
     rc = vd_job_apply_next(c, ctx->cfg, w, (size_t)n, &next, ans, &claims);
+    for (i = 0; rc == VD_OK && i < n; i++) { /* a signal the lint noted but did not refuse on */
+        if (ans[i].rc == VD_OK && ans[i].lint_signal && !ans[i].replayed)
+            vd_metrics_observe_lint_signal(ans[i].lint_signal);
+    }
     if (rc)
         vd_store_fail(ctx, rc, NULL);
     else

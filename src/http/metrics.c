@@ -30,8 +30,8 @@ typedef struct labelled {
     uint64_t n;
 } labelled;
 static labelled outcomes[MAX_LABELLED], tool_failures[MAX_LABELLED], releases[MAX_LABELLED],
-    disagreements[8];
-static size_t n_outcomes, n_tool_failures, n_releases, n_disagreements;
+    disagreements[8], lint_signals[8];
+static size_t n_outcomes, n_tool_failures, n_releases, n_disagreements, n_lint_signals;
 static pthread_mutex_t labelled_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void bump(labelled *table, size_t *n, const char *labels)
@@ -91,6 +91,21 @@ void vd_metrics_observe_label_disagreement(const char *label, const char *text)
         snprintf(disagreements[n_disagreements++].labels, sizeof(labels), "%s", labels);
     if (i < n_disagreements)
         disagreements[i].n++;
+    pthread_mutex_unlock(&labelled_mu);
+}
+
+void vd_metrics_observe_lint_signal(const char *signal)
+{
+    char labels[160];
+    snprintf(labels, sizeof(labels), "signal=\"%s\"", signal);
+    pthread_mutex_lock(&labelled_mu);
+    size_t i = 0;
+    while (i < n_lint_signals && strcmp(lint_signals[i].labels, labels) != 0)
+        i++;
+    if (i == n_lint_signals && i < sizeof(lint_signals) / sizeof(lint_signals[0]))
+        snprintf(lint_signals[n_lint_signals++].labels, sizeof(labels), "%s", labels);
+    if (i < n_lint_signals)
+        lint_signals[i].n++;
     pthread_mutex_unlock(&labelled_mu);
 }
 
@@ -207,6 +222,10 @@ static void render_http(vd_buf *out)
                     "Tool failures whose plugin label (kind) disagrees with the class their "
                     "template's text shows.",
                     disagreements, &n_disagreements);
+    render_labelled(out, "verdict_rejection_lint_signals_total",
+                    "Rejections accepted although their reason reads like a tooling failure: "
+                    "nothing on the item's record backed the words, so they did not refuse.",
+                    lint_signals, &n_lint_signals);
 }
 
 /* A label value, escaped as the text format wants (backslash, double quote, newline). */

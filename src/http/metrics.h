@@ -19,6 +19,8 @@ void vd_metrics_observe_tool_failure(const char *kind, bool retryable);
 void vd_metrics_observe_release(const char *flow_step_id, bool churn);
 /* A tool failure whose plugin label disagrees with the class of its template's text. */
 void vd_metrics_observe_label_disagreement(const char *label, const char *text);
+/* A rejection the lint accepted with a signal (lint.h VD_LINT_SIGNAL_WORDS). */
+void vd_metrics_observe_lint_signal(const char *signal);
 /* Long-poll claims parked (verdict_claim_waiters) changed by delta (waiters.c). */
 void vd_metrics_waiters_add(int delta);
 /* One connection closed to keep the global connection cap (guard.c). */

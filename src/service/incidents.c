@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "verdict/flow_steps.h"
+#include "verdict/model_text.h"
 #include "verdict/store_ops.h"
 
 typedef struct sig_out {
@@ -192,11 +193,12 @@ size_t vd_tool_signature(const char *error, char *buf, size_t n)
 
 void vd_incident_hint(const vd_incident_ref *inc, char *buf, size_t n)
 {
-    snprintf(buf, n,
-             "'%s' fails the same way on %ld items of this flow step (tooling incident %lld): "
-             "a tooling bug, not a problem with the source. Call defer_item with reason_code "
-             "tool_error; the source stays eligible and is retried once the tool is fixed.",
-             inc->tool, inc->items, (long long)inc->id);
+    char tool[VD_MODEL_QUOTE_TOOL + 4]; /* the cut name and its "…" */
+    vd_model_quote(inc->tool, VD_MODEL_QUOTE_TOOL, tool, sizeof(tool));
+    snprintf(buf, n, /* with the tool_result's prefix, at most 280 characters */
+             "'%s' fails the same way on %ld items (tooling incident %lld): a tooling bug, not "
+             "a problem with the source. Call defer_item with reason_code tool_error.",
+             tool, inc->items, (long long)inc->id);
 }
 
 vd_error vd_incident_note(vd_conn *c, const vd_incident_failure *f, int64_t *own,

@@ -204,7 +204,8 @@ static vd_error claim_next(vd_conn *c, apply_ctx *a, size_t nfin)
 /* The rejection lint (lint.h) of a rejection that passed judge(): a refusal goes to out;
  * *overridden tells that force let a suspect rejection through. Only a failure of the
  * transaction is returned. */
-static vd_error lint(vd_conn *c, const vd_job_write *w, vd_job_answer *out, bool *overridden)
+static vd_error lint(vd_conn *c, const vd_job_write *w, bool incident, vd_job_answer *out,
+                     bool *overridden)
 {
     vd_reject_facts f;
     vd_error rc = vd_store_reject_facts(c, w->job_id, w->evidence, &f);
@@ -222,11 +223,13 @@ static vd_error lint(vd_conn *c, const vd_job_write *w, vd_job_answer *out, bool
         .code_other = w->reason_code && strcmp(w->reason_code, "other") == 0,
         .failures = (const char *const *)f.failures,
         .n_failures = f.n_failures,
+        .incident_open = incident,
     });
     vd_reject_facts_cleanup(&f);
     out->rc = v.rc;
     out->why = v.why;
     out->field = v.field;
+    out->lint_signal = v.signal;
     *overridden = v.overridden;
     return VD_OK;
 }
@@ -272,7 +275,7 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     rc = incident_guard(c, snap, w, out, &incident_forced);
     if (rc || out->rc)
         return rc;
-    if (w->is_reject && (rc = lint(c, w, out, &overridden)))
+    if (w->is_reject && (rc = lint(c, w, incident_forced, out, &overridden)))
         return rc;
     if (out->rc)
         return VD_OK;
@@ -322,6 +325,19 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
     return VD_OK;
 }
 
+/* kept with a "lint" member that notes an accepted signal (kept is freed; NULL when out of
+ * memory). The live answer only: a replay answers what the finishing statement kept. */
+static char *with_lint(char *kept, const char *signal)
+{
+    size_t n = strlen(kept), len = n + strlen(signal) + 96;
+    char *out = n >= 2 ? malloc(len) : NULL;
+    if (out)
+        snprintf(out, len, "%.*s%s\"lint\":{\"signal\":\"%s\",\"refused\":false}}", (int)(n - 1),
+                 kept, n > 2 ? "," : "", signal);
+    free(kept);
+    return out;
+}
+
 static vd_error apply_tx(vd_conn *c, void *arg)
 {
     apply_ctx *a = arg;
@@ -342,8 +358,13 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;
     for (size_t k = 0; k < nfin; k++) { /* the answers move to their writes */
-        a->out[a->fin_of[k]].kept = a->answer[k];
+        vd_job_answer *out = &a->out[a->fin_of[k]];
+        out->kept = a->answer[k];
         a->answer[k] = NULL;
+        if (out->lint_signal)
+            out->kept = with_lint(out->kept, out->lint_signal);
+        if (!out->kept)
+            return VD_ERR_INTERNAL;
     }
     return VD_OK;
 }

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "template_internal.h"
+#include "verdict/templates.h"
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Lower case, '-' and '_' as spaces, runs of spaces as one; at most len - 1 bytes. */
@@ -249,11 +252,66 @@ bool vd_lint_shares_span(const char *a, const char *b, size_t min)
     return hit;
 }
 
+/* The constant words of template text t (neither a mask nor a punctuation mark). */
+static int constant_words(const char *t)
+{
+    int n = 0;
+    while (*t) {
+        size_t len = strcspn(t, " ");
+        if (len > 0 && !vd_tpl_is_mask(t, len) && !vd_tpl_is_punct(t, len))
+            n++;
+        t += len;
+        t += *t == ' ';
+    }
+    return n;
+}
+
+/* Whether w (a window of a text's tokens) mines to template t of shape `shape`, a template
+ * specific enough to name one failure (VD_LINT_TEMPLATE_WORDS constant words). */
+static bool joins(const char *t, const char *shape, const vd_tpl_msg *w)
+{
+    char wshape[VD_TPL_SHAPE_MAX + 1], merged[VD_TPL_TEXT_MAX + 1];
+    vd_tpl_shape(w, wshape, sizeof(wshape));
+    if (strcmp(shape, wshape) != 0)
+        return false;
+    return vd_tpl_choose(&t, 1, w, merged, sizeof(merged)) == 0 &&
+           constant_words(merged) >= VD_LINT_TEMPLATE_WORDS;
+}
+
+/* The window of m's tokens [at, at + n) as a message of its own (pointers borrowed). */
+static void window_of(const vd_tpl_msg *m, int at, int n, vd_tpl_msg *w)
+{
+    w->n = n;
+    for (int i = 0; i < n; i++) {
+        w->tok[i] = m->tok[at + i];
+        w->raw[i] = m->raw[at + i];
+        w->raw_len[i] = m->raw_len[at + i];
+    }
+    w->store[0] = '\0';
+}
+
 bool vd_lint_same_template(const char *text, const char *error)
 {
-    (void)text; /* the template miner plugs in here */
-    (void)error;
-    return false;
+    char t[VD_TPL_TEXT_MAX + 1], shape[VD_TPL_SHAPE_MAX + 1];
+    const char *tp = t;
+    bool hit = false;
+    if (!text || !error || !*text || !*error)
+        return false;
+    vd_tpl_msg *me = malloc(3 * sizeof(*me)), *mt = me + 1, *w = me + 2;
+    if (!me)
+        return false;
+    vd_tpl_parse(error, me);
+    vd_tpl_parse(text, mt);
+    vd_tpl_render(me, t, sizeof(t));
+    vd_tpl_shape(me, shape, sizeof(shape));
+    /* the text as a whole, or any run of it as long as the failure (the error quoted amid
+     * other words), that joins the failure's template */
+    for (int at = 0; !hit && me->n > 0 && at + me->n <= mt->n; at++) {
+        window_of(mt, at, me->n, w);
+        hit = joins(tp, shape, w);
+    }
+    free(me);
+    return hit;
 }
 
 bool vd_lint_restates_failure(const char *text, const char *error)
@@ -279,49 +337,59 @@ static const char *restated(const vd_lint_input *in)
 /* Strict mode's refusals, which force does not override; rc VD_OK when none applies. */
 static vd_lint_verdict strict_rules(const vd_lint_input *in)
 {
-    vd_lint_verdict v = {VD_OK, NULL, NULL, false};
+    vd_lint_verdict v = {VD_OK, NULL, NULL, false, NULL};
     if (in->strict_evidence && !in->has_evidence)
         return (vd_lint_verdict){VD_ERR_MISSING_FIELD, "evidence",
                                  "this flow step is strict: a rejection quotes 'evidence' from "
                                  "the item's payload",
-                                 false};
+                                 false, NULL};
     if (in->strict_evidence && !in->evidence_found)
         return (vd_lint_verdict){VD_ERR_EVIDENCE_NOT_FOUND, "evidence",
-                                 "'evidence' is not found in the item's payload", false};
+                                 "'evidence' is not found in the item's payload", false, NULL};
     return v;
 }
 
 /* reason_code `other` without evidence quoted from the payload (force waives it). */
 static vd_lint_verdict other_rule(const vd_lint_input *in)
 {
-    vd_lint_verdict v = {VD_OK, NULL, NULL, false};
+    vd_lint_verdict v = {VD_OK, NULL, NULL, false, NULL};
     if (!in->code_other || in->force)
         return v;
     if (!in->has_evidence)
         return (vd_lint_verdict){VD_ERR_MISSING_FIELD, "evidence",
                                  "reason_code 'other' needs 'evidence' quoted from the item's "
                                  "payload",
-                                 false};
+                                 false, NULL};
     if (!in->evidence_found)
         return (vd_lint_verdict){VD_ERR_EVIDENCE_NOT_FOUND, "evidence",
-                                 "'evidence' is not found in the item's payload", false};
+                                 "'evidence' is not found in the item's payload", false, NULL};
     return v;
 }
 
-/* The first suspicion that applies (field and why set), or none. */
+/* Structural evidence that the item's run met tooling trouble: a tool failure on its record
+ * (this job or an earlier one) or an open tooling incident in its flow step. */
+static bool tooling_on_record(const vd_lint_input *in)
+{
+    return in->n_failures > 0 || in->deterministic_failure || in->incident_open;
+}
+
+/* The first suspicion that applies (field and why set), or none. Tooling words alone never
+ * refuse: without evidence on the record they are a signal (v.signal), counted and noted. */
 static vd_lint_verdict suspicion(const vd_lint_input *in)
 {
-    vd_lint_verdict v = {VD_OK, NULL, NULL, false};
+    vd_lint_verdict v = {VD_OK, NULL, NULL, false, NULL};
     const char *field = restated(in);
+    bool words = vd_lint_reads_like_tooling(in->reason);
     if (field) {
         v.field = field;
         v.why = strcmp(field, "reason") == 0
                     ? "the reason repeats a tool failure of this item: a tooling failure is "
                       "not a reason to reject the source"
                     : "the evidence repeats a tool failure of this item, not the source";
-    } else if (vd_lint_reads_like_tooling(in->reason)) {
+    } else if (words && tooling_on_record(in)) {
         v.field = "reason";
-        v.why = "the reason reads like a tooling failure, not a judgement of the source";
+        v.why = "the reason reads like a tooling failure and this item has a tool failure on "
+                "record: a tooling failure is not a reason to reject the source";
     } else if (in->deterministic_failure) {
         v.field = "disposition";
         v.why = "a tool failed deterministically in this job: a tooling failure is not a "
@@ -330,6 +398,8 @@ static vd_lint_verdict suspicion(const vd_lint_input *in)
         v.field = "disposition";
         v.why = "this job's session was adjudicated retriable: the run failed, not the source";
     }
+    if (!v.why && words)
+        v.signal = VD_LINT_SIGNAL_WORDS;
     return v;
 }
 
@@ -343,9 +413,11 @@ vd_lint_verdict vd_lint_judge(const vd_lint_input *in)
         v.rc = VD_ERR_REJECTION_SUSPECT;
         return v;
     }
-    if (v.why) {
-        v = (vd_lint_verdict){VD_OK, NULL, NULL, true};
-        return v;
-    }
-    return other_rule(in);
+    if (v.why)
+        return (vd_lint_verdict){VD_OK, NULL, NULL, true, NULL};
+    const char *signal = v.signal;
+    v = other_rule(in);
+    if (!v.rc)
+        v.signal = signal;
+    return v;
 }

@@ -762,7 +762,7 @@ static bool resend_safe(vd_sql sql)
     case VD_SQL_RESOLVE_ONE:
     case VD_SQL_RESOLVE_BULK:
     case VD_SQL_ITEMS_INSERT:
-    case VD_SQL_TOOL_FAILURE_INSERT:
+    case VD_SQL_TOOL_FAILURE_INSERT_TEMPLATE:
     case VD_SQL_JOB_FINISH:
     case VD_SQL_JOBS_FINISH:
     case VD_SQL_ITEM_RELEASE:

@@ -377,47 +377,6 @@ vd_error vd_store_prior_adjudications(vd_conn *c, int64_t item_id, int64_t job_i
     return rc;
 }
 
-vd_error vd_store_tool_failure_count(vd_conn *c, int64_t job_id, const char *tool, const char *args,
-                                     long *count)
-{
-    char job[24];
-    const char *p[] = {job, tool, args};
-    PGresult *res = NULL;
-    vd_error rc;
-    snprintf(job, sizeof(job), "%" PRId64, job_id);
-    *count = 0;
-    rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_COUNT, 3, p, &res);
-    if (rc)
-        return rc;
-    *count = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    return VD_OK;
-}
-
-vd_error vd_store_tool_failure_insert(vd_conn *c, int64_t job_id, const char *tool,
-                                      const char *args, const char *kind, bool retryable,
-                                      bool required, const char *error, const char *signature,
-                                      char **flow_step_id, int64_t *item_id)
-{
-    char job[24];
-    const char *p[] = {
-        job,   tool,     args, kind, retryable ? "true" : "false", required ? "true" : "false",
-        error, signature};
-    PGresult *res = NULL;
-    snprintf(job, sizeof(job), "%" PRId64, job_id);
-    *flow_step_id = NULL;
-    *item_id = 0;
-    vd_error rc = vd_sql_exec(c, VD_SQL_TOOL_FAILURE_INSERT, 8, p, &res);
-    if (rc == VD_OK && PQntuples(res) != 1)
-        rc = VD_ERR_NOT_FOUND;
-    if (rc == VD_OK) {
-        *item_id = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        rc = vd_sql_dup(res, 0, 0, flow_step_id);
-    }
-    PQclear(res);
-    return rc;
-}
-
 vd_error vd_store_item_current_job(vd_conn *c, int64_t item_id, vd_item_state *state, int64_t *job)
 {
     char id[24];

@@ -722,22 +722,6 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT coalesce(json_agg(adjudication ORDER BY id DESC), '[]'::json)::text FROM jobs"
          " WHERE item_id = $1 AND id < $2 AND adjudication IS NOT NULL"},
 
-    [VD_SQL_TOOL_FAILURE_COUNT] =
-        {"tool_failure_count", "SELECT count(*) FROM tool_failures WHERE job_id = $1 AND tool = $2"
-                               " AND md5(args) = md5($3) AND args = $3"},
-
-    [VD_SQL_TOOL_FAILURE_INSERT] =
-        {"tool_failure_insert",
-         "WITH j AS (SELECT id, item_id, flow_step_id FROM jobs WHERE id = $1),"
-         " f AS (INSERT INTO tool_failures (job_id, tool, args, kind, retryable, required,"
-         "                                  error, item_id, flow_step_id, signature)"
-         "       SELECT $1, $2, $3, $4, $5, $6, $7, j.item_id, j.flow_step_id, $8 FROM j"
-         "       RETURNING job_id),"
-         " u AS (UPDATE jobs SET required_tool_failed = true FROM f"
-         "       WHERE jobs.id = f.job_id AND $6)"
-         /* the failure's flow step and item: its incident (service/incidents.c) */
-         " SELECT flow_step_id, item_id FROM j"},
-
     /* SPEC §8 /v1/stats from the counters of sql/0002_stats.sql, folded from the transitions
      * (the *_deltas views: the ones not folded yet, sql/0019): cost independent of the
      * number of items. Every state and status key is present, zero included. */
@@ -1068,7 +1052,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
                                 "INSERT INTO failure_templates (flow_step_id, shape, template)"
                                 " VALUES ($1, $2, $3) RETURNING id"},
 
-    /* TOOL_FAILURE_INSERT with $9 the template and $10 whether it counts toward incidents. */
+    /* A tool failure with $9 its template and $10 whether it counts toward incidents; it marks
+     * the job when the tool is required ($6), and answers the failure's id. */
     [VD_SQL_TOOL_FAILURE_INSERT_TEMPLATE] =
         {"tool_failure_insert_template",
          "WITH j AS (SELECT id, item_id, flow_step_id FROM jobs WHERE id = $1),"

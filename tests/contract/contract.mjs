@@ -838,7 +838,8 @@ async function outcomes() {
   await dj({ disposition: 'complete', engine_data: [1] }, { expect: 400, error: 'invalid_field', field: 'engine_data' });
   await dj({ disposition: 'complete', force: 'yes' }, { expect: 400, error: 'invalid_field', field: 'force' });
   // the rejection lint: a reason that reads like a tooling failure; evidence too long
-  await dj({ disposition: 'reject_source', reason_code: 'other', reason: 'tool-error' }, { expect: 409, error: 'rejection_suspect', field: 'reason' });
+  // tooling words alone never refuse (nothing on this item's record backs them): reason_code other still needs evidence
+  await dj({ disposition: 'reject_source', reason_code: 'other', reason: 'tool-error' }, { expect: 400, error: 'missing_field', field: 'evidence', specRejects: false });
   await dj({ disposition: 'reject_source', reason_code: 'spam', evidence: 'x'.repeat(501) }, { expect: 400, error: 'invalid_field', field: 'evidence' });
   // strict evidence, for a moment on the main flow step: missing, then not quoted from the payload
   await call('configureFlowStep', { expect: 200, params: { flow_step_id: FS }, json: { strict_evidence: true }, label: 'strict evidence on' });

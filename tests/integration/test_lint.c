@@ -70,7 +70,20 @@ static void assert_last_transition(int64_t item, bool overridden, const char *ev
     vt_resp_free(&r);
 }
 
-/* (a) the Job 640 hole: reject_source "other" / "tool-error" without any tool failure. */
+/* A transient failure of another tool on c's record: the structural evidence that lets
+ * tooling words in a reason refuse. */
+static void search_flaked(const vt_claim *c)
+{
+    vt_resp r = tool_failure(c, "\"tool\": \"search\", \"args\": {\"q\": \"x\"},"
+                                " \"error\": \"search backend answered HTTP 503\","
+                                " \"kind\": \"transient\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+}
+
+/* (a) the Job 640 hole: reject_source "other" / "tool-error". Tooling words refuse only with
+ * a tool failure on the item's record (each item here has one, in a flow step of its own so
+ * that no incident opens); without one they are a signal (test_lint_words_signal). */
 static void test_lint_tooling_reason(void **state)
 {
     (void)state;
@@ -78,10 +91,11 @@ static void test_lint_tooling_reason(void **state)
         "tool-error", "Tool error while upserting", "wiki_upsert: HTTP 503 from the API",
         "timed out",  "failed to call wiki_upsert", "RuntimeException in skill"};
     for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
-        char ident[16], members[300];
-        snprintf(ident, sizeof(ident), "a%zu", i);
-        vt_register(&srv, "la", ident, NULL);
-        vt_claim c = vt_claim1(&srv, "la");
+        char flow[16], members[300];
+        snprintf(flow, sizeof(flow), "la%zu", i);
+        vt_register(&srv, flow, "a", NULL);
+        vt_claim c = vt_claim1(&srv, flow);
+        search_flaked(&c);
         snprintf(members, sizeof(members),
                  "\"disposition\": \"reject_source\", \"reason_code\": \"other\","
                  " \"reason\": \"%s\"",
@@ -95,8 +109,9 @@ static void test_lint_tooling_reason(void **state)
         vt_resp_free(&r);
     }
     /* force: 200, and the transition says the lint was overridden */
-    vt_register(&srv, "la", "forced", NULL);
-    vt_claim c = vt_claim1(&srv, "la");
+    vt_register(&srv, "laf", "forced", NULL);
+    vt_claim c = vt_claim1(&srv, "laf");
+    search_flaked(&c);
     vt_resp r = vt_dispose(&srv, &c,
                            "\"disposition\": \"reject_source\", \"reason_code\": \"other\","
                            " \"reason\": \"tool-error\", \"force\": true");
@@ -106,12 +121,73 @@ static void test_lint_tooling_reason(void **state)
                         "Recorded: rejected (other). The source is closed for good. Stop now.");
     assert_true(
         cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "tool_result"), "terminal")));
+    assert_null(cJSON_GetObjectItem(r.json, "lint"));
     vt_resp_free(&r);
     assert_last_transition(c.item_id, true, NULL);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
                                  " AND lint_overridden AND NOT forced",
                                  (long long)c.item_id),
                      1);
+}
+
+/* verdict_rejection_lint_signals_total{signal="tooling_words"}, 0 when absent. */
+static long words_signals(void)
+{
+    vt_resp m = vt_http(&srv, "GET", "/metrics", VT_READER, NULL, NULL);
+    const char *key = "verdict_rejection_lint_signals_total{signal=\"tooling_words\"} ";
+    const char *at = m.body ? strstr(m.body, key) : NULL;
+    long n = at ? strtol(at + strlen(key), NULL, 10) : 0;
+    vt_resp_free(&m);
+    return n;
+}
+
+/* Tooling words with nothing on the record: accepted, noted in the answer ("lint") and
+ * counted; the same reason after a tool failure of the item is refused. */
+static void test_lint_words_signal(void **state)
+{
+    (void)state;
+    long before = words_signals();
+    vt_register(&srv, "lws", "a", NULL);
+    vt_claim c = vt_claim1(&srv, "lws");
+    vt_resp r = vt_dispose(&srv, &c,
+                           "\"disposition\": \"reject_source\", \"reason_code\": \"low_quality\","
+                           " \"reason\": \"the API is down\"");
+    assert_int_equal(r.status, 200);
+    assert_string_equal(vt_str(r.json, "item.state"), "rejected");
+    assert_string_equal(vt_str(r.json, "lint.signal"), "tooling_words");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "lint"), "refused")));
+    vt_resp_free(&r);
+    assert_last_transition(c.item_id, false, NULL);
+    assert_int_equal(words_signals(), before + 1);
+    /* the batch path notes and counts it the same way */
+    vt_register(&srv, "lws", "batch", NULL);
+    c = vt_claim1(&srv, "lws");
+    char body[600];
+    snprintf(body, sizeof(body),
+             "{\"dispositions\": [{\"job_id\": %lld, \"claim_token\": \"%s\","
+             " \"disposition\": \"reject_source\", \"reason_code\": \"spam\","
+             " \"reason\": \"timed out\"}]}",
+             (long long)c.job_id, c.token);
+    r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(vt_str(r.json, "results.0.lint.signal"), "tooling_words");
+    vt_resp_free(&r);
+    assert_int_equal(words_signals(), before + 2);
+    /* the same reason after a tool failure of the item (an earlier job's) */
+    vt_register(&srv, "lws", "b", "\"max_defers\": 10");
+    c = vt_claim1(&srv, "lws");
+    search_flaked(&c);
+    r = vt_dispose(&srv, &c,
+                   "\"disposition\": \"defer_item\", \"reason_code\": \"tool_error\","
+                   " \"retry_after_seconds\": 0");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    c = vt_claim1(&srv, "lws");
+    assert_suspect(&c,
+                   "\"disposition\": \"reject_source\", \"reason_code\": \"low_quality\","
+                   " \"reason\": \"the API is down\"",
+                   "reason");
+    assert_int_equal(words_signals(), before + 2);
 }
 
 /* (b) a deterministic tool failure, required or not, blocks a rejection; a transient one
@@ -303,6 +379,8 @@ static void test_lint_batch(void **state)
         vt_register(&srv, "lbt", ident, NULL);
     }
     assert_int_equal(vt_claim_n(&srv, "lbt", 3, 300, c), 3);
+    search_flaked(&c[0]); /* the tooling words are backed by a failure on the record */
+    search_flaked(&c[1]);
     snprintf(body, sizeof(body),
              "{\"dispositions\": ["
              "{\"job_id\": %lld, \"claim_token\": \"%s\", \"disposition\": \"reject_source\","
@@ -443,6 +521,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lint_tooling_reason),
+        cmocka_unit_test(test_lint_words_signal),
         cmocka_unit_test(test_lint_deterministic_failure),
         cmocka_unit_test(test_lint_retriable_adjudication),
         cmocka_unit_test(test_lint_strict_evidence),

@@ -268,15 +268,60 @@ static void test_reject_repeats_tool_failure(void **state)
                                  " AND lint_overridden",
                                  (long long)c.item_id),
                      1);
-    /* keywords stay an extra signal: the short wordings without any failure */
-    c = fresh("rep", "words");
-    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"quality gate failed\"", 409,
-                  "rejection_suspect", "reason");
-    reject_expect(&c, "\"reason_code\": \"low_quality\", \"reason\": \"the API is down\"", 409,
-                  "rejection_suspect", "reason");
-    reject_expect(&c,
-                  "\"reason_code\": \"low_quality\", \"reason\": \"could not save the article\"",
-                  409, "rejection_suspect", "reason");
+    /* keywords stay an extra signal, never the only one: the issue's short wordings with no
+     * failure on the item's record are accepted (and noted); after a tool failure of the
+     * item they are refused */
+    static const char *const words[] = {"quality gate failed", "the API is down",
+                                        "could not save the article"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        char ident[16], members[256];
+        snprintf(ident, sizeof(ident), "w%zu", i);
+        snprintf(members, sizeof(members), "\"reason_code\": \"low_quality\", \"reason\": \"%s\"",
+                 words[i]);
+        c = fresh("repw", ident);
+        reject_expect(&c, members, 200, NULL, NULL);
+        snprintf(ident, sizeof(ident), "f%zu", i);
+        c = fresh("repf", ident);
+        tool_failure(&c, "search", "socket closed by peer", "transient");
+        reject_expect(&c, members, 409, "rejection_suspect", "reason");
+    }
+}
+
+/* A rejection that mines to the template of a tool failure of the item, with no 24-byte run
+ * in common: other ids and numbers, other quoted values, a reworded variable part, in
+ * English, German and Spanish, as the whole reason or quoted amid other words, or as the
+ * evidence. */
+static void test_reject_same_template(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *error, *reason;
+    } cases[] = {
+        {"Invalid post ID 4521 for site 77 (request req_9f3ac2)",
+         "Invalid post ID 98 for site 12 (request req_ab12cd)"},
+        {"Invalid post ID 4521 for site 77 (request req_9f3ac2)",
+         "The tool said: Invalid post ID 98 for site 12 (request req_ab12cd). Rejecting."},
+        {"Template rate-limit-banner not found", "Template hero-banner not found"},
+        {"Datei 'a.txt' fehlt (Ordner 17, Versuch 3)", "Datei 'b.pdf' fehlt (Ordner 9, Versuch 1)"},
+        {"El campo 'titulo' no vale (línea 88, columna 31)",
+         "El campo 'fecha' no vale (línea 4, columna 2)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char ident[16], members[1024];
+        snprintf(ident, sizeof(ident), "t%zu", i);
+        vt_claim c = fresh("rept", ident);
+        tool_failure(&c, "wiki_upsert", cases[i].error, "transient");
+        snprintf(members, sizeof(members), "\"reason_code\": \"low_quality\", \"reason\": \"%s\"",
+                 cases[i].reason);
+        reject_expect(&c, members, 409, "rejection_suspect", "reason");
+        snprintf(members, sizeof(members),
+                 "\"reason_code\": \"spam\", \"reason\": \"an advert\", \"evidence\": \"%s\"",
+                 cases[i].reason);
+        reject_expect(&c, members, 409, "rejection_suspect", "evidence");
+        /* a genuine judgement of the source passes */
+        reject_expect(&c, "\"reason_code\": \"spam\", \"reason\": \"an advert for a product\"", 200,
+                      NULL, NULL);
+    }
 }
 
 static vt_resp mcp(const vt_claim *c, const char *body)
@@ -538,6 +583,7 @@ static void test_mcp_refusal_texts(void **state)
 {
     (void)state;
     vt_claim c = fresh("mt", "t1");
+    tool_failure(&c, "search", "socket closed by peer", "transient"); /* backs the words */
     vt_resp r = mcp(&c, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\":"
                         " {\"name\": \"reject_source\", \"arguments\": {\"reason_code\":"
                         " \"low_quality\", \"reason\": \"the API is down\"}}}");
@@ -567,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_release_churn_parks),
         cmocka_unit_test(test_reject_other_needs_evidence),
         cmocka_unit_test(test_reject_repeats_tool_failure),
+        cmocka_unit_test(test_reject_same_template),
         cmocka_unit_test(test_flow_step_tools_declared),
         cmocka_unit_test(test_complete_after_write_failure),
         cmocka_unit_test(test_tool_success_refusals),

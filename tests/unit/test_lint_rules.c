@@ -73,76 +73,95 @@ static void test_lint_rule(void **state)
         const char *field;
         bool overridden;
     } rows[] = {
-        {{"duplicate", false, false, false, false, false, false, NULL, false, NULL, 0},
+        {{"duplicate", false, false, false, false, false, false, NULL, false, NULL, 0, false},
          VD_OK,
          NULL,
          false},
-        {{"tool-error", false, false, false, false, false, false, NULL, false, NULL, 0},
+        /* tooling words alone never refuse (a signal, test_lint_signal); with a tool failure
+         * on the item's record or an open incident they do */
+        {{"tool-error", false, false, false, false, false, false, NULL, false, NULL, 0, false},
+         VD_OK,
+         NULL,
+         false},
+        {{"tool-error", false, false, false, false, false, false, NULL, false, failures, 2, false},
          VD_ERR_REJECTION_SUSPECT,
          "reason",
          false},
-        {{"spam", false, true, false, false, false, false, NULL, false, NULL, 0},
+        {{"the API is down", false, false, false, false, false, false, NULL, false, NULL, 0, true},
+         VD_ERR_REJECTION_SUSPECT,
+         "reason",
+         false},
+        {{"spam", false, true, false, false, false, false, NULL, false, NULL, 0, false},
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"spam", false, false, true, false, false, false, NULL, false, NULL, 0},
+        {{"spam", false, false, true, false, false, false, NULL, false, NULL, 0, false},
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"tool-error", true, true, true, false, false, false, NULL, false, NULL, 0},
+        {{"tool-error", true, true, true, false, false, false, NULL, false, NULL, 0, false},
          VD_OK,
          NULL,
          true},
-        {{"spam", true, false, false, false, false, false, NULL, false, NULL, 0},
+        {{"spam", true, false, false, false, false, false, NULL, false, NULL, 0, false},
          VD_OK,
          NULL,
          false},
         /* strict mode: evidence first, not waived by force */
-        {{"spam", false, false, false, true, false, false, NULL, false, NULL, 0},
+        {{"spam", false, false, false, true, false, false, NULL, false, NULL, 0, false},
          VD_ERR_MISSING_FIELD,
          "evidence",
          false},
-        {{"spam", true, true, false, true, false, false, NULL, false, NULL, 0},
+        {{"spam", true, true, false, true, false, false, NULL, false, NULL, 0, false},
          VD_ERR_MISSING_FIELD,
          "evidence",
          false},
-        {{"spam", false, false, false, true, true, false, NULL, false, NULL, 0},
+        {{"spam", false, false, false, true, true, false, NULL, false, NULL, 0, false},
          VD_ERR_EVIDENCE_NOT_FOUND,
          "evidence",
          false},
-        {{"spam", false, false, false, true, true, true, NULL, false, NULL, 0}, VD_OK, NULL, false},
-        {{"spam", false, true, false, true, true, true, NULL, false, NULL, 0},
+        {{"spam", false, false, false, true, true, true, NULL, false, NULL, 0, false},
+         VD_OK,
+         NULL,
+         false},
+        {{"spam", false, true, false, true, true, true, NULL, false, NULL, 0, false},
          VD_ERR_REJECTION_SUSPECT,
          "disposition",
          false},
-        {{"spam", true, true, false, true, true, true, NULL, false, NULL, 0}, VD_OK, NULL, true},
+        {{"spam", true, true, false, true, true, true, NULL, false, NULL, 0, false},
+         VD_OK,
+         NULL,
+         true},
         /* reason_code other: evidence from the payload, or force */
-        {{"spam", false, false, false, false, false, false, NULL, true, NULL, 0},
+        {{"spam", false, false, false, false, false, false, NULL, true, NULL, 0, false},
          VD_ERR_MISSING_FIELD,
          "evidence",
          false},
-        {{"spam", false, false, false, false, true, false, "x", true, NULL, 0},
+        {{"spam", false, false, false, false, true, false, "x", true, NULL, 0, false},
          VD_ERR_EVIDENCE_NOT_FOUND,
          "evidence",
          false},
-        {{"spam", false, false, false, false, true, true, "x", true, NULL, 0}, VD_OK, NULL, false},
-        {{"spam", true, false, false, false, false, false, NULL, true, NULL, 0},
+        {{"spam", false, false, false, false, true, true, "x", true, NULL, 0, false},
+         VD_OK,
+         NULL,
+         false},
+        {{"spam", true, false, false, false, false, false, NULL, true, NULL, 0, false},
          VD_OK,
          NULL,
          false},
         /* the reason or evidence restates one of the item's tool failures */
         {{"Rejected: Could not save the article:   Database LOCKED", false, false, false, false,
-          false, false, NULL, false, failures, 2},
+          false, false, NULL, false, failures, 2, false},
          VD_ERR_REJECTION_SUSPECT,
          "reason",
          false},
         {{"thin", false, false, false, false, true, true, "HTTP 503 from the wiki upstream proxy",
-          false, failures, 2},
+          false, failures, 2, false},
          VD_ERR_REJECTION_SUSPECT,
          "evidence",
          false},
         {{"could not save the article", true, false, false, false, false, false, NULL, false,
-          failures, 2},
+          failures, 2, false},
          VD_OK,
          NULL,
          true},
@@ -178,7 +197,63 @@ static void test_lint_shares_span(void **state)
                                      "wiki_upsert: permission denied for page Foo", 24));
     assert_false(vd_lint_shares_span(NULL, "x", 24));
     assert_false(vd_lint_shares_span("x", NULL, 24));
-    assert_false(vd_lint_same_template("anything", "anything")); /* the hook, unplugged */
+}
+
+/* The words signal: accepted and noted when nothing backs it, not noted when refused or when
+ * the reason has no tooling words. */
+static void test_lint_signal(void **state)
+{
+    (void)state;
+    vd_lint_verdict v = vd_lint_judge(&(vd_lint_input){.reason = "the API is down"});
+    assert_int_equal(v.rc, VD_OK);
+    assert_string_equal(v.signal, VD_LINT_SIGNAL_WORDS);
+    assert_false(v.overridden);
+    v = vd_lint_judge(&(vd_lint_input){.reason = "spam"});
+    assert_null(v.signal);
+    v = vd_lint_judge(
+        &(vd_lint_input){.reason = "the API is down", .n_failures = 2, .failures = failures});
+    assert_int_equal(v.rc, VD_ERR_REJECTION_SUSPECT);
+    assert_null(v.signal);
+    v = vd_lint_judge(
+        &(vd_lint_input){.reason = "the API is down", .force = true, .incident_open = true});
+    assert_int_equal(v.rc, VD_OK);
+    assert_true(v.overridden);
+}
+
+/* Same template, no 24-byte run: other ids, numbers, quoted values, a reworded variable part,
+ * in English and German and Spanish, whole or quoted amid other words; a template of fewer
+ * than three constant words, or another failure, is not matched. */
+static void test_lint_same_template(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *error;
+        bool same;
+    } rows[] = {
+        {"Invalid post ID 98 for site 12 (request req_ab12cd)",
+         "Invalid post ID 4521 for site 77 (request req_9f3ac2)", true},
+        {"The tool said: Invalid post ID 98 for site 12 (request req_ab12cd). Rejecting.",
+         "Invalid post ID 4521 for site 77 (request req_9f3ac2)", true},
+        {"Template hero-banner not found", "Template rate-limit-banner not found", true},
+        {"Datei 'b.pdf' fehlt (Ordner 9, Versuch 1)", "Datei 'a.txt' fehlt (Ordner 17, Versuch 3)",
+         true},
+        {"El campo 'fecha' no vale (línea 4, columna 2)",
+         "El campo 'titulo' no vale (línea 88, columna 31)", true},
+        {"Article is spam", "Article is locked", false},
+        {"The article is a thin press release with no facts",
+         "wiki_upsert: permission denied for page Foo", false},
+        {"Invalid post ID 98", "Connection reset by peer after 30s", false},
+        {NULL, "x", false},
+        {"x", NULL, false},
+        {"", "", false},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (rows[i].text && rows[i].error &&
+            vd_lint_shares_span(rows[i].text, rows[i].error, VD_LINT_SHARED_MIN))
+            fail_msg("row %zu shares a run", i);
+        if (vd_lint_same_template(rows[i].text, rows[i].error) != rows[i].same)
+            fail_msg("row %zu: want %d", i, rows[i].same);
+    }
 }
 
 static void test_lint_tool_result_texts(void **state)
@@ -272,7 +347,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lint_classifier),    cmocka_unit_test(test_lint_rule),
-        cmocka_unit_test(test_lint_shares_span),   cmocka_unit_test(test_lint_tool_result_texts),
+        cmocka_unit_test(test_lint_shares_span),   cmocka_unit_test(test_lint_signal),
+        cmocka_unit_test(test_lint_same_template), cmocka_unit_test(test_lint_tool_result_texts),
         cmocka_unit_test(test_lint_briefing_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,6 +113,20 @@ static void test_model_text_tool_failures(void **state)
     char hint[512];
     vd_incident_hint(&inc, hint, sizeof(hint));
     check_text("incident hint", hint, false);
+    /* a tool name of 200 bytes (the longest a failure stores), with spaces and without: the
+     * quote is cut at a word boundary with "…" and the hint keeps the rules */
+    static const char *const names[] = {long_tool, "x"};
+    for (size_t i = 0; i < 2; i++) {
+        memset(inc.tool, 0, sizeof(inc.tool));
+        for (size_t k = 0; k + 1 < sizeof(inc.tool); k++)
+            inc.tool[k] = names[i][k % strlen(names[i])];
+        assert_int_equal(strlen(inc.tool), 200);
+        vd_incident_hint(&inc, hint, sizeof(hint));
+        check_text("incident hint, long tool", hint, false);
+        assert_non_null(strstr(hint, "\xe2\x80\xa6' fails the same way"));
+        vd_tool_result_failure(inc.tool, "deterministic", hint, out, sizeof(out));
+        check_text("incident tool_result, long tool", out, false);
+    }
 }
 
 static void test_model_text_refusals(void **state)
