@@ -154,6 +154,8 @@ outcome "$j6" "$t6" "$SUCCEEDED"
 read -r jx _ < <(claims dash_b 1 5)   # never finished: its lease passes, the sweeper closes it
 # a tooling incident (one item is enough here): verdict_tool_incidents_open has a sample
 api PATCH /v1/flow-steps/dash_inc '{"incident_min_items":1}' >/dev/null
+# a limit key, so the flow-control families (verdict_limit_*) have series to check
+api PUT /v1/limits/provider:dash '{"concurrency":4}' >/dev/null
 register dash_inc i 1
 read -r ji ti < <(claims dash_inc 1)
 toolfail "$ji" "$ti" '"tool":"wiki_upsert","error":"target_path '"'"'/srv/wiki/1.md'"'"' must stay inside root"'

@@ -524,7 +524,8 @@ static void offered_tools(const vt_claim *c, char *out, size_t len)
     vt_resp_free(&r);
 }
 
-#define ALL_TOOLS "complete_item,reject_source,defer_item,fail_item,report_tool_failure"
+#define ALL_TOOLS                                                                                  \
+    "complete_item,reject_source,defer_item,fail_item,request_review,report_tool_failure"
 
 /* MCP tools/list reflects the claim's record. */
 static void test_mcp_tools_reflect_claim(void **state)
@@ -544,15 +545,17 @@ static void test_mcp_tools_reflect_claim(void **state)
     /* a deterministic failure of a read tool: no reject_source */
     tool_failure(&c, "search", "invalid query syntax", "deterministic");
     offered_tools(&c, names, sizeof(names));
-    assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
+    assert_string_equal(names,
+                        "complete_item,defer_item,fail_item,request_review,report_tool_failure");
     /* the write tool's failure: no complete_item either, until its success is reported */
     tool_failure(&c, "wiki_upsert", "rest_post_invalid_id: Invalid post ID.", "deterministic");
     offered_tools(&c, names, sizeof(names));
-    assert_string_equal(names, "defer_item,fail_item,report_tool_failure");
+    assert_string_equal(names, "defer_item,fail_item,request_review,report_tool_failure");
     r = tool_success(&c, "wiki_upsert");
     vt_resp_free(&r);
     offered_tools(&c, names, sizeof(names));
-    assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
+    assert_string_equal(names,
+                        "complete_item,defer_item,fail_item,request_review,report_tool_failure");
     /* a finished claim offers nothing */
     r = vt_dispose(&srv, &c, "\"disposition\": \"complete\"");
     assert_int_equal(r.status, 200);
@@ -574,7 +577,8 @@ static void test_mcp_tools_reflect_claim(void **state)
     tool_failure(&a, "wiki_upsert", "target_path must stay inside root", "deterministic");
     vt_claim b = fresh("mi", "i2");
     offered_tools(&b, names, sizeof(names));
-    assert_string_equal(names, "complete_item,defer_item,fail_item,report_tool_failure");
+    assert_string_equal(names,
+                        "complete_item,defer_item,fail_item,request_review,report_tool_failure");
 }
 
 /* MCP refusals speak the model's terms: one next tool, no HTTP, "Stop now." when nothing is

@@ -242,7 +242,7 @@ async function toolFailures() {
   const req = await client.callTool({ name: 'report_tool_failure', arguments: { tool: 'wiki_upsert', error: 'schema mismatch', required: true } });
   check(req.isError === true && req.structuredContent?.kind === 'deterministic', 'report_tool_failure required, deterministic: refused from the first', snip(req.structuredContent));
   const listed = (await client.listTools()).tools.map((t) => t.name);
-  check(isDeepStrictEqual(listed, ['defer_item', 'fail_item', 'report_tool_failure']),
+  check(isDeepStrictEqual(listed, ['defer_item', 'fail_item', 'request_review', 'report_tool_failure']),
     'tools/list after a required tool failed deterministically: no reject_source, no complete_item', listed.join(','));
   const rej = await client.callTool({ name: 'reject_source', arguments: { reason_code: 'too_thin' } });
   check(rej.isError === true && rej.structuredContent?.error === 'tool_failure_pending', 'reject_source after a required tool failed: tool_failure_pending (isError)', snip(rej.structuredContent));

@@ -187,7 +187,7 @@ final class ClientTest extends TestCase
         foreach (['openai', 'anthropic', 'mcp'] as $format) {
             $defs = $c->toolDefinitions($format);
             self::assertSame($format, $defs->format);
-            self::assertCount(4, $defs->tools);
+            self::assertCount(5, $defs->tools);
             self::assertSame('fail', $defs->dispositions['fail_item']);
         }
         self::assertContains($flow, array_map(static fn ($f) => $f->flowStepId, $c->flowSteps()));
