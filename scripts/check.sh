@@ -3,7 +3,7 @@
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
 # when any check does. Usage:
 # scripts/check.sh [format|banned|includes|assign|length|must_use|docs|sql|php|js|js-ui]...
-# (no argument: all of them but js-ui). Needs git and clang-format 14 (scripts/test.sh installs
+# (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs
 # it); php and js install their own tools when missing (Debian's php-codesniffer, ESLint from npm
 # in tests/lint) and are skipped, with a message, only when that cannot be done.
 set -uo pipefail
@@ -167,7 +167,7 @@ check_sql() {
 }
 
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs sql php js)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs sql php js js-ui)
 # The checks run side by side; each one's findings are printed together, in the order asked.
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -105,7 +105,7 @@ async function api(method, path, body) {
   }
   const res = await fetch(path, init);
   const text = await res.text();
-  let json = null;
+  let json;
   try { json = text ? JSON.parse(text) : null; } catch { json = null; }
   if (!res.ok) throw new ApiError(res.status, json);
   return json;
