@@ -21,10 +21,10 @@ BEGIN
      j AS (
       INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
                         lease_expires_at, worker_version, limit_keys, limit_cells,
-                        estimated_tokens)
+                        estimated_tokens, lease_seconds)
       SELECT c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
              now() + p_lease * interval '1 second', p_version, c.keys, c.cells,
-             CASE WHEN c.keys IS NOT NULL THEN p_est END
+             CASE WHEN c.keys IS NOT NULL THEN p_est END, p_lease
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),
      u AS (
@@ -33,7 +33,10 @@ BEGIN
         lease_expires_at = j.lease_expires_at, updated_at = now()
       FROM j JOIN item_sources s ON s.id = j.item_id
       WHERE i.id = j.item_id
-      RETURNING i.id, verdict_item_json(i, s) AS item),
+      -- an editor's answer reaches the next attempt, as in the plain claim
+      RETURNING i.id, verdict_item_json(i, s) AS item,
+        CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')
+          THEN verdict_item_review(i.id) END AS review),
      t AS (
       INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause, actor)
       SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', p_actor
@@ -43,7 +46,8 @@ BEGIN
        'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,
        'limit_keys', c.keys,
        'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id
-         AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1))
+         AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),
+       'review', u.review)
        ORDER BY c.ord), '[]'::json))::text INTO answer
     FROM u JOIN j ON j.item_id = u.id JOIN cand c ON c.id = u.id;
     RETURN answer;

@@ -175,12 +175,37 @@ static void test_reviews_batch_and_close(void **state)
     vt_resp_free(&r);
 }
 
+/* A claim that names limit keys (verdict_claim_limited) carries the answer too, and its job
+ * keeps the claim's own lease length for a heartbeat without lease_seconds. */
+static void test_reviews_answer_reaches_limited_claim(void **state)
+{
+    (void)state;
+    int64_t item = vt_register(&srv, "rev4", "rev4-1", NULL);
+    vt_claim c = vt_claim1(&srv, "rev4");
+    vt_resp r =
+        vt_dispose(&srv, &c, "\"disposition\": \"request_review\", \"question\": \"" Q "\"");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    review(item, VT_ADMIN, "{\"decision\": \"retry\", \"answer\": \"" A "\"}", 200, NULL);
+    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
+                "{\"flow_step_id\": \"rev4\", \"worker_id\": \"w\", \"lease_seconds\": 77,"
+                " \"limit_keys\": [\"provider:rev4\"]}",
+                NULL);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(vt_str(r.json, "claims.0.review.answer"), A);
+    int64_t job = (int64_t)vt_num(r.json, "claims.0.job_id");
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT lease_seconds FROM jobs WHERE id = %lld", (long long)job),
+                     77);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reviews_request_and_refusals),
         cmocka_unit_test(test_reviews_answer_reaches_next_attempt),
         cmocka_unit_test(test_reviews_batch_and_close),
+        cmocka_unit_test(test_reviews_answer_reaches_limited_claim),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
