@@ -504,26 +504,30 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "       ORDER BY j.id DESC LIMIT $5) s"},
 
     /* The change feed: transitions after an id, oldest first, each with its item's flow step
-     * and identifiers. A scan of transitions_pkey from $1 joined to items_pkey: its cost is
-     * the transitions written since $1, filtered or not. It stops before the first row made
-     * after the oldest open writing transaction began (sql/0008_feed.sql): a smaller id may
-     * still commit there. next_after is the last id returned, or $1 when none (a poller
-     * passes it back as is). */
+     * and identifiers. A scan of transitions_pkey from $1 joined to item_sources_pkey: its cost is
+     * the transitions read after $1 until the page is full, filtered or not, never the size
+     * of the history. It stops at the first row made after the oldest open writing
+     * transaction began (sql/0008_feed.sql): a smaller id may still commit there. The horizon
+     * is computed once (a one-row subquery kept apart by OFFSET 0) and the stop is a window
+     * run condition (a running count of the rows made after it must stay 0): the scan ends at
+     * that row instead of filtering every later one. next_after is the last id returned, or $1
+     * when none (a poller passes it back as is). */
     [VD_SQL_TRANSITIONS_FEED] =
         {"transitions_feed",
          "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), "
          "'[]'::json),"
          "  'next_after', coalesce(max(s.id), $1),"
          "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
-         " FROM (SELECT t.id, verdict_transition_json(t)::jsonb || jsonb_build_object("
+         " FROM (SELECT w.id, verdict_transition_json(w.t)::jsonb || jsonb_build_object("
          "         'flow_step_id', s.flow_step_id, 'source_type', s.source_type,"
          "         'item_identifier', s.item_identifier) AS j"
-         "       FROM transitions t JOIN item_sources s ON s.id = t.item_id"
-         "       WHERE t.id > $1 AND ($2::text IS NULL OR s.flow_step_id = $2)"
-         "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
-         "                              WHERE u.logged_at >= verdict_feed_horizon()),"
-         "                             9223372036854775807)"
-         "       ORDER BY t.id LIMIT $3) s"},
+         "       FROM (SELECT t, t.id, count(*) FILTER (WHERE t.logged_at >= h.at)"
+         "               OVER (ORDER BY t.id) AS late"
+         "             FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, transitions t"
+         "             WHERE t.id > $1) w"
+         "       JOIN item_sources s ON s.id = (w.t).item_id"
+         "       WHERE w.late = 0 AND ($2::text IS NULL OR s.flow_step_id = $2)"
+         "       ORDER BY w.id LIMIT $3) s"},
 
     /* An admin decides a parked item (manual_review or failed -> processed or rejected).
      * Answers the state it was in and, when it was parked, the item and its transition. */

@@ -1,0 +1,223 @@
+/* test_history.c - what reads of the history cost, and a burst of long-poll claims: the change
+ * feed's statement reads the transitions after `after` up to a page, never the history before
+ * it nor after it (EXPLAIN ANALYZE of its generic plan over 30,000 transitions counts the rows
+ * each node read), and 500 long-poll claims that arrive at once on a server with 2 worker
+ * threads (a queue of 128) are all parked, then all answered 200 when 500 items are registered
+ * in one call, and all answered 200 again when they re-claim at once. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store_internal.h"
+#include "verdict/buf.h"
+#include "vt.h"
+#include "vt_api.h"
+
+#define SEEDED 30000
+#define BURST 500
+
+static vt_server srv;
+
+/* The most rows any node reading transitions returned or removed by a filter, and whether a
+ * node read it whole (a Seq Scan), over the plan tree p (EXPLAIN (ANALYZE, FORMAT JSON)). */
+static void transitions_rows(const cJSON *p, double *most, bool *seq)
+{
+    const cJSON *rel = cJSON_GetObjectItem(p, "Relation Name");
+    if (cJSON_IsString(rel) && strcmp(rel->valuestring, "transitions") == 0) {
+        const cJSON *type = cJSON_GetObjectItem(p, "Node Type");
+        double rows = vt_num(p, "Actual Rows"), removed = 0;
+        const cJSON *rm = cJSON_GetObjectItem(p, "Rows Removed by Filter");
+        if (cJSON_IsNumber(rm))
+            removed = rm->valuedouble;
+        if (rows + removed > *most)
+            *most = rows + removed;
+        if (cJSON_IsString(type) && strcmp(type->valuestring, "Seq Scan") == 0)
+            *seq = true;
+    }
+    const cJSON *plans = cJSON_GetObjectItem(p, "Plans");
+    for (const cJSON *c = plans ? plans->child : NULL; c; c = c->next)
+        transitions_rows(c, most, seq);
+}
+
+/* EXPLAIN ANALYZE the feed's generic plan with after, flow step (SQL literal) and limit. */
+static double feed_rows_read(long after, const char *flow, int limit)
+{
+    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
+                        " PREPARE feed_plan (bigint, text, bigint) AS %s;"
+                        " EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE feed_plan (%ld, %s, %d)",
+                        vd_sql_statements[VD_SQL_TRANSITIONS_FEED].text, after, flow, limit);
+    assert_non_null(plan);
+    cJSON *j = cJSON_Parse(plan);
+    assert_non_null(j);
+    double most = 0;
+    bool seq = false;
+    transitions_rows(cJSON_GetObjectItem(j->child, "Plan"), &most, &seq);
+    if (seq)
+        fail_msg("the feed's plan reads transitions whole: %s", plan);
+    cJSON_Delete(j);
+    free(plan);
+    return most;
+}
+
+/* The feed's cost is its page, not the history: from the start, the middle, the end, with
+ * and without a flow-step filter (one flow step in two), and with a writer holding a
+ * transaction open (the feed stops at its first row made after that transaction began,
+ * without reading the rows after it). */
+static void test_feed_reads_a_page(void **state)
+{
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('hist_a'), ('hist_b')"
+           " ON CONFLICT DO NOTHING");
+    vt_seed_items("hist_a", "a", 100, 3, 3);
+    vt_seed_items("hist_b", "b", 100, 3, 3);
+    vt_sql("INSERT INTO transitions (item_id, to_state, cause, actor, logged_at)"
+           " SELECT (SELECT min(id) FROM items) + g %% 200, 'available', 'requeue', 'seed',"
+           "  now() - (%d - g) * interval '1 ms' FROM generate_series(1, %d) g",
+           SEEDED, SEEDED);
+    vt_sql("ANALYZE transitions");
+    long last = vt_sql_long("SELECT max(id) FROM transitions");
+    long mid = last - SEEDED / 2;
+    double reads[] = {feed_rows_read(0, "NULL", 100), feed_rows_read(mid, "NULL", 100),
+                      feed_rows_read(last - 10, "NULL", 100), feed_rows_read(last, "NULL", 100),
+                      feed_rows_read(0, "'hist_a'", 100), feed_rows_read(mid, "'hist_b'", 50)};
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+        if (reads[i] > 300) /* a page of 100 of one flow step in two, and the last_id probe */
+            fail_msg("feed case %zu read %.0f transitions", i, reads[i]);
+    }
+    /* an open writer: the rows made after it began are not read, however many */
+    PGconn *c = PQconnectdb(vt_db_setup_url());
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PQclear(vt_pq_ok(c, "BEGIN"));
+    PQclear(vt_pq_ok(c, "INSERT INTO transitions (item_id, to_state, cause, actor)"
+                        " SELECT min(id), 'available', 'requeue', 'open' FROM items"));
+    vt_sql("INSERT INTO transitions (item_id, to_state, cause, actor)"
+           " SELECT (SELECT min(id) FROM items), 'available', 'requeue', 'later'"
+           " FROM generate_series(1, 5000)");
+    double r = feed_rows_read(last - 10, "NULL", 1000);
+    if (r > 100)
+        fail_msg("with an open writer the feed read %.0f transitions", r);
+    PQclear(vt_pq_ok(c, "COMMIT"));
+    PQfinish(c);
+}
+
+/* One long-poll claim of the burst, then (when it got an item) one more at once. */
+typedef struct poller {
+    pthread_t thread;
+    long status[2];
+    int claims[2];
+} poller;
+
+static int claim_once(long *status)
+{
+    const char *body = "{\"flow_step_id\": \"burst\", \"worker_id\": \"b\", \"wait_seconds\": 15}";
+    vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, NULL);
+    const cJSON *claims = r.json ? cJSON_GetObjectItem(r.json, "claims") : NULL;
+    int n = cJSON_IsArray(claims) ? cJSON_GetArraySize(claims) : -1;
+    *status = r.status;
+    vt_resp_free(&r);
+    return n;
+}
+
+static void *poller_main(void *arg)
+{
+    poller *p = arg;
+    p->claims[0] = claim_once(&p->status[0]);
+    if (p->claims[0] == 1) /* unpaced: straight back in */
+        p->claims[1] = claim_once(&p->status[1]);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* verdict_claim_waiters from /metrics. */
+static long parked(void)
+{
+    vt_resp r = vt_http(&srv, "GET", "/metrics", VT_ADMIN, NULL, NULL);
+    const char *p = r.body ? strstr(r.body, "\nverdict_claim_waiters ") : NULL;
+    long n = p ? strtol(p + strlen("\nverdict_claim_waiters "), NULL, 10) : -1;
+    vt_resp_free(&r);
+    return n;
+}
+
+static void register_burst(int n, int from)
+{
+    vd_buf b = {0};
+    vd_buf_printf(&b, "{\"items\": [");
+    for (int i = 0; i < n; i++)
+        vd_buf_printf(&b,
+                      "%s{\"flow_step_id\": \"burst\", \"source_type\": \"rss\","
+                      " \"item_identifier\": \"https://burst.example/%d\"}",
+                      i ? "," : "", from + i);
+    vd_buf_printf(&b, "]}");
+    vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_ADMIN, b.data, NULL);
+    if (r.status != 200 && r.status != 201)
+        fail_msg("register: %ld %s", r.status, r.body);
+    vt_resp_free(&r);
+    vd_buf_cleanup(&b);
+}
+
+/* 500 long-poll claims at once on 2 worker threads (a queue of 128): every one is parked (the
+ * ones the queue cannot take yet too); 500 items registered in one call, then 250 more 3 s
+ * later, all go to claims, and every claim and every re-claim that follows at once is
+ * answered 200 (the ones left without an item empty, at their deadline). Not one 503. */
+static void test_burst_of_long_polls(void **state)
+{
+    static poller ps[BURST];
+    (void)state;
+    for (int i = 0; i < BURST; i++)
+        assert_int_equal(pthread_create(&ps[i].thread, NULL, poller_main, &ps[i]), 0);
+    long seen = 0;
+    for (int i = 0; i < 600 && (seen = parked()) < BURST; i++)
+        vt_sleep_ms(50);
+    assert_int_equal(seen, BURST);
+    register_burst(BURST, 0);
+    vt_sleep_ms(3000);
+    register_burst(BURST / 2, BURST);
+    int got[2] = {0, 0};
+    for (int i = 0; i < BURST; i++) {
+        pthread_join(ps[i].thread, NULL);
+        for (int k = 0; k < 2; k++) {
+            if (k == 1 && ps[i].claims[0] != 1)
+                continue;
+            if (ps[i].status[k] != 200)
+                fail_msg("poller %d, claim %d: answered %ld", i, k + 1, ps[i].status[k]);
+            got[k] += ps[i].claims[k];
+        }
+    }
+    /* every item went to one claim (a re-claim may overtake a parked one: no order is owed) */
+    assert_int_equal(got[0] + got[1], BURST + BURST / 2);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'burst'"
+                                 " AND state = 'claimed'"),
+                     BURST + BURST / 2);
+}
+
+static int setup(void **state)
+{
+    static const char *env[] = {"VERDICT_THREADS=2", "VERDICT_MAX_CONNECTIONS_PER_IP=2000", NULL};
+    (void)state;
+    vt_db_setup();
+    vt_server_start(&srv, env);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    vt_server_stop(&srv);
+    vt_db_teardown();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_feed_reads_a_page),
+        cmocka_unit_test(test_burst_of_long_polls),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
