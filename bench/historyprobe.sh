@@ -6,7 +6,9 @@
 # finished job each (twenty workers), and TRANSITIONS transitions (default 10,000,000) spread
 # over the items, made one millisecond apart up to now. Then starts verdictd on it and times
 # each read REQS times (default 200) over HTTP with curl (time_total, one client, keep-alive
-# off), printing p50 / p99 / max in milliseconds:
+# off), printing p50 / p99 / max in milliseconds, and the statement's own mean and max
+# execution time in PostgreSQL (pg_stat_statements; steadier than the HTTP times on a busy
+# machine: it leaves out the HTTP round trip, curl's start and the scheduler's waits):
 #   the change feed from the start, from the middle, from the newest 50 (and each of those
 #   with a flow-step filter), and the item and job lists with each filter.
 # EXPLAIN=1 also prints the plans of the feed's statement (auto_explain of verdictd's session).
@@ -26,10 +28,12 @@ cleanup() {
 }
 trap cleanup EXIT
 vd_pg_start "$D" -c shared_buffers=512MB -c fsync=off -c synchronous_commit=off \
-  -c full_page_writes=off -c max_wal_size=8GB -c max_parallel_maintenance_workers=0
+  -c full_page_writes=off -c max_wal_size=8GB -c max_parallel_maintenance_workers=0 \
+  -c shared_preload_libraries=pg_stat_statements
 URL="host=127.0.0.1 port=$VD_PG_PORT user=postgres dbname=postgres"
 P() { psql -X -q -v ON_ERROR_STOP=1 "$URL" "$@"; }
 VERDICT_DATABASE_URL="$URL" VERDICT_LOG_LEVEL=error "$VD" migrate
+P -c "CREATE EXTENSION pg_stat_statements"
 t0=$(date +%s)
 P -v ni="$NI" -v nt="$NT" <<'SQL'
 INSERT INTO flow_steps (flow_step_id) SELECT 'bench_' || g FROM generate_series(0, 3) g;
@@ -81,18 +85,23 @@ LAST=$(P -Atc "SELECT max(id) FROM transitions")
 probe() {
   local name=$1 path=$2 f="$D/times"
   : >"$f"
+  P -Atc "SELECT pg_stat_statements_reset()" >/dev/null
   for _ in $(seq "$REQS"); do
     curl -s -o "$D/body" -w '%{http_code} %{time_total}\n' -H "Authorization: Bearer $TOKEN" \
       "http://127.0.0.1:$PORT$path" >>"$f"
   done
-  python3 - "$name" "$f" "$D/body" <<'PY'
+  P -Atc "SELECT round(mean_exec_time::numeric, 2) || ' ' || round(max_exec_time::numeric, 2)
+          FROM pg_stat_statements WHERE calls >= $REQS AND query NOT LIKE '%pg_stat_statements%'
+          ORDER BY total_exec_time DESC LIMIT 1" >"$D/db"
+  python3 - "$name" "$f" "$D/body" "$D/db" <<'PY'
 import sys
 name, f = sys.argv[1], sys.argv[2]
+db = (open(sys.argv[4]).read().split() + ['-', '-'])[:2]
 rows = [l.split() for l in open(f)]
 codes = sorted({r[0] for r in rows})
 t = sorted(float(r[1]) * 1000 for r in rows)
 q = lambda p: t[min(len(t) - 1, int(p * len(t)))]
-print(f"{name:44s} p50 {q(0.5):7.2f} ms  p99 {q(0.99):7.2f} ms  max {t[-1]:7.2f} ms  ({len(t)} x {','.join(codes)}, {len(open(sys.argv[3]).read())} B)")
+print(f"{name:44s} p50 {q(0.5):7.2f} ms  p99 {q(0.99):7.2f} ms  max {t[-1]:7.2f} ms  db {db[0]} / {db[1]} ms  ({len(t)} x {','.join(codes)}, {len(open(sys.argv[3]).read())} B)")
 PY
 }
 probe "feed after=0" "/v1/transitions?after=0"

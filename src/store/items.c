@@ -337,7 +337,9 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
                        opt(f->reason_code),
                        opt(f->worker_id),
                        f->item_id > 0 ? item.s : NULL};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 8, p, out);
+    vd_sql which = f->item_id > 0 ? (f->desc ? VD_SQL_JOBS_OF_ITEM_DESC : VD_SQL_JOBS_OF_ITEM)
+                                  : (f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST);
+    return vd_sql_first_text(c, which, 8, p, out);
 }
 
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,

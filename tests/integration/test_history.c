@@ -24,12 +24,12 @@
 
 static vt_server srv;
 
-/* The most rows any node reading transitions returned or removed by a filter, and whether a
+/* The most rows any node reading table `rel` returned or removed by a filter, and whether a
  * node read it whole (a Seq Scan), over the plan tree p (EXPLAIN (ANALYZE, FORMAT JSON)). */
-static void transitions_rows(const cJSON *p, double *most, bool *seq)
+static void rows_read(const cJSON *p, const char *table, double *most, bool *seq)
 {
     const cJSON *rel = cJSON_GetObjectItem(p, "Relation Name");
-    if (cJSON_IsString(rel) && strcmp(rel->valuestring, "transitions") == 0) {
+    if (cJSON_IsString(rel) && strcmp(rel->valuestring, table) == 0) {
         const cJSON *type = cJSON_GetObjectItem(p, "Node Type");
         double rows = vt_num(p, "Actual Rows"), removed = 0;
         const cJSON *rm = cJSON_GetObjectItem(p, "Rows Removed by Filter");
@@ -42,27 +42,36 @@ static void transitions_rows(const cJSON *p, double *most, bool *seq)
     }
     const cJSON *plans = cJSON_GetObjectItem(p, "Plans");
     for (const cJSON *c = plans ? plans->child : NULL; c; c = c->next)
-        transitions_rows(c, most, seq);
+        rows_read(c, table, most, seq);
 }
 
-/* EXPLAIN ANALYZE the feed's generic plan with after, flow step (SQL literal) and limit. */
-static double feed_rows_read(long after, const char *flow, int limit)
+/* EXPLAIN ANALYZE statement sql's generic plan (parameter types, arguments) and answer the
+ * most rows a node read of table; fails when a node reads it whole. */
+static double plan_rows_read(vd_sql sql, const char *types, const char *args, const char *table)
 {
     char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
-                        " PREPARE feed_plan (bigint, text, bigint) AS %s;"
-                        " EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE feed_plan (%ld, %s, %d)",
-                        vd_sql_statements[VD_SQL_TRANSITIONS_FEED].text, after, flow, limit);
+                        " PREPARE probe_plan (%s) AS %s;"
+                        " EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE probe_plan (%s)",
+                        types, vd_sql_statements[sql].text, args);
     assert_non_null(plan);
     cJSON *j = cJSON_Parse(plan);
     assert_non_null(j);
     double most = 0;
     bool seq = false;
-    transitions_rows(cJSON_GetObjectItem(j->child, "Plan"), &most, &seq);
+    rows_read(cJSON_GetObjectItem(j->child, "Plan"), table, &most, &seq);
     if (seq)
-        fail_msg("the feed's plan reads transitions whole: %s", plan);
+        fail_msg("the plan of %s reads %s whole: %s", vd_sql_statements[sql].name, table, plan);
     cJSON_Delete(j);
     free(plan);
     return most;
+}
+
+/* The feed's generic plan with after, flow step (SQL literal) and limit. */
+static double feed_rows_read(long after, const char *flow, int limit)
+{
+    char args[128];
+    snprintf(args, sizeof(args), "%ld, %s, %d", after, flow, limit);
+    return plan_rows_read(VD_SQL_TRANSITIONS_FEED, "bigint, text, bigint", args, "transitions");
 }
 
 /* The feed's cost is its page, not the history: from the start, the middle, the end, with
@@ -83,9 +92,9 @@ static void test_feed_reads_a_page(void **state)
     vt_sql("ANALYZE transitions");
     long last = vt_sql_long("SELECT max(id) FROM transitions");
     long mid = last - SEEDED / 2;
-    double reads[] = {feed_rows_read(0, "NULL", 100), feed_rows_read(mid, "NULL", 100),
+    double reads[] = {feed_rows_read(0, "NULL", 100),         feed_rows_read(mid, "NULL", 100),
                       feed_rows_read(last - 10, "NULL", 100), feed_rows_read(last, "NULL", 100),
-                      feed_rows_read(0, "'hist_a'", 100), feed_rows_read(mid, "'hist_b'", 50)};
+                      feed_rows_read(0, "'hist_a'", 100),     feed_rows_read(mid, "'hist_b'", 50)};
     for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
         if (reads[i] > 300) /* a page of 100 of one flow step in two, and the last_id probe */
             fail_msg("feed case %zu read %.0f transitions", i, reads[i]);
@@ -104,6 +113,65 @@ static void test_feed_reads_a_page(void **state)
         fail_msg("with an open writer the feed read %.0f transitions", r);
     PQclear(vt_pq_ok(c, "COMMIT"));
     PQfinish(c);
+}
+
+#define LIST_TYPES_ITEMS "text, text, bigint, bigint, text, text"
+#define LIST_TYPES_JOBS "text, text, timestamptz, bigint, bigint, text, text, bigint"
+
+/* A filtered list reads a window of at most 10,000 rows past its cursor, however rare its
+ * matches (30,000 items and jobs, a worker and a reason code that match none): both orders,
+ * items and jobs; an empty page past a full window says where to go on (next_after), and
+ * paging on reaches the end (null). One item's jobs come from jobs_item. */
+static void test_lists_read_a_window(void **state)
+{
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('win') ON CONFLICT DO NOTHING");
+    vt_seed_items("win", "w", 30000, 3, 3);
+    vt_sql("INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, status, claim_token,"
+           " lease_expires_at, finished_at, disposition)"
+           " SELECT id, flow_step_id, 'seed', 1, 'completed', gen_random_uuid(), now(), now(),"
+           " 'complete' FROM items WHERE flow_step_id = 'win'");
+    vt_sql("ANALYZE items; ANALYZE jobs");
+    const char *items[] = {"NULL, NULL, 0, 100, NULL, 'nobody'", "NULL, NULL, 0, 100, 'no', NULL"};
+    for (int i = 0; i < 2; i++) {
+        double a = plan_rows_read(VD_SQL_ITEMS_LIST, LIST_TYPES_ITEMS, items[i], "items");
+        double d = plan_rows_read(VD_SQL_ITEMS_LIST_DESC, LIST_TYPES_ITEMS, items[i], "items");
+        if (a > 10001 || d > 10001)
+            fail_msg("items list %d read %.0f / %.0f rows", i, a, d);
+    }
+    const char *jobs[] = {"NULL, NULL, NULL, 0, 100, NULL, 'nobody', NULL",
+                          "NULL, 'failed', NULL, 0, 100, 'no', NULL, NULL"};
+    for (int i = 0; i < 2; i++) {
+        double a = plan_rows_read(VD_SQL_JOBS_LIST, LIST_TYPES_JOBS, jobs[i], "jobs");
+        double d = plan_rows_read(VD_SQL_JOBS_LIST_DESC, LIST_TYPES_JOBS, jobs[i], "jobs");
+        if (a > 10001 || d > 10001)
+            fail_msg("jobs list %d read %.0f / %.0f rows", i, a, d);
+    }
+    char args[96];
+    snprintf(args, sizeof(args), "NULL, NULL, NULL, 0, 100, NULL, NULL, %ld",
+             vt_sql_long("SELECT max(item_id) FROM jobs"));
+    if (plan_rows_read(VD_SQL_JOBS_OF_ITEM, LIST_TYPES_JOBS, args, "jobs") > 1)
+        fail_msg("one item's jobs read more than its one job");
+    /* paging a filter that matches nothing: empty windows, then the end */
+    int64_t after = 0;
+    int calls = 0;
+    for (;; calls++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/items?worker_id=nobody&after=%lld", (long long)after);
+        vt_resp r = vt_http(&srv, "GET", path, VT_READER, NULL, NULL);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "items")), 0);
+        const cJSON *next = cJSON_GetObjectItem(r.json, "next_after");
+        bool end = cJSON_IsNull(next);
+        if (!end) {
+            assert_true((int64_t)next->valuedouble > after);
+            after = (int64_t)next->valuedouble;
+        }
+        vt_resp_free(&r);
+        if (end || calls > 10)
+            break;
+    }
+    assert_true(calls >= 3 && calls <= 4); /* 30,200 items: windows of 10,000 */
 }
 
 /* One long-poll claim of the burst, then (when it got an item) one more at once. */
@@ -217,6 +285,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_feed_reads_a_page),
+        cmocka_unit_test(test_lists_read_a_window),
         cmocka_unit_test(test_burst_of_long_polls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
