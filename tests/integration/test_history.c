@@ -45,14 +45,15 @@ static void rows_read(const cJSON *p, const char *table, double *most, bool *seq
         rows_read(c, table, most, seq);
 }
 
-/* EXPLAIN ANALYZE statement sql's generic plan (parameter types, arguments) and answer the
- * most rows a node read of table; fails when a node reads it whole. */
-static double plan_rows_read(vd_sql sql, const char *types, const char *args, const char *table)
+/* EXPLAIN ANALYZE statement sql's plan in plan_cache_mode `mode` (parameter types,
+ * arguments) and answer the most rows a node read of table; fails when a node reads it whole. */
+static double plan_rows_read_in(const char *mode, vd_sql sql, const char *types, const char *args,
+                                const char *table)
 {
-    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
+    char *plan = vt_sql("SET plan_cache_mode = %s;"
                         " PREPARE probe_plan (%s) AS %s;"
                         " EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE probe_plan (%s)",
-                        types, vd_sql_statements[sql].text, args);
+                        mode, types, vd_sql_statements[sql].text, args);
     assert_non_null(plan);
     cJSON *j = cJSON_Parse(plan);
     assert_non_null(j);
@@ -64,6 +65,12 @@ static double plan_rows_read(vd_sql sql, const char *types, const char *args, co
     cJSON_Delete(j);
     free(plan);
     return most;
+}
+
+/* The same for the generic plan, the one the store runs these reads with (src/store/items.c). */
+static double plan_rows_read(vd_sql sql, const char *types, const char *args, const char *table)
+{
+    return plan_rows_read_in("force_generic_plan", sql, types, args, table);
 }
 
 /* The feed's generic plan with after, flow step (SQL literal) and limit. */
