@@ -11,8 +11,8 @@
 # payload with a text member of N bytes (default 0: {"title": "bench item <n>"}, as the bench).
 # HISTORY=N seeds about N transitions of history first, in SQL, shaped like verdict's own
 # writes (flow step hist_0, three transitions per item): per 1,000 items one registration
-# (sources, items, register transitions), then 100 claims of 10 (the items updated, jobs and
-# transitions inserted) and 100 finishes of 10 (the items and jobs updated, transitions
+# (sources, items, register transitions), then 10 claims of 100 (the items updated, jobs and
+# transitions inserted) and 10 finishes of 100 (the items and jobs updated, transitions
 # inserted), each its own transaction (synchronous_commit off for the seeding session only),
 # autovacuum running meanwhile; then VACUUM. The probe's items come after that history.
 set -euo pipefail
@@ -53,11 +53,11 @@ BEGIN
     INSERT INTO transitions (item_id, to_state, cause, actor)
     SELECT id, 'available', 'register', 'bench' FROM s;
     COMMIT;
-    -- then 100 claims of 10 and 100 finishes of 10, each its own transaction
-    FOR k IN 1 .. 100 LOOP
+    -- then 10 claims of 100 and 10 finishes of 100, each its own transaction
+    FOR k IN 1 .. 10 LOOP
       WITH c AS (SELECT id, flow_step_id FROM items
                  WHERE flow_step_id = 'hist_0' AND state = 'available'
-                 ORDER BY priority DESC, available_at, id LIMIT 10 FOR UPDATE),
+                 ORDER BY priority DESC, available_at, id LIMIT 100 FOR UPDATE),
            j AS (INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
                                    lease_expires_at)
                  SELECT id, flow_step_id, 'w1', 1, gen_random_uuid(),

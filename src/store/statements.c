@@ -65,8 +65,10 @@
  * the upper bound of a newest-first page below `after` (0: from the newest), as an index
  * condition (an OR with the parameter could only filter). */
 #define VD_LIST_WINDOW "10000"
-#define LIST_BELOW(p)                                                                              \
-    "(CASE WHEN " p "::bigint = 0 THEN 9223372036854775807 ELSE " p "::bigint END)"
+/* Items filtered by worker look up each item's latest job: a window of 2,000 for them. */
+#define ITEMS_WINDOW "(CASE WHEN $6::text IS NULL THEN " VD_LIST_WINDOW " ELSE 2000 END)"
+#define ITEMS_BELOW "(CASE WHEN $3::bigint = 0 THEN 9223372036854775807 ELSE $3::bigint END)"
+#define JOBS_BELOW "(CASE WHEN $4::bigint = 0 THEN 9223372036854775807 ELSE $4::bigint END)"
 
 /* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). The
  * worker is a scalar sub-select (one jobs_pkey probe per item read), not an EXISTS: a custom
@@ -224,7 +226,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "         ORDER BY tr.id DESC LIMIT 100) s))::text"
          " FROM items i JOIN item_sources s ON s.id = i.id WHERE i.id = $1"},
 
-    /* Keyset pagination by id over a window of at most VD_LIST_WINDOW rows after $3 (its
+    /* Keyset pagination by id over a window of at most ITEMS_WINDOW rows after $3 (its
      * bound, hi, from an index-only scan of items_pkey): a filtered call reads that window at
      * most, however rare its matches and however many items there are. next_after is set when
      * the page is full (its last id) or the window was (hi: more may match after it); null at
@@ -233,29 +235,25 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_ITEMS_LIST] =
         {"items_list",
          "WITH w AS (SELECT max(id) AS hi, count(*) AS n FROM (SELECT id FROM items"
-         "            WHERE id > $3 ORDER BY id LIMIT " VD_LIST_WINDOW ") b)"
+         "            WHERE id > $3 ORDER BY id LIMIT " ITEMS_WINDOW ") b)"
          " SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
          "   ORDER BY (s.it).id), '[]'::json),"
          "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id)"
-         "   WHEN (SELECT n FROM w) = " VD_LIST_WINDOW " THEN (SELECT hi FROM w) END)::text"
+         "   WHEN (SELECT n FROM w) = " ITEMS_WINDOW " THEN (SELECT hi FROM w) END)::text"
          " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id" ITEMS_FILTER
          "       AND it.id > $3 AND it.id <= (SELECT hi FROM w) ORDER BY it.id LIMIT $4) s"},
     /* The same, newest first: after is the id to go below (0: from the newest). */
     [VD_SQL_ITEMS_LIST_DESC] =
         {"items_list_desc",
          "WITH w AS (SELECT min(id) AS lo, count(*) AS n FROM (SELECT id FROM items"
-         "            WHERE id < " LIST_BELOW(
-             "$3") " ORDER BY id DESC LIMIT " VD_LIST_WINDOW ") b)"
-                   " SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, "
-                   "s.src)"
-                   "   ORDER BY (s.it).id DESC), '[]'::json),"
-                   "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id)"
-                   "   WHEN (SELECT n FROM w) = " VD_LIST_WINDOW
-                   " THEN (SELECT lo FROM w) END)::text"
-                   " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = "
-                   "it.id" ITEMS_FILTER
-                   "       AND it.id < " LIST_BELOW("$3") " AND it.id >= (SELECT lo FROM w)"
-                                                          "       ORDER BY it.id DESC LIMIT $4) s"},
+         "            WHERE id < " ITEMS_BELOW " ORDER BY id DESC LIMIT " ITEMS_WINDOW ") b)"
+         " SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
+         "   ORDER BY (s.it).id DESC), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id)"
+         "   WHEN (SELECT n FROM w) = " ITEMS_WINDOW " THEN (SELECT lo FROM w) END)::text"
+         " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id" ITEMS_FILTER
+         "       AND it.id < " ITEMS_BELOW " AND it.id >= (SELECT lo FROM w)"
+         "       ORDER BY it.id DESC LIMIT $4) s"},
 
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
@@ -529,16 +527,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_JOBS_LIST_DESC] =
         {"jobs_list_desc",
          "WITH w AS (SELECT min(id) AS lo, count(*) AS n FROM (SELECT id FROM jobs"
-         "            WHERE id < " LIST_BELOW(
-             "$4") " ORDER BY id DESC LIMIT " VD_LIST_WINDOW ") b)"
-                   " SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
-                   "   ORDER BY (s.j).id DESC), '[]'::json),"
-                   "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id)"
-                   "   WHEN (SELECT n FROM w) = " VD_LIST_WINDOW
-                   " THEN (SELECT lo FROM w) END)::text"
-                   " FROM (SELECT j FROM jobs j" JOBS_FILTER
-                   " AND j.id < " LIST_BELOW("$4") "       AND j.id >= (SELECT lo FROM w) ORDER BY "
-                                                   "j.id DESC LIMIT $5) s"},
+         "            WHERE id < " JOBS_BELOW " ORDER BY id DESC LIMIT " VD_LIST_WINDOW ") b)"
+         " SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+         "   ORDER BY (s.j).id DESC), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id)"
+         "   WHEN (SELECT n FROM w) = " VD_LIST_WINDOW " THEN (SELECT lo FROM w) END)::text"
+         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id < " JOBS_BELOW
+         "       AND j.id >= (SELECT lo FROM w) ORDER BY j.id DESC LIMIT $5) s"},
     /* One item's jobs (GET /v1/jobs?item_id=): a range of jobs_item, whole (an item has few). */
     [VD_SQL_JOBS_OF_ITEM] =
         {"jobs_of_item", "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
@@ -552,7 +547,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   ORDER BY (s.j).id DESC), '[]'::json),"
          "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id) END)::text"
          " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.item_id = $8"
-         "       AND j.id < " LIST_BELOW("$4") " ORDER BY j.id DESC LIMIT $5) s"},
+         "       AND j.id < " JOBS_BELOW " ORDER BY j.id DESC LIMIT $5) s"},
 
     /* The change feed: transitions after an id, oldest first, each with its item's flow step
      * and identifiers. A scan of transitions_pkey from $1 joined to item_sources_pkey: its cost is
