@@ -316,7 +316,7 @@ void vb_report_text(const vb_run *r)
                                        : "the bench's own cluster, durable")
                          : "--database-url");
     if (o->matrix || o->stats_items > 0)
-        printf("verdictd: VERDICT_THREADS=%d (4 x CPUs unless --threads), DB pool %d "
+        printf("verdictd: VERDICT_THREADS=%d (its default, 1 x CPUs, unless --threads), DB pool %d "
                "(VERDICT_DB_POOL_SIZE default threads+1), idle RSS %.1f MB\n",
                r->e->threads, r->e->db_pool, r->e->rss_idle_kb / 1024.0);
     if (o->matrix) {

@@ -9,6 +9,12 @@
 # whatever autovacuum wrote meanwhile (catalog relations such as pg_statistic). Stops and
 # removes everything at the end. Needs curl and python3. PAYLOAD_BYTES=N pads each item's
 # payload with a text member of N bytes (default 0: {"title": "bench item <n>"}, as the bench).
+# HISTORY=N seeds about N transitions of history first, in SQL, shaped like verdict's own
+# writes (flow step hist_0, three transitions per item): per 1,000 items one registration
+# (sources, items, register transitions), then 10 claims of 100 (the items updated, jobs and
+# transitions inserted) and 10 finishes of 100 (the items and jobs updated, transitions
+# inserted), each its own transaction (synchronous_commit off for the seeding session only),
+# autovacuum running meanwhile; then VACUUM. The probe's items come after that history.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VD=${1:-$ROOT/build/verdictd}; N=${2:-300}; MODE=${3:-single}
@@ -26,6 +32,65 @@ VP=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 H=(-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json')
 URL=http://127.0.0.1:$PORT
+P=(psql -X -qAt -h 127.0.0.1 -p "$VD_PG_PORT" -U postgres postgres)
+seed_history() {
+  local n=$(( (${HISTORY:-0} + 2999) / 3000 ))
+  [ "$n" -gt 0 ] || return 0
+  "${P[@]}" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE PROCEDURE walprobe_seed(groups int) LANGUAGE plpgsql AS $$
+DECLARE jids bigint[]; cnt int;
+BEGIN
+  INSERT INTO flow_steps (flow_step_id) VALUES ('hist_0') ON CONFLICT DO NOTHING;
+  COMMIT;
+  FOR g IN 1 .. groups LOOP
+    -- one registration of 1,000 items: sources, items, register transitions
+    WITH s AS (INSERT INTO item_sources (flow_step_id, source_type, item_identifier, payload)
+               SELECT 'hist_0', 'bench', 'https://bench.example/hist/' || g || '/' || k,
+                      jsonb_build_object('title', 'bench item ' || k)
+               FROM generate_series(1, 1000) k RETURNING id, flow_step_id),
+         i AS (INSERT INTO items (id, flow_step_id, max_attempts, max_defers)
+               SELECT id, flow_step_id, 3, 3 FROM s)
+    INSERT INTO transitions (item_id, to_state, cause, actor)
+    SELECT id, 'available', 'register', 'bench' FROM s;
+    COMMIT;
+    -- then 10 claims of 100 and 10 finishes of 100, each its own transaction
+    FOR k IN 1 .. 10 LOOP
+      WITH c AS (SELECT id, flow_step_id FROM items
+                 WHERE flow_step_id = 'hist_0' AND state = 'available'
+                 ORDER BY priority DESC, available_at, id LIMIT 100 FOR UPDATE),
+           j AS (INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
+                                   lease_expires_at)
+                 SELECT id, flow_step_id, 'w1', 1, gen_random_uuid(),
+                        now() + interval '5 minutes' FROM c
+                 RETURNING id, item_id, claim_token, lease_expires_at),
+           u AS (UPDATE items i SET state = 'claimed', attempts = 1, current_job_id = j.id,
+                   claim_token = j.claim_token, lease_expires_at = j.lease_expires_at,
+                   updated_at = now() FROM j WHERE i.id = j.item_id),
+           t AS (INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status,
+                                          cause, actor)
+                 SELECT item_id, id, 'available', 'claimed', 'processing', 'claim', 'w1' FROM j)
+      SELECT array_agg(id) INTO jids FROM j;
+      COMMIT;
+      WITH j AS (UPDATE jobs SET status = 'completed', finished_at = now(),
+                   disposition = 'complete' WHERE id = ANY (jids) RETURNING id, item_id),
+           u AS (UPDATE items i SET state = 'processed', claim_token = NULL,
+                   lease_expires_at = NULL, updated_at = now() FROM j WHERE i.id = j.item_id),
+           t AS (INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status,
+                                          cause, actor)
+                 SELECT item_id, id, 'claimed', 'processed', 'completed', 'complete', 'w1'
+                 FROM j)
+      SELECT count(*) INTO cnt FROM j;
+      COMMIT;
+    END LOOP;
+  END LOOP;
+END $$;
+SQL
+  "${P[@]}" -c "SET synchronous_commit = off" -c "CALL walprobe_seed($n)" \
+    -c "DROP PROCEDURE walprobe_seed" -c "VACUUM items, jobs, transitions, item_sources" >/dev/null
+  echo "history: $("${P[@]}" -c "SELECT count(*) FROM transitions") transitions," \
+    "$("${P[@]}" -c "SELECT pg_size_pretty(pg_database_size(current_database()))")"
+}
+seed_history
 PAD=$(head -c "${PAYLOAD_BYTES:-0}" /dev/urandom | base64 -w0 | head -c "${PAYLOAD_BYTES:-0}")
 body='{"items":['
 for i in $(seq 1 $((N + 50))); do
@@ -33,7 +98,6 @@ for i in $(seq 1 $((N + 50))); do
 done
 printf '%s]}' "${body%,}" >"$D/items.json"
 curl -sf "${H[@]}" -d @"$D/items.json" "$URL/v1/items" >/dev/null
-P=(psql -X -qAt -h 127.0.0.1 -p "$VD_PG_PORT" -U postgres postgres)
 num() { grep -o "\"$1\" *: *[0-9]*" | head -1 | grep -o '[0-9]*$'; }
 str() { grep -o "\"$1\" *: *\"[^\"]*\"" | head -1 | cut -d'"' -f4; }
 claim() {

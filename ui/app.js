@@ -567,6 +567,21 @@ async function viewJob(id) {
         h('td', {}, t.tool), h('td', {}, String(t.count)), h('td', {}, t.retryable ? 'yes' : 'no'), h('td', { class: 'ident' }, t.last_error))))) : null];
 }
 
+// Up to 50 items of a filtered list, newest first. A list reads a window of items per call
+// (docs/api-guide.md, "Lists"): a short page is not the end while next_after is set, so follow
+// it, for at most 40 calls.
+async function itemsMatching(filter) {
+  const items = [];
+  let after = 0;
+  for (let call = 0; call < 40 && items.length < 50; call++) {
+    const r = await api('GET', `/v1/items?${qs({ ...filter, limit: 50 - items.length, order: 'desc', after })}`);
+    items.push(...r.items);
+    if (r.next_after === null || r.next_after === undefined) break;
+    after = r.next_after;
+  }
+  return { items };
+}
+
 // Search by item identifier (exact matches first, then those starting with the text), by item
 // id, and by W3C trace id (the jobs claimed or finished in that trace).
 async function viewSearch(params) {
@@ -575,8 +590,8 @@ async function viewSearch(params) {
   if (!q) return [heading('Search'), form, h('p', { class: 'muted' }, 'Type an item identifier (or its beginning), an item id or a trace id.')];
   const isTrace = /^[0-9a-f]{32}$/.test(q);
   const [exact, prefix, traced, byId] = await Promise.all([
-    api('GET', `/v1/items?${qs({ identifier: q, limit: 50, order: 'desc' })}`),
-    api('GET', `/v1/items?${qs({ identifier_prefix: q, limit: 50, order: 'desc' })}`),
+    itemsMatching({ identifier: q }),
+    itemsMatching({ identifier_prefix: q }),
     isTrace ? api('GET', `/v1/jobs?${qs({ trace_id: q, limit: 50 })}`) : null,
     /^\d{1,15}$/.test(q) ? api('GET', `/v1/items/${q}`).catch(() => null) : null]);
   const seen = new Set(exact.items.map((i) => i.id));

@@ -3,10 +3,10 @@
 -- Parameters:
 -- $1 text
 -- $2 text
--- $3 integer
+-- $3 bigint
 -- $4 bigint
 -- $5 text
 -- $6 text
 -- $7 text
 -- $8 text
-SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)   ORDER BY (s.it).id DESC), '[]'::json),  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id) END)::text FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id WHERE ($1::text IS NULL OR src.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)   AND ($5::text IS NULL OR it.last_reason_code = $5)   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id                                    AND cj.worker_id = $6))   AND ($7::text IS NULL OR src.item_identifier = $7)   AND ($8::text IS NULL OR starts_with(src.item_identifier, $8))       AND ($3 = 0 OR it.id < $3) ORDER BY it.id DESC LIMIT $4) s
+WITH w AS (SELECT min(id) AS lo, count(*) AS n FROM (SELECT id FROM items            WHERE id < (CASE WHEN $3::bigint = 0 THEN 9223372036854775807 ELSE $3::bigint END) ORDER BY id DESC LIMIT (CASE WHEN $6::text IS NULL THEN 10000 ELSE 2000 END)) b) SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)   ORDER BY (s.it).id DESC), '[]'::json),  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id)   WHEN (SELECT n FROM w) = (CASE WHEN $6::text IS NULL THEN 10000 ELSE 2000 END) THEN (SELECT lo FROM w) END)::text FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id WHERE ($1::text IS NULL OR src.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)   AND ($5::text IS NULL OR it.last_reason_code = $5)   AND ($6::text IS NULL OR (SELECT cj.worker_id FROM jobs cj                             WHERE cj.id = it.current_job_id) = $6)   AND ($7::text IS NULL OR src.item_identifier = $7)   AND ($8::text IS NULL OR starts_with(src.item_identifier, $8))       AND it.id < (CASE WHEN $3::bigint = 0 THEN 9223372036854775807 ELSE $3::bigint END) AND it.id >= (SELECT lo FROM w)       ORDER BY it.id DESC LIMIT $4) s

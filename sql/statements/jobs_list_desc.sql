@@ -4,10 +4,10 @@
 -- $1 text
 -- $2 text
 -- $3 timestamp with time zone
--- $4 integer
+-- $4 bigint
 -- $5 bigint
 -- $6 text
 -- $7 text
 -- $8 bigint
 -- $9 text
-SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)   ORDER BY (s.j).id DESC), '[]'::json),  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id) END)::text FROM (SELECT j FROM jobs j WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)   AND ($8::bigint IS NULL OR j.item_id = $8)   AND ($9::text IS NULL OR j.claim_trace_id = $9 OR j.disposition_trace_id = $9) AND ($4 = 0 OR j.id < $4)       ORDER BY j.id DESC LIMIT $5) s
+WITH w AS (SELECT min(id) AS lo, count(*) AS n FROM (SELECT id FROM jobs            WHERE id < (CASE WHEN $4::bigint = 0 THEN 9223372036854775807 ELSE $4::bigint END) ORDER BY id DESC LIMIT 10000) b) SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)   ORDER BY (s.j).id DESC), '[]'::json),  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id)   WHEN (SELECT n FROM w) = 10000 THEN (SELECT lo FROM w) END)::text FROM (SELECT j FROM jobs j WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)   AND ($8::bigint IS NULL OR j.item_id = $8)   AND ($9::text IS NULL OR j.claim_trace_id = $9 OR j.disposition_trace_id = $9) AND j.id < (CASE WHEN $4::bigint = 0 THEN 9223372036854775807 ELSE $4::bigint END)       AND j.id >= (SELECT lo FROM w) ORDER BY j.id DESC LIMIT $5) s

@@ -511,7 +511,58 @@ static void suspend(void *item)
     MHD_suspend_connection(r->ctx.conn);
 }
 
-/* The request is read: answer /healthz here, queue anything else to a worker. */
+/* The flow step and wait of a long-poll claim's body (POST /v1/claims with wait_seconds
+ * 1..20), read here without answering anything: false for any other request or body (the
+ * handler validates the body whole when it runs). */
+static bool long_poll_of(const vd_req *r, char *step, size_t cap, double *wait)
+{
+    const vd_route *route = r->ctx.route;
+    if (!route || route->handler != vd_h_claims || r->too_large || r->body.len == 0)
+        return false;
+    cJSON *j = cJSON_ParseWithLength(r->body.data, r->body.len);
+    const cJSON *fs = cJSON_GetObjectItemCaseSensitive(j, "flow_step_id");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(j, "wait_seconds");
+    bool ok = cJSON_IsString(fs) && fs->valuestring[0] && strlen(fs->valuestring) < cap &&
+              cJSON_IsNumber(ws) && ws->valuedouble >= 1 && ws->valuedouble <= 20;
+    if (ok) {
+        snprintf(step, cap, "%s", fs->valuestring);
+        *wait = ws->valuedouble;
+    }
+    cJSON_Delete(j);
+    return ok;
+}
+
+/* A long-poll claim that finds the worker queue full is parked before it first runs, owed a
+ * wake: a tick (100 ms) hands it to a worker once the queue has room, within its wait, instead
+ * of a 503 (an unpaced burst of parked claims re-claiming at once); a full or stopping registry
+ * answers it 503. False: not a long-poll claim (the caller refuses it). */
+static bool park_overflow(vd_server *srv, vd_req *r)
+{
+    vd_waiter *w = &r->waiter;
+    const union MHD_ConnectionInfo *ci;
+    double wait = 0;
+    memset(w, 0, sizeof(*w));
+    if (!long_poll_of(r, w->flow_step, sizeof(w->flow_step), &wait))
+        return false;
+    ci = MHD_get_connection_info(r->ctx.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    r->ctx.wait_until = vd_monotonic() + wait;
+    w->until = r->ctx.wait_until;
+    w->fd = ci ? ci->connect_fd : -1;
+    w->owed = true;
+    r->state = REQ_RUNNING;
+    MHD_suspend_connection(r->ctx.conn);
+    if (vd_waiters_park(srv->waiters, w, vd_waiters_seq(srv->waiters), false) != VD_PARKED) {
+        vd_fail(&r->ctx, VD_ERR_OVERLOADED, NULL,
+                "every worker is busy and %d long-poll claims are parked; try again shortly",
+                srv->cfg->max_waiters);
+        r->state = REQ_READY; /* libmicrohttpd calls on_access again: finish() */
+        MHD_resume_connection(r->ctx.conn);
+    }
+    return true;
+}
+
+/* The request is read: answer /healthz here, queue anything else to a worker (or park a
+ * long-poll claim that finds the queue full). */
 static enum MHD_Result start_request(vd_server *srv, vd_req *r)
 {
     vd_guard_busy(r->ctx.conn, true);
@@ -519,7 +570,7 @@ static enum MHD_Result start_request(vd_server *srv, vd_req *r)
         run_request(r);
         return finish(r);
     }
-    if (vd_workers_push(srv->workers, r, suspend))
+    if (vd_workers_push(srv->workers, r, suspend) || park_overflow(srv, r))
         return MHD_YES;
     if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
         vd_fail(&r->ctx, VD_ERR_SHUTTING_DOWN, NULL, "the server is stopping: send it again");

@@ -1,8 +1,10 @@
 /* waiters.c - the registry of parked long-poll claims: one FIFO list under a mutex. A
  * notification wakes the oldest waiters of its flow step (as many as items were announced); a
  * tick thread, every 100 ms, answers the waiters whose deadline passed or whose client hung up
- * (poll for POLLRDHUP on the suspended socket), and every retry period wakes the oldest waiter
- * of each flow step (deferred items become claimable by time, without a notification). */
+ * (poll for POLLRDHUP on the suspended socket), wakes the waiters owed a wake (a notification
+ * or an arrival that found the worker queue full: a burst is spread over the ticks instead of
+ * refused), and every retry period wakes the oldest waiter of each flow step (deferred items
+ * become claimable by time, without a notification). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "waiters.h"
 
@@ -115,6 +117,10 @@ static void tick(vd_waiters *ws, double now)
             wake_one(ws, w, VD_WAKE_FINAL);
         } else if (hung_up(w->fd)) {
             wake_one(ws, w, VD_WAKE_GONE);
+        } else if (w->owed) {
+            w->owed = false;
+            if (!wake_one(ws, w, VD_WAKE_RETRY))
+                w->owed = true;
         } else if (retry && nheads < MAX_HEADS && !seen_step(heads, nheads, w->hash)) {
             heads[nheads++] = w->hash; /* the oldest of its flow step */
             w->by_tick = true;
@@ -201,10 +207,12 @@ void vd_waiters_notify(vd_waiters *ws, const char *flow_step, long count, bool b
         if (w->hash == h && strcmp(w->flow_step, flow_step) == 0) {
             bool was = w->by_tick;
             w->by_tick = by_tick;
-            if (wake_one(ws, w, VD_WAKE_RETRY))
-                woken++;
-            else
+            w->owed = false;
+            if (!wake_one(ws, w, VD_WAKE_RETRY)) {
                 w->by_tick = was;
+                w->owed = true; /* the queue is full: the next ticks try it again */
+            }
+            woken++;
         }
         w = next;
     }

@@ -25,6 +25,7 @@ typedef struct vd_waiter {
     double until;  /* vd_monotonic() deadline */
     int fd;        /* the client's socket, watched for a hang-up; -1: none */
     bool by_tick;  /* last woken by the periodic retry (not by a notification) */
+    bool owed;     /* a wake found the worker queue full (or it never ran): every tick retries */
 } vd_waiter;
 
 /* Hand w back to the server. RETRY and FINAL: true when queued to a worker (false: the queue
@@ -48,7 +49,8 @@ uint64_t vd_waiters_seq(vd_waiters *ws);
 /* Park w (its flow_step, until and fd set). may_retry: VD_PARK_RETRY is allowed. */
 vd_park vd_waiters_park(vd_waiters *ws, vd_waiter *w, uint64_t seq, bool may_retry);
 /* A notification: wake up to count (0: all) waiters of flow_step, oldest first. by_tick: the
- * woken ones wake the next in turn when they claim (the chain of the periodic retry). */
+ * woken ones wake the next in turn when they claim (the chain of the periodic retry). One the
+ * worker queue cannot take now is owed the wake: every tick (100 ms) tries it again. */
 void vd_waiters_notify(vd_waiters *ws, const char *flow_step, long count, bool by_tick);
 /* How many are parked. */
 int vd_waiters_count(vd_waiters *ws);

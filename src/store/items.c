@@ -138,6 +138,16 @@ vd_error vd_store_item_get(vd_conn *c, int64_t id, char **out)
     return vd_sql_first_text(c, VD_SQL_ITEM_GET, 1, p, out);
 }
 
+/* A history read (the feed, the lists) with its generic plan, as one transaction of its own:
+ * the plans that read a page and stop (tests/integration/test_history.c asserts them); a
+ * custom plan made for one cursor may read everything after it and sort. */
+static vd_error first_text_generic(vd_conn *c, vd_sql sql, int n, const char *const *p, char **out)
+{
+    PGresult *res = NULL;
+    vd_error rc = vd_sql_exec_generic(c, sql, n, p, &res);
+    return vd_sql_result_text(rc, res, out);
+}
+
 /* A filter string, or NULL when absent or empty. */
 static const char *opt(const char *s)
 {
@@ -155,7 +165,7 @@ vd_error vd_store_items_list(vd_conn *c, const vd_list_filter *f, char **out)
                        opt(f->worker_id),
                        opt(f->identifier),
                        opt(f->identifier_prefix)};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 8, p, out);
+    return first_text_generic(c, f->desc ? VD_SQL_ITEMS_LIST_DESC : VD_SQL_ITEMS_LIST, 8, p, out);
 }
 
 vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_step_id,
@@ -163,7 +173,7 @@ vd_error vd_store_transitions_feed(vd_conn *c, int64_t after, const char *flow_s
 {
     vd_i64_text a = vd_i64_text_of(after), l = vd_i64_text_of(limit);
     const char *p[] = {a.s, opt(flow_step_id), l.s};
-    return vd_sql_first_text(c, VD_SQL_TRANSITIONS_FEED, 3, p, out);
+    return first_text_generic(c, VD_SQL_TRANSITIONS_FEED, 3, p, out);
 }
 
 vd_error vd_store_resolve_one(vd_conn *c, int64_t id, const char *outcome, const char *reason_code,
@@ -377,7 +387,9 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
                        opt(f->worker_id),
                        f->item_id > 0 ? item.s : NULL,
                        opt(f->trace_id)};
-    return vd_sql_first_text(c, f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST, 9, p, out);
+    vd_sql which = f->item_id > 0 ? (f->desc ? VD_SQL_JOBS_OF_ITEM_DESC : VD_SQL_JOBS_OF_ITEM)
+                                  : (f->desc ? VD_SQL_JOBS_LIST_DESC : VD_SQL_JOBS_LIST);
+    return first_text_generic(c, which, 9, p, out);
 }
 
 vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,

@@ -68,12 +68,24 @@
     "        JOIN tool_failures bf ON bf.job_id = bj.id WHERE bj.item_id = items.id"               \
     "        AND ($5::text IS NULL OR bf.tool = $5)"                                               \
     "        AND ($6::text IS NULL OR verdict_semver_cmp(bf.worker_version, $6) < 0)))"
-/* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). */
+/* How many rows a list call reads at most past its cursor (GET /v1/items, GET /v1/jobs), and
+ * the upper bound of a newest-first page below `after` (0: from the newest), as an index
+ * condition (an OR with the parameter could only filter). */
+#define VD_LIST_WINDOW "10000"
+/* Items filtered by worker look up each item's latest job: a window of 2,000 for them. */
+#define ITEMS_WINDOW "(CASE WHEN $6::text IS NULL THEN " VD_LIST_WINDOW " ELSE 2000 END)"
+#define ITEMS_BELOW "(CASE WHEN $3::bigint = 0 THEN 9223372036854775807 ELSE $3::bigint END)"
+#define JOBS_BELOW "(CASE WHEN $4::bigint = 0 THEN 9223372036854775807 ELSE $4::bigint END)"
+
+/* The filters of GET /v1/items ($1 flow step, $2 state, $5 reason code, $6 worker). The
+ * worker is a scalar sub-select (one jobs_pkey probe per item read), not an EXISTS: a custom
+ * plan turned that into a hashed sub-plan over every job of the worker (a whole scan of jobs,
+ * 390 ms at 1,000,000). */
 #define ITEMS_FILTER                                                                               \
     " WHERE ($1::text IS NULL OR src.flow_step_id = $1) AND ($2::text IS NULL OR it.state = $2)"   \
     "   AND ($5::text IS NULL OR it.last_reason_code = $5)"                                        \
-    "   AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM jobs cj WHERE cj.id = it.current_job_id"    \
-    "                                    AND cj.worker_id = $6))"                                  \
+    "   AND ($6::text IS NULL OR (SELECT cj.worker_id FROM jobs cj"                                \
+    "                             WHERE cj.id = it.current_job_id) = $6)"                          \
     "   AND ($7::text IS NULL OR src.item_identifier = $7)"                                        \
     "   AND ($8::text IS NULL OR starts_with(src.item_identifier, $8))"
 
@@ -228,23 +240,34 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "         ORDER BY tr.id DESC LIMIT 100) s))::text"
          " FROM items i JOIN item_sources s ON s.id = i.id WHERE i.id = $1"},
 
-    /* Keyset pagination by id; next_after is set when the page is full. worker_id matches the
-     * worker of the item's latest job (current_job_id is kept after the job ends). */
+    /* Keyset pagination by id over a window of at most ITEMS_WINDOW rows after $3 (its
+     * bound, hi, from an index-only scan of items_pkey): a filtered call reads that window at
+     * most, however rare its matches and however many items there are. next_after is set when
+     * the page is full (its last id) or the window was (hi: more may match after it); null at
+     * the end. worker_id matches the worker of the item's latest job (current_job_id is kept
+     * after the job ends). */
     [VD_SQL_ITEMS_LIST] =
         {"items_list",
-         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
+         "WITH w AS (SELECT max(id) AS hi, count(*) AS n FROM (SELECT id FROM items"
+         "            WHERE id > $3 ORDER BY id LIMIT " ITEMS_WINDOW ") b)"
+         " SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
          "   ORDER BY (s.it).id), '[]'::json),"
-         "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id) END)::text"
+         "  'next_after', CASE WHEN count(*) = $4 THEN max((s.it).id)"
+         "   WHEN (SELECT n FROM w) = " ITEMS_WINDOW " THEN (SELECT hi FROM w) END)::text"
          " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id" ITEMS_FILTER
-         "       AND it.id > $3 ORDER BY it.id LIMIT $4) s"},
+         "       AND it.id > $3 AND it.id <= (SELECT hi FROM w) ORDER BY it.id LIMIT $4) s"},
     /* The same, newest first: after is the id to go below (0: from the newest). */
     [VD_SQL_ITEMS_LIST_DESC] =
         {"items_list_desc",
-         "SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
+         "WITH w AS (SELECT min(id) AS lo, count(*) AS n FROM (SELECT id FROM items"
+         "            WHERE id < " ITEMS_BELOW " ORDER BY id DESC LIMIT " ITEMS_WINDOW ") b)"
+         " SELECT json_build_object('items', coalesce(json_agg(verdict_item_json(s.it, s.src)"
          "   ORDER BY (s.it).id DESC), '[]'::json),"
-         "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id) END)::text"
+         "  'next_after', CASE WHEN count(*) = $4 THEN min((s.it).id)"
+         "   WHEN (SELECT n FROM w) = " ITEMS_WINDOW " THEN (SELECT lo FROM w) END)::text"
          " FROM (SELECT it, src FROM items it JOIN item_sources src ON src.id = it.id" ITEMS_FILTER
-         "       AND ($3 = 0 OR it.id < $3) ORDER BY it.id DESC LIMIT $4) s"},
+         "       AND it.id < " ITEMS_BELOW " AND it.id >= (SELECT lo FROM w)"
+         "       ORDER BY it.id DESC LIMIT $4) s"},
 
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
@@ -525,41 +548,68 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " FROM jobs j JOIN items i ON i.id = j.item_id JOIN item_sources s ON s.id = j.item_id"
          " WHERE j.id = $1 AND j.claim_token = $2::uuid"},
 
-    [VD_SQL_JOBS_LIST] = {"jobs_list",
-                          "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
-                          "   ORDER BY (s.j).id), '[]'::json),"
-                          "  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id) END)::text"
-                          " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id > $4"
-                          "       ORDER BY j.id LIMIT $5) s"},
+    /* As items_list: a window of at most VD_LIST_WINDOW jobs after $4. With an item ($8) the
+     * jobs_of_item statements read that item's jobs from jobs_item instead. */
+    [VD_SQL_JOBS_LIST] =
+        {"jobs_list",
+         "WITH w AS (SELECT max(id) AS hi, count(*) AS n FROM (SELECT id FROM jobs"
+         "            WHERE id > $4 ORDER BY id LIMIT " VD_LIST_WINDOW ") b)"
+         " SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+         "   ORDER BY (s.j).id), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id)"
+         "   WHEN (SELECT n FROM w) = " VD_LIST_WINDOW " THEN (SELECT hi FROM w) END)::text"
+         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id > $4 AND j.id <= (SELECT hi FROM w)"
+         "       ORDER BY j.id LIMIT $5) s"},
     [VD_SQL_JOBS_LIST_DESC] =
         {"jobs_list_desc",
+         "WITH w AS (SELECT min(id) AS lo, count(*) AS n FROM (SELECT id FROM jobs"
+         "            WHERE id < " JOBS_BELOW " ORDER BY id DESC LIMIT " VD_LIST_WINDOW ") b)"
+         " SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+         "   ORDER BY (s.j).id DESC), '[]'::json),"
+         "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id)"
+         "   WHEN (SELECT n FROM w) = " VD_LIST_WINDOW " THEN (SELECT lo FROM w) END)::text"
+         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.id < " JOBS_BELOW
+         "       AND j.id >= (SELECT lo FROM w) ORDER BY j.id DESC LIMIT $5) s"},
+    /* One item's jobs (GET /v1/jobs?item_id=): a range of jobs_item, whole (an item has few). */
+    [VD_SQL_JOBS_OF_ITEM] =
+        {"jobs_of_item", "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
+                         "   ORDER BY (s.j).id), '[]'::json),"
+                         "  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id) END)::text"
+                         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.item_id = $8"
+                         "       AND j.id > $4 ORDER BY j.id LIMIT $5) s"},
+    [VD_SQL_JOBS_OF_ITEM_DESC] =
+        {"jobs_of_item_desc",
          "SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)"
          "   ORDER BY (s.j).id DESC), '[]'::json),"
          "  'next_after', CASE WHEN count(*) = $5 THEN min((s.j).id) END)::text"
-         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND ($4 = 0 OR j.id < $4)"
-         "       ORDER BY j.id DESC LIMIT $5) s"},
+         " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.item_id = $8"
+         "       AND j.id < " JOBS_BELOW " ORDER BY j.id DESC LIMIT $5) s"},
 
     /* The change feed: transitions after an id, oldest first, each with its item's flow step
-     * and identifiers. A scan of transitions_pkey from $1 joined to items_pkey: its cost is
-     * the transitions written since $1, filtered or not. It stops before the first row made
-     * after the oldest open writing transaction began (sql/0008_feed.sql): a smaller id may
-     * still commit there. next_after is the last id returned, or $1 when none (a poller
-     * passes it back as is). */
+     * and identifiers. A scan of transitions_pkey from $1 joined to item_sources_pkey: its cost is
+     * the transitions read after $1 until the page is full, filtered or not, never the size
+     * of the history. It stops at the first row made after the oldest open writing
+     * transaction began (sql/0008_feed.sql): a smaller id may still commit there. The horizon
+     * is computed once (a one-row subquery kept apart by OFFSET 0) and the stop is a window
+     * run condition (a running count of the rows made after it must stay 0): the scan ends at
+     * that row instead of filtering every later one. next_after is the last id returned, or $1
+     * when none (a poller passes it back as is). */
     [VD_SQL_TRANSITIONS_FEED] =
         {"transitions_feed",
          "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), "
          "'[]'::json),"
          "  'next_after', coalesce(max(s.id), $1),"
          "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
-         " FROM (SELECT t.id, verdict_transition_json(t)::jsonb || jsonb_build_object("
+         " FROM (SELECT w.id, verdict_transition_json(w.t)::jsonb || jsonb_build_object("
          "         'flow_step_id', s.flow_step_id, 'source_type', s.source_type,"
          "         'item_identifier', s.item_identifier) AS j"
-         "       FROM transitions t JOIN item_sources s ON s.id = t.item_id"
-         "       WHERE t.id > $1 AND ($2::text IS NULL OR s.flow_step_id = $2)"
-         "         AND t.id < coalesce((SELECT min(u.id) FROM transitions u"
-         "                              WHERE u.logged_at >= verdict_feed_horizon()),"
-         "                             9223372036854775807)"
-         "       ORDER BY t.id LIMIT $3) s"},
+         "       FROM (SELECT t, t.id, count(*) FILTER (WHERE t.logged_at >= h.at)"
+         "               OVER (ORDER BY t.id) AS late"
+         "             FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, transitions t"
+         "             WHERE t.id > $1) w"
+         "       JOIN item_sources s ON s.id = (w.t).item_id"
+         "       WHERE w.late = 0 AND ($2::text IS NULL OR s.flow_step_id = $2)"
+         "       ORDER BY w.id LIMIT $3) s"},
 
     /* An admin decides a parked item (manual_review or failed -> processed or rejected).
      * Answers the state it was in and, when it was parked, the item and its transition. */

@@ -1,0 +1,13 @@
+-- jobs_of_item: generated from src/store/statements.c by scripts/sql.sh gen; do not edit.
+-- The text below is byte for byte what verdictd prepares, then one newline.
+-- Parameters:
+-- $1 text
+-- $2 text
+-- $3 timestamp with time zone
+-- $4 bigint
+-- $5 bigint
+-- $6 text
+-- $7 text
+-- $8 bigint
+-- $9 text
+SELECT json_build_object('jobs', coalesce(json_agg(verdict_job_json(s.j)   ORDER BY (s.j).id), '[]'::json),  'next_after', CASE WHEN count(*) = $5 THEN max((s.j).id) END)::text FROM (SELECT j FROM jobs j WHERE ($1::text IS NULL OR j.flow_step_id = $1) AND ($2::text IS NULL OR j.status = $2)   AND ($3::timestamptz IS NULL OR j.claimed_at >= $3::timestamptz)   AND ($6::text IS NULL OR j.reason_code = $6) AND ($7::text IS NULL OR j.worker_id = $7)   AND ($8::bigint IS NULL OR j.item_id = $8)   AND ($9::text IS NULL OR j.claim_trace_id = $9 OR j.disposition_trace_id = $9) AND j.item_id = $8       AND j.id > $4 ORDER BY j.id LIMIT $5) s
