@@ -122,8 +122,8 @@ static void test_feed_reads_a_page(void **state)
     PQfinish(c);
 }
 
-#define LIST_TYPES_ITEMS "text, text, bigint, bigint, text, text"
-#define LIST_TYPES_JOBS "text, text, timestamptz, bigint, bigint, text, text, bigint"
+#define LIST_TYPES_ITEMS "text, text, bigint, bigint, text, text, text, text"
+#define LIST_TYPES_JOBS "text, text, timestamptz, bigint, bigint, text, text, bigint, text"
 
 /* A filtered list reads a window of at most 10,000 rows past its cursor, however rare its
  * matches (30,000 items and jobs, a worker and a reason code that match none; items by
@@ -140,7 +140,8 @@ static void test_lists_read_a_window(void **state)
            " SELECT id, flow_step_id, 'seed', 1, 'completed', gen_random_uuid(), now(), now(),"
            " 'complete' FROM items WHERE flow_step_id = 'win'");
     vt_sql("ANALYZE items; ANALYZE jobs");
-    const char *items[] = {"NULL, NULL, 0, 100, NULL, 'nobody'", "NULL, NULL, 0, 100, 'no', NULL"};
+    const char *items[] = {"NULL, NULL, 0, 100, NULL, 'nobody', NULL, NULL",
+                           "NULL, NULL, 0, 100, 'no', NULL, NULL, NULL"};
     for (int i = 0; i < 2; i++) { /* by worker: a window of 2,000 (each looks up a job) */
         double a = plan_rows_read(VD_SQL_ITEMS_LIST, LIST_TYPES_ITEMS, items[i], "items");
         double d = plan_rows_read(VD_SQL_ITEMS_LIST_DESC, LIST_TYPES_ITEMS, items[i], "items");
@@ -148,8 +149,8 @@ static void test_lists_read_a_window(void **state)
         if (a > cap || d > cap)
             fail_msg("items list %d read %.0f / %.0f rows", i, a, d);
     }
-    const char *jobs[] = {"NULL, NULL, NULL, 0, 100, NULL, 'nobody', NULL",
-                          "NULL, 'failed', NULL, 0, 100, 'no', NULL, NULL"};
+    const char *jobs[] = {"NULL, NULL, NULL, 0, 100, NULL, 'nobody', NULL, NULL",
+                          "NULL, 'failed', NULL, 0, 100, 'no', NULL, NULL, NULL"};
     for (int i = 0; i < 2; i++) {
         double a = plan_rows_read(VD_SQL_JOBS_LIST, LIST_TYPES_JOBS, jobs[i], "jobs");
         double d = plan_rows_read(VD_SQL_JOBS_LIST_DESC, LIST_TYPES_JOBS, jobs[i], "jobs");
@@ -157,7 +158,7 @@ static void test_lists_read_a_window(void **state)
             fail_msg("jobs list %d read %.0f / %.0f rows", i, a, d);
     }
     char args[96];
-    snprintf(args, sizeof(args), "NULL, NULL, NULL, 0, 100, NULL, NULL, %ld",
+    snprintf(args, sizeof(args), "NULL, NULL, NULL, 0, 100, NULL, NULL, %ld, NULL",
              vt_sql_long("SELECT max(item_id) FROM jobs"));
     if (plan_rows_read(VD_SQL_JOBS_OF_ITEM, LIST_TYPES_JOBS, args, "jobs") > 1)
         fail_msg("one item's jobs read more than its one job");
