@@ -42,7 +42,7 @@ final class Verdict_Pipeline_Admin
     /** A few widths for the item list (no stylesheet file to load). */
     public static function styles(): void
     {
-        echo '<style>.verdict-pipeline .column-item{width:30%}.verdict-pipeline .column-log{width:28%}.verdict-pipeline .column-state{width:9em}.verdict-pipeline .column-budgets{width:8em}'
+        echo '<style>.verdict-pipeline .column-item{width:22%}.verdict-pipeline .column-reason{width:24%}.verdict-pipeline .column-log{width:18%}.verdict-pipeline .column-state{width:9em}.verdict-pipeline .column-budgets{width:8em}'
             . '.verdict-pipeline .column-updated{width:10em}.verdict-log ol{margin:.5em 0 0 1.5em}.verdict-log li{margin:0 0 .25em}'
             . '.verdict-log time{color:#646970;font-variant-numeric:tabular-nums}.verdict-confirm{max-width:40em}.verdict-question{margin:.25em 0;padding:.25em .5em;border-left:3px solid #dba617;background:#fcf9e8}'
             . '.verdict-confirm textarea{width:100%}</style>';

@@ -235,13 +235,21 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
         return match ($column_name) {
             'state' => sprintf('<span class="verdict-state verdict-state-%1$s">%1$s</span>', esc_html($item->state)),
             'budgets' => esc_html(sprintf('%d / %d / %d', $item->attempts, $item->failures, $item->defers)),
-            'reason' => esc_html(trim(($item->lastReasonCode ?? '') . ' ' . ($item->lastReason ?? '')))
-                . ($item->state === 'manual_review' && isset($this->questions[$item->id])
-                    ? '<p class="verdict-question"><strong>' . esc_html__('Question:', 'verdict-pipeline') . '</strong> ' . esc_html($this->questions[$item->id]) . '</p>' : ''),
+            'reason' => $this->reason($item),
             'updated' => esc_html(self::when((string) ($item->raw['updated_at'] ?? ''))),
             'log' => $this->log($item),
             default => '',
         };
+    }
+
+    /** The last reason; for a model's open question, its code and the question (the reason repeats it). */
+    private function reason(Item $item): string
+    {
+        if ($item->state !== 'manual_review' || !isset($this->questions[$item->id])) {
+            return esc_html(trim(($item->lastReasonCode ?? '') . ' ' . ($item->lastReason ?? '')));
+        }
+        return esc_html((string) $item->lastReasonCode) . '<p class="verdict-question"><strong>' . esc_html__('Question:', 'verdict-pipeline') . '</strong> '
+            . esc_html($this->questions[$item->id]) . '</p>';
     }
 
     /** The item's transitions (newest first), folded: a <details> needs no script. */
