@@ -88,6 +88,10 @@ typedef struct vd_claim_keys {
     int64_t estimated_tokens;
 } vd_claim_keys;
 
+/* The OTLP links of a claim: job_ids a Postgres array literal ("{1,2}"); *out (malloc'd) the
+ * claim trace and span (48 hex digits) of each job's item's previous job, comma-separated. */
+VD_MUST_USE vd_error vd_store_claim_links(vd_conn *c, const char *job_ids, char **out);
+
 /* vd_store_claim with the claim's limit keys and token estimate (store_ops.h). */
 VD_MUST_USE vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id,
                                           const char *worker_id, const char *worker_version,

@@ -51,7 +51,7 @@ VD_MUST_USE vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **o
 /* The W3C trace id (32 hex digits, copied; NULL clears) of the request that borrowed conn:
  * a claim or a job's finishing statement made on conn records it on the job. Cleared when the
  * connection is released. */
-void vd_conn_set_trace(vd_conn *conn, const char *trace_id);
+void vd_conn_set_trace(vd_conn *conn, const char *trace_id, const char *span_id);
 /* Give a connection back; a broken one is re-opened by the next acquire. */
 void vd_db_release(vd_db *db, vd_conn *conn);
 /* How many connections are borrowed right now. */

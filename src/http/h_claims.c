@@ -3,6 +3,7 @@
  * the server parks the request, waiters.c), and extend a claim's lease with a heartbeat that may
  * carry a progress checkpoint (a JSON object, redacted at any depth, at most 64 KiB). */
 #include "http_internal.h"
+#include "otlp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,31 @@ static vd_error park(vd_ctx *ctx, const claim_req *q)
     return VD_OK;
 }
 
+/* With OTLP export on: the claim's span links to the claims of its items' earlier attempts
+ * (vd_store_claim_links), read by the claimed job ids. A failure only loses the links. */
+static void claim_links(vd_ctx *ctx, vd_conn *c, const char *body)
+{
+    cJSON *root = NULL;
+    const cJSON *cl;
+    char ids[VD_SPAN_LINKS * 24 + 3] = "{";
+    size_t n = 1;
+    int k = 0;
+    if (!ctx->cfg->otlp_endpoint || !*ctx->cfg->otlp_endpoint || !body)
+        return;
+    root = cJSON_Parse(body);
+    cJSON_ArrayForEach(cl, cJSON_GetObjectItemCaseSensitive(root, "claims"))
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(cl, "job_id");
+        if (cJSON_IsNumber(id) && k < VD_SPAN_LINKS)
+            n += (size_t)snprintf(ids + n, sizeof(ids) - n, "%s%.0f", k++ ? "," : "",
+                                  id->valuedouble);
+    }
+    cJSON_Delete(root);
+    snprintf(ids + n, sizeof(ids) - n, "}");
+    if (k > 0 && vd_store_claim_links(c, ids, &ctx->span_links) != VD_OK)
+        ctx->span_links = NULL;
+}
+
 static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
 {
     vd_conn *c = NULL;
@@ -76,6 +102,8 @@ static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
     if (rc)
         return vd_store_fail(ctx, rc, NULL);
     ctx->idempotent_replayed = reply.replayed;
+    if (!reply.replayed)
+        claim_links(ctx, c, reply.body);
     return vd_respond_owned(ctx, reply.body);
 }
 

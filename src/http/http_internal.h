@@ -72,7 +72,8 @@ struct vd_ctx {
     const char *actor; /* the API key's name, or "anonymous" */
     vd_role role;
     char request_id[80];
-    vd_trace trace; /* W3C Trace Context: the request's trace and verdictd's span of it */
+    vd_trace trace;   /* W3C Trace Context: the request's trace and verdictd's span of it */
+    char *span_links; /* the span's OTLP links (vd_store_claim_links), malloc'd, or NULL */
     /* the answer */
     int status;
     char *resp_body; /* malloc'd */

@@ -90,8 +90,13 @@ static void span_json(vd_buf *b, const vd_span *s)
     }
     attr_str(b, &first, "error.type", s->error_type);
     attr_str(b, &first, "verdict.request_id", s->request_id);
+    vd_buf_printf(b, "]");
+    for (int i = 0; i < s->n_links; i++)
+        vd_buf_printf(b, "%s{\"traceId\":\"%.32s\",\"spanId\":\"%.16s\"}%s",
+                      i ? "," : ",\"links\":[", s->links[i], s->links[i] + 32,
+                      i == s->n_links - 1 ? "]" : "");
     /* OTLP status: ERROR for a 5xx; a refusal (4xx) of a server span stays UNSET */
-    vd_buf_printf(b, "],\"status\":{\"code\":%d}}", s->status >= 500 ? 2 : 0);
+    vd_buf_printf(b, ",\"status\":{\"code\":%d}}", s->status >= 500 ? 2 : 0);
 }
 
 char *vd_otlp_json(const vd_span *spans, int n)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define VD_OTLP_QUEUE 4096 /* spans waiting to be sent, at most */
+#define VD_SPAN_LINKS 8    /* links of one span, at most */
 
 typedef struct vd_span {
     char trace_id[33], span_id[17], parent_span_id[17]; /* parent "" when none */
@@ -19,7 +20,9 @@ typedef struct vd_span {
     char error_type[48]; /* error.type: the error code of a refusal, or "" */
     char request_id[80];
     int status;
-    uint64_t start_ns, end_ns; /* Unix epoch nanoseconds */
+    uint64_t start_ns, end_ns;     /* Unix epoch nanoseconds */
+    int n_links;                   /* links: a claim's to its items' earlier claims */
+    char links[VD_SPAN_LINKS][49]; /* trace id (32 hex digits) then span id (16) */
 } vd_span;
 
 typedef struct vd_otlp vd_otlp;

@@ -87,7 +87,7 @@ vd_error vd_ctx_db(vd_ctx *ctx, vd_conn **out)
         rc = vd_db_acquire_until(ctx->db, ctx->deadline, &ctx->dbc);
         if (rc)
             return vd_store_fail(ctx, rc, NULL);
-        vd_conn_set_trace(ctx->dbc, ctx->trace.trace_id);
+        vd_conn_set_trace(ctx->dbc, ctx->trace.trace_id, ctx->trace.span_id);
     }
     *out = ctx->dbc;
     return VD_OK;

@@ -67,6 +67,7 @@ static void req_free(vd_req *r)
         return;
     cJSON_Delete(r->ctx.json);
     free(r->ctx.resp_body);
+    free(r->ctx.span_links);
     vd_buf_cleanup(&r->body);
     free(r);
 }
@@ -427,6 +428,9 @@ static void export_span(vd_otlp *x, const vd_ctx *ctx, double secs)
     snprintf(s.op, sizeof(s.op), "%s", vd_otlp_operation(ctx->route ? ctx->route->name : NULL));
     snprintf(s.error_type, sizeof(s.error_type), "%s", ctx->err ? vd_error_code(ctx->err) : "");
     snprintf(s.request_id, sizeof(s.request_id), "%s", ctx->request_id);
+    for (const char *l = ctx->span_links; l && strlen(l) >= 48 && s.n_links < VD_SPAN_LINKS;
+         l = l[48] == ',' ? l + 49 : l + 48)
+        snprintf(s.links[s.n_links++], sizeof(s.links[0]), "%.48s", l);
     vd_otlp_record(x, &s);
 }
 

@@ -539,9 +539,10 @@ vd_error vd_db_acquire_until(vd_db *db, double deadline, vd_conn **out)
     return acquire(db, deadline, true, out);
 }
 
-void vd_conn_set_trace(vd_conn *c, const char *trace_id)
+void vd_conn_set_trace(vd_conn *c, const char *trace_id, const char *span_id)
 {
     snprintf(c->trace_id, sizeof(c->trace_id), "%s", trace_id ? trace_id : "");
+    snprintf(c->span_id, sizeof(c->span_id), "%s", trace_id && span_id ? span_id : "");
 }
 
 void vd_db_release(vd_db *db, vd_conn *c)
@@ -549,6 +550,7 @@ void vd_db_release(vd_db *db, vd_conn *c)
     if (!c)
         return;
     c->trace_id[0] = '\0';
+    c->span_id[0] = '\0';
     if (c->in_tx)
         vd_sql_rollback(c); /* a handler that bailed out mid-transaction writes nothing */
     pthread_mutex_lock(&db->mu);

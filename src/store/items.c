@@ -236,10 +236,11 @@ vd_error vd_store_items_select(vd_conn *c, const vd_bulk_select *sel, char **ids
 typedef struct claim_args {
     const char *p[8]; /* [6] the claim's limit keys (JSON), [7] estimated tokens: or NULL */
     const char
-        *trace;      /* the request's trace id (vd_conn_set_trace), or NULL: the plain claim's $7 */
-    bool generic;    /* inside a begun transaction without a key (claim_next) */
-    bool hold_empty; /* a claim that got nothing keeps nothing (a long-poll that may wait) */
-    bool empty;      /* ... and it got nothing */
+        *trace; /* the request's trace id (vd_conn_set_trace), or NULL: the plain claim's $7 */
+    const char *span; /* ... and its span id, or NULL: $8 */
+    bool generic;     /* inside a begun transaction without a key (claim_next) */
+    bool hold_empty;  /* a claim that got nothing keeps nothing (a long-poll that may wait) */
+    bool empty;       /* ... and it got nothing */
 } claim_args;
 
 static vd_error claim_once(vd_conn *c, claim_args *a, char **body);
@@ -279,17 +280,17 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
 
 static vd_error claim_plain(vd_conn *c, claim_args *a, char **body)
 {
-    const char *p[7] = {a->p[0], a->p[1], a->p[2], a->p[3], a->p[4], a->p[5], a->trace};
+    const char *p[8] = {a->p[0], a->p[1], a->p[2], a->p[3], a->p[4], a->p[5], a->trace, a->span};
     PGresult *res = NULL;
     if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
-        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 7, p, body);
+        return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 8, p, body);
     }
     if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
-        return vd_sql_first_text(c, VD_SQL_CLAIM, 7, p, body);
+        return vd_sql_first_text(c, VD_SQL_CLAIM, 8, p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
-    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 7, p, &res);
+    vd_error rc = vd_sql_exec_generic(c, VD_SQL_CLAIM, 8, p, &res);
     return vd_sql_result_text(rc, res, body);
 }
 
@@ -312,12 +313,19 @@ vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id, const char *
     claim_args a = {{flow_step_id, worker_id, l.s, s.s, actor, worker_version, keys->keys_json,
                      keys->estimated_tokens >= 0 ? e.s : NULL},
                     c->trace_id[0] ? c->trace_id : NULL,
+                    c->trace_id[0] && c->span_id[0] ? c->span_id : NULL,
                     c->in_tx && !(idem && idem->key),
                     hold_empty,
                     false};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */
     vd_error rc = run_idempotent(c, idem, false, claim_op, &a, out);
     return rc == VD_ERR_NOT_FOUND && a.empty ? VD_OK : rc; /* held empty: body NULL */
+}
+
+vd_error vd_store_claim_links(vd_conn *c, const char *job_ids, char **out)
+{
+    const char *p[] = {job_ids};
+    return vd_sql_first_text(c, VD_SQL_CLAIM_LINKS, 1, p, out);
 }
 
 vd_error vd_store_heartbeat(vd_conn *c, int64_t job_id, const char *token, int64_t lease_seconds,

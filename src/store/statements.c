@@ -285,9 +285,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id)"
+         "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
+         "                    claim_span_id)"
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second', $6, $4::integer, $7 FROM cand c"
+         "         now() + $4 * interval '1 second', $6, $4::integer, $7, $8 FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -1210,4 +1211,14 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "     'waiting_since', verdict_ts(x.updated_at))"
          "     ORDER BY x.asked_at NULLS LAST, x.id), '[]'::json)"
          "   FROM (SELECT * FROM w ORDER BY asked_at NULLS LAST, id LIMIT $2) x))::text"},
+
+    /* OTLP span links of a claim (docs/decisions/0064-retry-span-links.md): for each job of
+     * $1 (the claim's job ids), the claim trace and span of its item's most recent earlier
+     * job, as 48 hex digits (trace then span), comma-separated; "" when none has one. */
+    [VD_SQL_CLAIM_LINKS] =
+        {"claim_links",
+         "SELECT coalesce(string_agg(p.claim_trace_id || p.claim_span_id, ',' ORDER BY j.id), '')"
+         " FROM jobs j CROSS JOIN LATERAL (SELECT e.claim_trace_id, e.claim_span_id FROM jobs e"
+         "   WHERE e.item_id = j.item_id AND e.id < j.id ORDER BY e.id DESC LIMIT 1) p"
+         " WHERE j.id = ANY ($1::bigint[]) AND p.claim_span_id IS NOT NULL"},
 };

@@ -43,6 +43,7 @@ struct vd_conn {
     char *announce;
     size_t announce_len, announce_cap;
     char trace_id[33]; /* the borrowing request's trace id (vd_conn_set_trace), "" none */
+    char span_id[17];  /* ... and verdictd's span of it, "" none */
 };
 
 /* Start a non-blocking connection to url (a libpq connection string or URI, which may

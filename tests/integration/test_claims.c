@@ -507,8 +507,8 @@ static void test_claims_generic_plans_use_indexes(void **state)
                 " FROM items WHERE flow_step_id = 'plan';"
                 " UPDATE jobs SET answer_response = '{}' WHERE flow_step_id = 'plan';"
                 " ANALYZE items, item_sources, jobs, transitions"));
-    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text, text, text",
-                                "'plan', 'w', 1, 300, 'a', '1.0.0', NULL", VD_SQL_CLAIM);
+    assert_generic_plan_indexed("claim_plan", "text, text, bigint, bigint, text, text, text, text",
+                                "'plan', 'w', 1, 300, 'a', '1.0.0', NULL, NULL", VD_SQL_CLAIM);
     assert_generic_plan_indexed("lock_plan", "bigint, text, text", "1, NULL, NULL",
                                 VD_SQL_JOB_LOCK);
     assert_generic_plan_indexed(

@@ -61,7 +61,8 @@ async function referenceSpan() {
   const attributes = { 'http.request.method': 'POST', 'http.route': '/v1/claims', 'http.response.status_code': 200 };
   const parent = api.trace.setSpanContext(api.context.active(), { traceId: randomBytes(16).toString('hex'),
     spanId: randomBytes(8).toString('hex'), traceFlags: 1, isRemote: true });
-  tracer.startSpan('receive claims', { kind: 1, attributes }, parent).end();
+  const links = [{ context: { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), traceFlags: 1 } }];
+  tracer.startSpan('receive claims', { kind: 1, attributes, links }, parent).end();
   tracer.startSpan('stats', { kind: 1, attributes }).end();
   await provider.forceFlush();
   return JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest(exporter.getFinishedSpans())));
@@ -171,6 +172,22 @@ try {
   check(mine.every((s) => BigInt(s.startTimeUnixNano) <= BigInt(s.endTimeUnixNano) && BigInt(s.endTimeUnixNano) > 1700000000000000000n), 'start and end are Unix nanoseconds in order');
   check(done.traceparent && done.traceparent.includes(`-${settles.find((s) => s !== refusal).spanId}-`), 'the answer\'s traceparent names the exported span');
   check(attr(send, 'http.route') === '/v1/items' && attr(send, 'messaging.system') === 'verdict', 'http.route and messaging.system');
+  check(!recv.links || recv.links.length === 0, 'the first claim of an item has no links');
+
+  // a retry: the item's second claim (another trace) links to its first claim's span
+  const T2 = randomBytes(16).toString('hex');
+  const T3 = randomBytes(16).toString('hex');
+  await call('POST', '/v1/items', { items: [{ flow_step_id: 'otlp-retry', source_type: 't', item_identifier: 'b' }] });
+  const first = await call('POST', '/v1/claims', { flow_step_id: 'otlp-retry', worker_id: 'w' }, `00-${T2}-${P}-01`);
+  const c1 = first.json.claims[0];
+  const rel = await call('POST', `/v1/jobs/${c1.job_id}/release`, { claim_token: c1.claim_token });
+  const second = await call('POST', '/v1/claims', { flow_step_id: 'otlp-retry', worker_id: 'w' }, `00-${T3}-${P}-01`);
+  check(rel.status === 200 && second.status === 200 && second.json.claims[0].item.id === c1.item.id, 'the released item is claimed again');
+  const S2 = first.traceparent.split('-')[2];
+  for (let i = 0; i < 100 && !spansOf().some((s) => s.traceId === T3); i++) await sleep(50);
+  const retry = spansOf().find((s) => s.traceId === T3 && s.name === 'receive claims');
+  check(retry && JSON.stringify(retry.links) === JSON.stringify([{ traceId: T2, spanId: S2 }]),
+    `the retry's claim span links to the first claim's trace and span (${JSON.stringify(retry && retry.links)})`);
   const untraced = spansOf().find((s) => s.name === 'stats');
   check(untraced && !untraced.parentSpanId && untraced.traceId !== T, 'a request without traceparent gets a span of its own trace');
   const problems = [];

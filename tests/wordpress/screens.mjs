@@ -9,7 +9,9 @@
 //            the outbox, Site Health warns
 //   main     Send now; every state view and its count; search; the log column; a bulk requeue
 //            with its confirmation; resolve and release row actions; Settings (reprocess on
-//            update turned on); Posts -> Reprocess in verdict; Site Health -> Info
+//            update turned on); Posts -> Reprocess in verdict; Site Health -> Info; a model's
+//            question (request_review over HTTP) answered "retry" in Tools -> verdict, and the
+//            next claim carrying the answer
 // Environment: E2E_WP_URL, E2E_PASS, E2E_VERDICT_URL, E2E_KEY, E2E_FLOW, E2E_SHOTS,
 // E2E_CHROME_PROFILE, E2E_ZIP. Exits 1 on failure.
 /* global document, window -- the page.evaluate and waitForFunction callbacks run in the page */
@@ -219,6 +221,53 @@ async function phaseMain(page) {
   check(/Base URL/.test(info) && /Key role\s+admin/.test(info) && /Flow step/.test(info) && /Outbox\s+empty/.test(info) && /Last cron run/.test(info),
     'Site Health -> Info has the verdict section');
   await shot(page, 'site-health-info');
+
+  await reviewLoop(page);
+}
+
+// a model parks an item with a question (request_review over verdict's HTTP API); the editor
+// sees it in Tools -> verdict (the Questions view, the question in the row), answers "retry"
+// through the Answer row action and its confirmation form; the next claim carries the answer
+async function reviewLoop(page) {
+  const QUESTION = 'May I quote the 2019 figures from the source?';
+  const ANSWER = 'Yes: quote them and name the source.';
+  const ident = `review-e2e-${Date.now()}`;
+  const reg = await api('POST', '/v1/items', { items: [{ flow_step_id: env('E2E_FLOW'), source_type: 'wp_post', item_identifier: ident }] });
+  const id = reg.items[0].id;
+  const claimAll = async () => (await api('POST', '/v1/claims', { flow_step_id: env('E2E_FLOW'), worker_id: 'e2e@review', limit: 100 })).claims;
+  const releaseOthers = async (claims) => {
+    for (const c of claims.filter((x) => x.item.id !== id)) await api('POST', `/v1/jobs/${c.job_id}/release`, { claim_token: c.claim_token });
+  };
+  let claims = await claimAll();
+  const mine = claims.find((c) => c.item.id === id);
+  await releaseOthers(claims);
+  check(!!mine, `claimed the new item #${id}`);
+  const parked = await api('POST', `/v1/jobs/${mine.job_id}/disposition`, { claim_token: mine.claim_token, disposition: 'request_review', question: QUESTION });
+  check(parked.item.state === 'manual_review', `request_review parked #${id} (${parked.item.state})`);
+
+  await go(page, tools('&item_state=manual_review'));
+  check(Number((await text(page, 'ul.subsubsub a[data-state="questions"] .count')).replace(/[()]/g, '')) === 1, 'the Questions view counts 1');
+  const row = page.locator('table.wp-list-table tbody tr', { hasText: ident });
+  check((await row.locator('.verdict-question').innerText()).includes(QUESTION), 'the row shows the model\'s question');
+  await shot(page, 'question-row');
+  await row.hover();
+  await Promise.all([page.waitForNavigation(), row.locator('a.verdict-answer').click()]);
+  check((await text(page, '.verdict-confirm .verdict-question')).includes(QUESTION), 'the answer form shows the question');
+  check(await page.locator('#verdict-decision option').count() === 3, 'the answer form offers retry, processed, rejected');
+  await page.locator('#verdict-decision').selectOption('retry');
+  await page.locator('#verdict-answer').fill(ANSWER);
+  await shot(page, 'answer-form');
+  await Promise.all([page.waitForNavigation(), page.locator('#verdict-confirm').click()]);
+  check(new RegExp(`#${id} available`).test(await notice(page)), `answered #${id}: it is available (${await notice(page)})`);
+  check(await page.locator('ul.subsubsub a[data-state="questions"]').count() === 0, 'no Questions view once answered');
+  await shot(page, 'answered');
+
+  claims = await claimAll();
+  const next = claims.find((c) => c.item.id === id);
+  await releaseOthers(claims);
+  check(next && next.review && next.review.question === QUESTION && next.review.answer === ANSWER,
+    `the next claim of #${id} carries the review (${JSON.stringify(next && next.review)})`);
+  if (next) await api('POST', `/v1/jobs/${next.job_id}/release`, { claim_token: next.claim_token });
 }
 
 const browser = await chromium.launchPersistentContext(env('E2E_CHROME_PROFILE'), {

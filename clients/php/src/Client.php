@@ -478,6 +478,30 @@ final class Client
         return Item::fromArray($this->call('POST', "/v1/items/$itemId/resolve", $body)['item']);
     }
 
+    /**
+     * GET /v1/reviews: items waiting for a person (manual_review), oldest question first, each
+     * with the question of its model's request_review (null when it was parked another way),
+     * and per flow step how many wait and how many ask a question.
+     *
+     * @return array{flow_steps: list<array<string, mixed>>, reviews: list<array<string, mixed>>}
+     */
+    public function reviews(?string $flowStepId = null, ?int $limit = null): array
+    {
+        return $this->call('GET', '/v1/reviews', query: ['flow_step_id' => $flowStepId, 'limit' => $limit]);
+    }
+
+    /**
+     * POST /v1/items/{id}/review (admin): answer a model's question. $decision retry (the
+     * item is available now and its next claim carries review: {question, answer, by, at};
+     * $answer required), processed or rejected. A ConflictException (invalid_transition) when
+     * the item is not in manual_review.
+     */
+    public function answerReview(int $itemId, string $decision, ?string $answer = null): Item
+    {
+        $body = ['decision' => $decision] + ($answer !== null && $answer !== '' ? ['answer' => $answer] : []);
+        return Item::fromArray($this->call('POST', "/v1/items/$itemId/review", $body)['item']);
+    }
+
     // --- plumbing ------------------------------------------------------------------------
 
     /** A random (version 4) UUID, e.g. for an Idempotency-Key. */

@@ -265,6 +265,47 @@ final class ClientTest extends TestCase
         $c->deferItem($cl, 'low_confidence', null, true);
         self::assertSame('rejected', $c->resolve($id, 'rejected', 'junk source')->state);
     }
+    /** A model's request_review, the editor's answer, and the next claim carrying it. */
+    public function testReviewQueueAndAnswer(): void
+    {
+        $c = $this->client('admin');
+        $flow = $this->flow('review');
+        [$id, $other] = $this->seed($c, $flow, 2);
+        $claims = $c->claim($flow, 'php-test@rev', 2);
+        $byId = [];
+        foreach ($claims as $cl) {
+            $byId[$cl->item->id] = $cl;
+        }
+        self::assertSame('manual_review', $c->disposition($byId[$id], 'request_review', ['question' => 'May I cite the 2019 figures?'])->item->state);
+        $c->deferItem($byId[$other], 'low_confidence', null, true);
+        $q = $c->reviews($flow);
+        self::assertSame([['flow_step_id' => $flow, 'waiting' => 2, 'questions' => 1]], array_map(
+            static fn (array $f): array => array_intersect_key($f, ['flow_step_id' => 1, 'waiting' => 1, 'questions' => 1]),
+            $q['flow_steps']
+        ));
+        $asked = array_values(array_filter($q['reviews'], static fn (array $r): bool => $r['item_id'] === $id));
+        self::assertSame('May I cite the 2019 figures?', $asked[0]['question']);
+        try {
+            $c->answerReview($id, 'retry');
+            self::fail('a retry without an answer was accepted');
+        } catch (\Verdict\Exception\VerdictException $e) {
+            self::assertSame(400, $e->httpStatus);
+        }
+        self::assertSame('available', $c->answerReview($id, 'retry', 'Yes, cite them.')->state);
+        self::assertSame('rejected', $c->answerReview($other, 'rejected')->state);
+        try {
+            $c->answerReview($id, 'processed');
+            self::fail('an available item was answered');
+        } catch (\Verdict\Exception\ConflictException $e) {
+            self::assertSame(409, $e->httpStatus);
+        }
+        [$next] = $c->claim($flow, 'php-test@rev');
+        self::assertSame($id, $next->item->id);
+        self::assertSame('May I cite the 2019 figures?', $next->review['question'] ?? null);
+        self::assertSame('Yes, cite them.', $next->review['answer'] ?? null);
+        self::assertSame([], $c->reviews($flow)['reviews']);
+    }
+
     public function testFlowControl(): void
     {
         $admin = $this->client('admin');

@@ -7,11 +7,12 @@ namespace Verdict\Model;
 /**
  * One claimed item: the job, the token that fences every write on it, and the item. With
  * previousCheckpoint: the last checkpoint an earlier attempt at the item sent with a heartbeat
- * (null when none did), e.g. the id of the post it already created.
+ * (null when none did), e.g. the id of the post it already created. With review: an editor's
+ * answer to the item's request_review ({question, answer, by, at}) for this attempt to act on.
  */
 final class Claim
 {
-    /** @param array<string, mixed>|null $previousCheckpoint */
+    /** @param array<string, mixed>|null $previousCheckpoint @param array<string, mixed>|null $review */
     public function __construct(
         public readonly int $jobId,
         public readonly string $claimToken,
@@ -19,6 +20,7 @@ final class Claim
         public readonly string $leaseExpiresAt,
         public readonly Item $item,
         public readonly ?array $previousCheckpoint = null,
+        public readonly ?array $review = null,
     ) {
     }
 
@@ -31,7 +33,8 @@ final class Claim
             (int) $a['attempt'],
             (string) $a['lease_expires_at'],
             Item::fromArray($a['item']),
-            \is_array($a['previous_checkpoint'] ?? null) ? $a['previous_checkpoint'] : null
+            \is_array($a['previous_checkpoint'] ?? null) ? $a['previous_checkpoint'] : null,
+            \is_array($a['review'] ?? null) ? $a['review'] : null
         );
     }
 }

@@ -5,7 +5,9 @@
  * sizes, source type, reprocess on update) and Tools -> verdict (the outbox, the flow step's
  * summary and last cron run, and the item list: Verdict_Pipeline_List_Table). Every action
  * (requeue, resolve, release, one item or in bulk; send the outbox now; reprocess a post) goes
- * through a confirmation screen or a nonce-checked link, and checks manage_options.
+ * through a confirmation screen or a nonce-checked link, and checks manage_options. An item a
+ * model parked with a question (request_review) shows the question and an Answer action: the
+ * editor's decision (retry with an answer, processed, rejected) goes to POST /v1/items/{id}/review.
  */
 
 declare(strict_types=1);
@@ -19,7 +21,9 @@ final class Verdict_Pipeline_Admin
     public const CONFIRM_NONCE = 'verdict_pipeline_confirm';
     private const CAPS_TRANSIENT = 'verdict_pipeline_caps';
     /** What each action does, for the confirmation screen and the notices. */
-    private const OPS = ['requeue', 'release', 'resolve_processed', 'resolve_rejected'];
+    private const OPS = ['requeue', 'release', 'resolve_processed', 'resolve_rejected', 'answer'];
+    /** An editor's decisions on a model's question. */
+    private const DECISIONS = ['retry', 'processed', 'rejected'];
 
     public static function boot(): void
     {
@@ -38,9 +42,10 @@ final class Verdict_Pipeline_Admin
     /** A few widths for the item list (no stylesheet file to load). */
     public static function styles(): void
     {
-        echo '<style>.verdict-pipeline .column-item{width:30%}.verdict-pipeline .column-log{width:28%}.verdict-pipeline .column-state{width:9em}.verdict-pipeline .column-budgets{width:8em}'
+        echo '<style>.verdict-pipeline .column-item{width:22%}.verdict-pipeline .column-reason{width:24%}.verdict-pipeline .column-log{width:18%}.verdict-pipeline .column-state{width:9em}.verdict-pipeline .column-budgets{width:8em}'
             . '.verdict-pipeline .column-updated{width:10em}.verdict-log ol{margin:.5em 0 0 1.5em}.verdict-log li{margin:0 0 .25em}'
-            . '.verdict-log time{color:#646970;font-variant-numeric:tabular-nums}.verdict-confirm{max-width:40em}</style>';
+            . '.verdict-log time{color:#646970;font-variant-numeric:tabular-nums}.verdict-confirm{max-width:40em}.verdict-question{margin:.25em 0;padding:.25em .5em;border-left:3px solid #dba617;background:#fcf9e8}'
+            . '.verdict-confirm textarea{width:100%}</style>';
     }
 
     /** A link into verdict's operator console (VERDICT_CONSOLE_URL when it is not at the base URL). */
@@ -212,7 +217,7 @@ final class Verdict_Pipeline_Admin
         foreach ($fs?->items ?? [] as $state => $n) {
             $counts[$state] = (int) $n;
         }
-        $table = new Verdict_Pipeline_List_Table($client, $flow, $counts, $caps);
+        $table = new Verdict_Pipeline_List_Table($client, $flow, $counts, $caps, self::questions($client, $flow));
         $table->prepare_items();
         $table->views();
         echo '<form method="get" class="verdict-items">';
@@ -223,6 +228,24 @@ final class Verdict_Pipeline_Admin
         $table->search_box(__('Search identifier', 'verdict-pipeline'), 'verdict-item');
         $table->display();
         echo '</form></div>';
+    }
+
+    /**
+     * The models' open questions of the flow step (GET /v1/reviews; none from a verdict without
+     * it): item id => question, oldest first.
+     *
+     * @return array<int, string>
+     */
+    public static function questions(WpClient $client, string $flow): array
+    {
+        $q = $client->reviews($flow, 100);
+        $out = [];
+        foreach (is_wp_error($q) ? [] : $q['reviews'] as $r) {
+            if (is_string($r['question'] ?? null)) {
+                $out[(int) $r['item_id']] = $r['question'];
+            }
+        }
+        return $out;
     }
 
     /**
@@ -251,7 +274,8 @@ final class Verdict_Pipeline_Admin
     private static function renderConfirm(string $op, array $ids, array $caps): void
     {
         $labels = ['requeue' => __('Requeue', 'verdict-pipeline'), 'release' => __('Release the claim of', 'verdict-pipeline'),
-            'resolve_processed' => __('Resolve as processed', 'verdict-pipeline'), 'resolve_rejected' => __('Resolve as rejected', 'verdict-pipeline')];
+            'resolve_processed' => __('Resolve as processed', 'verdict-pipeline'), 'resolve_rejected' => __('Resolve as rejected', 'verdict-pipeline'),
+            'answer' => __('Answer the question of', 'verdict-pipeline')];
         echo '<div class="card verdict-confirm"><h2>' . esc_html(sprintf(_n('%1$s %2$d item?', '%1$s %2$d items?', count($ids), 'verdict-pipeline'), $labels[$op], count($ids))) . '</h2>';
         echo '<p>' . esc_html(sprintf(__('Items: %s', 'verdict-pipeline'), implode(', ', array_map(static fn (int $i): string => '#' . $i, $ids)))) . '</p>';
         if ($caps['role'] !== 'admin') {
@@ -262,6 +286,11 @@ final class Verdict_Pipeline_Admin
         echo '<input type="hidden" name="action" value="verdict_pipeline_action"><input type="hidden" name="op" value="' . esc_attr($op) . '">';
         foreach ($ids as $id) {
             echo '<input type="hidden" name="item_ids[]" value="' . esc_attr((string) $id) . '">';
+        }
+        if ($op === 'answer') {
+            self::renderAnswerFields($ids);
+            echo '</form></div>';
+            return;
         }
         $resolve = str_starts_with($op, 'resolve');
         printf(
@@ -275,6 +304,28 @@ final class Verdict_Pipeline_Admin
         submit_button(__('Confirm', 'verdict-pipeline'), 'primary', 'submit', false, ['id' => 'verdict-confirm']);
         printf(' <a class="button" href="%s">%s</a>', esc_url(admin_url('tools.php?page=' . self::PAGE)), esc_html__('Cancel', 'verdict-pipeline'));
         echo '</form></div>';
+    }
+
+    /** The answer form's fields: each item's question, the decision, the answer. @param list<int> $ids */
+    private static function renderAnswerFields(array $ids): void
+    {
+        $client = Verdict_Pipeline::client();
+        $questions = is_wp_error($client) ? [] : self::questions($client, (string) Verdict_Pipeline::setting('flow_step_id'));
+        foreach ($ids as $id) {
+            $q = $questions[$id] ?? __('(no open question: verdict will refuse an item that is not in manual_review)', 'verdict-pipeline');
+            echo '<p class="verdict-question"><strong>' . esc_html(sprintf(__('#%d asks:', 'verdict-pipeline'), $id)) . '</strong> ' . esc_html($q) . '</p>';
+        }
+        $labels = ['retry' => __('Retry: the model tries again with the answer', 'verdict-pipeline'), 'processed' => __('Processed: close the item as done', 'verdict-pipeline'),
+            'rejected' => __('Rejected: close the item as rejected', 'verdict-pipeline')];
+        echo '<p><label for="verdict-decision">' . esc_html__('Decision', 'verdict-pipeline') . '</label><br><select id="verdict-decision" name="decision">';
+        foreach ($labels as $value => $label) {
+            echo '<option value="' . esc_attr($value) . '">' . esc_html($label) . '</option>';
+        }
+        echo '</select></p>';
+        echo '<p><label for="verdict-answer">' . esc_html__('Answer (required for retry; the model reads it on its next attempt, and verdict keeps it, redacted, in the audit trail)', 'verdict-pipeline')
+            . '</label><br><textarea id="verdict-answer" name="answer" rows="4" maxlength="4000"></textarea></p>';
+        submit_button(__('Send the answer', 'verdict-pipeline'), 'primary', 'submit', false, ['id' => 'verdict-confirm']);
+        printf(' <a class="button" href="%s">%s</a>', esc_url(admin_url('tools.php?page=' . self::PAGE)), esc_html__('Cancel', 'verdict-pipeline'));
     }
 
     private static function renderOutbox(): void
@@ -359,6 +410,8 @@ final class Verdict_Pipeline_Admin
         $ids = array_values(array_filter(array_map('intval', (array) ($_POST['item_ids'] ?? [])), static fn (int $i): bool => $i > 0));
         $user = wp_get_current_user()->user_login;
         $reason = sanitize_text_field(wp_unslash((string) ($_POST['reason'] ?? '')));
+        $decision = sanitize_key((string) ($_POST['decision'] ?? ''));
+        $answer = trim(sanitize_textarea_field(wp_unslash((string) ($_POST['answer'] ?? ''))));
         $client = Verdict_Pipeline::client();
         $done = [];
         $errors = [];
@@ -367,6 +420,9 @@ final class Verdict_Pipeline_Admin
             $result = match (true) {
                 is_wp_error($client) => $client,
                 str_starts_with($op, 'resolve') && $reason === '' => new WP_Error('verdict_missing_reason', __('A resolve needs a reason.', 'verdict-pipeline')),
+                $op === 'answer' && !in_array($decision, self::DECISIONS, true) => new WP_Error('verdict_bad_decision', __('Choose retry, processed or rejected.', 'verdict-pipeline')),
+                $op === 'answer' && $decision === 'retry' && $answer === '' => new WP_Error('verdict_missing_answer', __('A retry needs an answer.', 'verdict-pipeline')),
+                $op === 'answer' => $client->answerReview($id, $decision, $answer !== '' ? $answer : null),
                 $op === 'requeue' => $client->requeue($id, $why, !empty($_POST['reset_budgets'])),
                 $op === 'release' => $client->releaseItem($id, $why),
                 default => $client->resolve($id, substr($op, 8), $why),

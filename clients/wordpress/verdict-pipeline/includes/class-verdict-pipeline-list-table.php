@@ -5,7 +5,8 @@
  * WP_List_Table of the flow step's items with a view per state (and its count), a search by
  * identifier, paging (verdict's keyset: "next page" carries the cursor), the transitions as an
  * expandable log column, row actions (requeue, resolve, release a claim) and bulk actions,
- * each leading to a confirmation screen. Links open the item in verdict's console.
+ * each leading to a confirmation screen. Links open the item in verdict's console. An item a
+ * model parked with a question shows it, with an Answer row action; the Questions view counts them.
  */
 
 declare(strict_types=1);
@@ -30,8 +31,11 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
     private ?int $nextAfter = null;
     private ?string $error = null;
 
-    /** @param array<string, int> $counts @param array{resolve: bool, role: string} $caps */
-    public function __construct(private readonly WpClient $verdict, private readonly string $flow, array $counts, private readonly array $caps)
+    /**
+     * @param array<string, int> $counts @param array{resolve: bool, role: string} $caps
+     * @param array<int, string> $questions item id => its model's open question
+     */
+    public function __construct(private readonly WpClient $verdict, private readonly string $flow, array $counts, private readonly array $caps, private readonly array $questions = [])
     {
         $this->counts = $counts;
         parent::__construct(['singular' => 'item', 'plural' => 'items', 'ajax' => false, 'screen' => 'tools_page_verdict-pipeline']);
@@ -89,6 +93,14 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
                 $current === $state ? ' class="current" aria-current="page"' : '',
                 esc_html($state),
                 (int) ($this->counts[$state] ?? 0)
+            );
+        }
+        if ($this->questions) {
+            $views['questions'] = sprintf(
+                '<a href="%s" data-state="questions">%s <span class="count">(%d)</span></a>',
+                esc_url(add_query_arg('item_state', 'manual_review', $base)),
+                esc_html__('Questions', 'verdict-pipeline'),
+                count($this->questions)
             );
         }
         return $views;
@@ -192,6 +204,9 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
             } else {
                 $actions['requeue'] = $this->actionLink('requeue', $item->id, __('Requeue', 'verdict-pipeline'));
             }
+            if ($item->state === 'manual_review' && isset($this->questions[$item->id])) {
+                $actions['answer'] = $this->actionLink('answer', $item->id, __('Answer', 'verdict-pipeline'));
+            }
             if ($this->caps['resolve'] && in_array($item->state, ['manual_review', 'failed'], true)) {
                 $actions['resolve_processed'] = $this->actionLink('resolve_processed', $item->id, __('Resolve as processed', 'verdict-pipeline'));
                 $actions['resolve_rejected'] = $this->actionLink('resolve_rejected', $item->id, __('Resolve as rejected', 'verdict-pipeline'));
@@ -220,11 +235,21 @@ final class Verdict_Pipeline_List_Table extends WP_List_Table
         return match ($column_name) {
             'state' => sprintf('<span class="verdict-state verdict-state-%1$s">%1$s</span>', esc_html($item->state)),
             'budgets' => esc_html(sprintf('%d / %d / %d', $item->attempts, $item->failures, $item->defers)),
-            'reason' => esc_html(trim(($item->lastReasonCode ?? '') . ' ' . ($item->lastReason ?? ''))),
+            'reason' => $this->reason($item),
             'updated' => esc_html(self::when((string) ($item->raw['updated_at'] ?? ''))),
             'log' => $this->log($item),
             default => '',
         };
+    }
+
+    /** The last reason; for a model's open question, its code and the question (the reason repeats it). */
+    private function reason(Item $item): string
+    {
+        if ($item->state !== 'manual_review' || !isset($this->questions[$item->id])) {
+            return esc_html(trim(($item->lastReasonCode ?? '') . ' ' . ($item->lastReason ?? '')));
+        }
+        return esc_html((string) $item->lastReasonCode) . '<p class="verdict-question"><strong>' . esc_html__('Question:', 'verdict-pipeline') . '</strong> '
+            . esc_html($this->questions[$item->id]) . '</p>';
     }
 
     /** The item's transitions (newest first), folded: a <details> needs no script. */
