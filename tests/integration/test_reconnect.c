@@ -150,7 +150,7 @@ static void test_reconnect_idle_connection_replaced(void **state)
                               " WHERE application_name = 'verdictd'"
                               " AND datname = current_database()");
     assert_true(killed > 0);
-    for (int i = 0; i < 100 && vt_sql_long("SELECT count(*) FROM pg_stat_activity"
+    for (int i = 0; i < 500 && vt_sql_long("SELECT count(*) FROM pg_stat_activity"
                                            " WHERE application_name = 'verdictd'"
                                            " AND datname = current_database()") > 0;
          i++)
