@@ -1,7 +1,7 @@
 -- verdict_claim_limited: the current definition. Edit it here to change the function: verdictd
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
--- from-migrations: 2622c8c4dd881ac7f079ca278deb6197
-CREATE OR REPLACE FUNCTION public.verdict_claim_limited(p_fs text, p_worker text, p_limit integer, p_lease integer, p_actor text, p_version text, p_keys text[], p_est bigint)
+-- from-migrations: 480e8c37e60b9476a71668f238e296c1
+CREATE OR REPLACE FUNCTION public.verdict_claim_limited(p_fs text, p_worker text, p_limit integer, p_lease integer, p_actor text, p_version text, p_keys text[], p_est bigint, p_trace text, p_span text)
  RETURNS text
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -47,6 +47,6 @@ BEGIN
         PERFORM verdict_limits_mark_waiting(p_keys);
     END IF;
     RETURN verdict_claim_take(p_fs, p_worker, p_lease, p_actor, p_version, p_keys, p_est, took,
-                              tc);
+                              tc, p_trace, p_span);
 END $function$
 ;

@@ -1,7 +1,7 @@
 -- verdict_claim_take: the current definition. Edit it here to change the function: verdictd
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
--- from-migrations: 340f4f5edebf9a23edfd006c9d50cf35
-CREATE OR REPLACE FUNCTION public.verdict_claim_take(p_fs text, p_worker text, p_lease integer, p_actor text, p_version text, p_keys text[], p_est bigint, p_took bigint[], p_cells jsonb)
+-- from-migrations: bf0d57de0405f9a9cea1af4f0a697ee7
+CREATE OR REPLACE FUNCTION public.verdict_claim_take(p_fs text, p_worker text, p_lease integer, p_actor text, p_version text, p_keys text[], p_est bigint, p_took bigint[], p_cells jsonb, p_trace text, p_span text)
  RETURNS text
  LANGUAGE plpgsql
 AS $function$
@@ -21,10 +21,10 @@ BEGIN
      j AS (
       INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
                         lease_expires_at, worker_version, limit_keys, limit_cells,
-                        estimated_tokens, lease_seconds)
+                        estimated_tokens, lease_seconds, claim_trace_id, claim_span_id)
       SELECT c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
              now() + p_lease * interval '1 second', p_version, c.keys, c.cells,
-             CASE WHEN c.keys IS NOT NULL THEN p_est END, p_lease
+             CASE WHEN c.keys IS NOT NULL THEN p_est END, p_lease, p_trace, p_span
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),
      u AS (

@@ -9,4 +9,6 @@
 -- $6 text
 -- $7 jsonb
 -- $8 bigint
-SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6, (SELECT array_agg(DISTINCT e ORDER BY e)  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint)
+-- $9 text
+-- $10 text
+SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6, (SELECT array_agg(DISTINCT e ORDER BY e)  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint, $9::text, $10::text)

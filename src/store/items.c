@@ -273,8 +273,11 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
     vd_error rc = VD_ERR_NOT_FOUND;
     if (!a->p[6] && !a->p[7])
         rc = claim_plain(c, a, body);
-    if (rc == VD_ERR_NOT_FOUND)
-        rc = vd_sql_first_text(c, VD_SQL_CLAIM_LIMITED, 8, a->p, body);
+    if (rc == VD_ERR_NOT_FOUND) {
+        const char *p[10] = {a->p[0], a->p[1], a->p[2], a->p[3],  a->p[4],
+                             a->p[5], a->p[6], a->p[7], a->trace, a->span};
+        rc = vd_sql_first_text(c, VD_SQL_CLAIM_LIMITED, 10, p, body);
+    }
     return rc;
 }
 

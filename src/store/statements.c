@@ -323,11 +323,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " FROM u JOIN j ON j.item_id = u.id"},
 
     /* A claim with limits (sql/0032_flow_control.sql): $7 the claim's limit keys (a JSON
-     * array of strings, sorted, or NULL), $8 the tokens each item reserves (or NULL). */
+     * array of strings, sorted, or NULL), $8 the tokens each item reserves (or NULL), $9 and
+     * $10 the request's trace and span ids (or NULL; sql/0036_limited_claim_traces.sql). */
     [VD_SQL_CLAIM_LIMITED] = {"claim_limited",
                               "SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6,"
                               " (SELECT array_agg(DISTINCT e ORDER BY e)"
-                              "  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint)"},
+                              "  FROM jsonb_array_elements_text($7::jsonb) e), $8::bigint,"
+                              " $9::text, $10::text)"},
 
     /* Extends the lease only while the token still holds the item. Answers the job's status,
      * whether the token is the job's, and the new lease (NULL when not extended). The job row

@@ -187,12 +187,31 @@ static void test_traces_logged(void **state)
     assert_true(seen);
 }
 
+/* A claim that names limit keys (the limited claim) records its trace on the job too. */
+static void test_traces_on_limited_claims(void **state)
+{
+    (void)state;
+    int64_t found = 0;
+    vt_register(&srv, "traces_keyed", "k-1", NULL);
+    vt_resp r = traced("POST", "/v1/claims", VT_WORKER,
+                       "{\"flow_step_id\": \"traces_keyed\", \"worker_id\": \"w\","
+                       " \"limit_keys\": [\"provider:traces\"]}",
+                       TP(T4));
+    assert_int_equal(r.status, 200);
+    int64_t job = (int64_t)vt_num(r.json, "claims.0.job_id");
+    vt_resp_free(&r);
+    assert_job_field(job, "job.claim_trace_id", T4);
+    assert_int_equal(jobs_of_trace(T4, &found), 1);
+    assert_int_equal(found, job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_traces_headers),
         cmocka_unit_test(test_traces_on_jobs),
         cmocka_unit_test(test_traces_logged),
+        cmocka_unit_test(test_traces_on_limited_claims),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
