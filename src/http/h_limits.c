@@ -98,7 +98,8 @@ vd_error vd_h_limit_put(vd_ctx *ctx)
     return rc ? vd_store_fail(ctx, rc, NULL) : vd_respond_owned(ctx, out);
 }
 
-vd_error vd_h_limit_get(vd_ctx *ctx)
+/* A call on the one limit the path names (its key), answered with what the store gives. */
+static vd_error on_limit(vd_ctx *ctx, vd_error (*op)(vd_conn *, const char *, char **))
 {
     const char *key = NULL;
     char *out = NULL, what[300];
@@ -107,8 +108,13 @@ vd_error vd_h_limit_get(vd_ctx *ctx)
     if (rc || (rc = vd_ctx_db(ctx, &c)))
         return rc;
     snprintf(what, sizeof(what), "limit %s", key);
-    rc = vd_store_limit_get(c, key, &out);
+    rc = op(c, key, &out);
     return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+}
+
+vd_error vd_h_limit_get(vd_ctx *ctx)
+{
+    return on_limit(ctx, vd_store_limit_get);
 }
 
 vd_error vd_h_limits_list(vd_ctx *ctx)
@@ -124,15 +130,7 @@ vd_error vd_h_limits_list(vd_ctx *ctx)
 
 vd_error vd_h_limit_delete(vd_ctx *ctx)
 {
-    const char *key = NULL;
-    char *out = NULL, what[300];
-    vd_conn *c = NULL;
-    vd_error rc = key_param(ctx, &key);
-    if (rc || (rc = vd_ctx_db(ctx, &c)))
-        return rc;
-    snprintf(what, sizeof(what), "limit %s", key);
-    rc = vd_store_limit_delete(c, key, &out);
-    return rc ? vd_store_fail(ctx, rc, what) : vd_respond_owned(ctx, out);
+    return on_limit(ctx, vd_store_limit_delete);
 }
 
 vd_error vd_h_limit_backoff(vd_ctx *ctx)

@@ -403,13 +403,12 @@ vd_error vd_store_jobs_list(vd_conn *c, const vd_list_filter *f, char **out)
     return first_text_generic(c, which, 9, p, out);
 }
 
-vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
-                              const char *actor, char **out)
+/* One item's admin move ($1 the item; four parameters): a row (state it was in, the answer
+ * or NULL when the move does not apply, the announcement or NULL), none when no such item. */
+static vd_error item_move(vd_conn *c, vd_sql stmt, const char *const p[4], char **out)
 {
-    vd_i64_text ids = vd_i64_text_of(id);
-    const char *p[] = {ids.s, reset_budgets ? "true" : "false", reason, actor};
     PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_REQUEUE_ONE, 4, p, &res);
+    vd_error rc = vd_sql_exec(c, stmt, 4, p, &res);
     *out = NULL;
     if (rc)
         return rc;
@@ -423,6 +422,14 @@ vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const 
         vd_sql_announce(c, PQgetvalue(res, 0, 2));
     PQclear(res);
     return rc;
+}
+
+vd_error vd_store_requeue_one(vd_conn *c, int64_t id, bool reset_budgets, const char *reason,
+                              const char *actor, char **out)
+{
+    vd_i64_text ids = vd_i64_text_of(id);
+    const char *p[] = {ids.s, reset_budgets ? "true" : "false", reason, actor};
+    return item_move(c, VD_SQL_REQUEUE_ONE, p, out);
 }
 
 vd_error vd_store_requeue_bulk(vd_conn *c, const vd_bulk_select *sel, bool reset_budgets,
@@ -442,21 +449,7 @@ vd_error vd_store_review_one(vd_conn *c, int64_t id, vd_item_state to, const cha
 {
     vd_i64_text ids = vd_i64_text_of(id);
     const char *p[] = {ids.s, vd_item_state_name(to), answer, actor};
-    PGresult *res = NULL;
-    vd_error rc = vd_sql_exec(c, VD_SQL_REVIEW_ONE, 4, p, &res);
-    *out = NULL;
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        rc = VD_ERR_NOT_FOUND;
-    else if (PQgetisnull(res, 0, 1))
-        rc = VD_ERR_INVALID_TRANSITION;
-    else
-        rc = vd_sql_dup(res, 0, 1, out);
-    if (rc == VD_OK && !PQgetisnull(res, 0, 2))
-        vd_sql_announce(c, PQgetvalue(res, 0, 2));
-    PQclear(res);
-    return rc;
+    return item_move(c, VD_SQL_REVIEW_ONE, p, out);
 }
 
 vd_error vd_store_reviews_list(vd_conn *c, const char *flow_step_id, int64_t limit, char **out)
