@@ -165,6 +165,7 @@ static char px_marker[128];
 static int px_left; /* marker occurrences still to see; 0: not armed */
 static bool px_after_commit;
 static int px_drops;
+static int px_closed; /* connections whose both ends are closed */
 static int px_target;
 
 typedef struct px_conn {
@@ -265,6 +266,9 @@ static void *px_pump(void *arg)
     close(pc->client);
     close(pc->server);
     free(pc);
+    pthread_mutex_lock(&px_mu);
+    px_closed++;
+    pthread_mutex_unlock(&px_mu);
     return NULL;
 }
 
@@ -326,6 +330,14 @@ int vt_proxy_drops(void)
 {
     pthread_mutex_lock(&px_mu);
     int n = px_drops;
+    pthread_mutex_unlock(&px_mu);
+    return n;
+}
+
+int vt_proxy_closed(void)
+{
+    pthread_mutex_lock(&px_mu);
+    int n = px_closed;
     pthread_mutex_unlock(&px_mu);
     return n;
 }

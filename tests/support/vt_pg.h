@@ -45,5 +45,7 @@ int vt_proxy_start(int port);
 void vt_proxy_arm(const char *marker, int nth, bool after_commit);
 /* Connections dropped so far. */
 int vt_proxy_drops(void);
+/* Connections closed so far, by either end (the client's end is closed by then). */
+int vt_proxy_closed(void);
 
 #endif
