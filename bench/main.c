@@ -45,7 +45,7 @@ static const char usage[] =
     "  --fast-db              own cluster with fsync, synchronous_commit, full_page_writes off\n"
     "  --pg-dir DIR           own cluster's directory (default: a new /tmp/verdict-bench-pg.*)\n"
     "  --pg-opt OPTS          more server options for it, after the bench's own, e.g.\n"
-    "                         '-c wal_compression=off' (the setting before stop 16)\n"
+    "                         '-c wal_compression=off' (the setting before lz4 was recommended)\n"
     "  --no-peers             no pg-boss / graphile cells (on unless --quick; --peers forces)\n"
     "  --peers-dir DIR        harnesses + node_modules (default: the build's bench-peers)\n"
     "  --no-minimal           no minimal SKIP LOCKED cells\n"

@@ -362,7 +362,7 @@ void vb_report_text(const vb_run *r)
     }
     n = compute_targets(r, t, sizeof(t) / sizeof(t[0]));
     if (n) {
-        printf("\ntargets (issue 8)\n");
+        printf("\ntargets\n");
         for (size_t i = 0; i < n; i++)
             printf("  %-4s %-52s %s\n",
                    t[i].verdict < 0 ? "n/a"
