@@ -7,7 +7,8 @@
 // timeline, performs each action (resolve, requeue one, bulk requeue and bulk resolve after
 // their dry-run counts, pause and resume, release a claim) and sees the transition it wrote,
 // checks that a reader key sees no action buttons, checks the phone layout (390 px) does not
-// scroll sideways, and fails on any console error or page error. Screenshots of the main views
+// scroll sideways, checks that every ES module app.js imports is served as JavaScript (and
+// every module of ui/ is imported), and fails on any console error or page error. Screenshots of the main views
 // go to --out (build/ui-screenshots by default).
 //
 //   node tests/ui/console.mjs --verdictd build/verdictd [--out build/ui-screenshots]
@@ -16,7 +17,7 @@
 // and tests/ui/node_modules (installed here with `npm ci` when missing). Exits 1 on failure.
 /* global document, location -- the page.evaluate and waitForFunction callbacks run in the page */
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
@@ -555,7 +556,30 @@ async function headersCheck() {
     const again = await fetch(`${base}${p}`, { headers: { 'If-None-Match': r.headers.get('etag') } });
     check(again.status === 304, `${p}: If-None-Match is 304 (got ${again.status})`);
   }
+  // The console is ES modules: every module app.js reaches through its imports is a file of
+  // ui/ served as JavaScript with the same CSP, and every .js file of ui/ is reached.
+  const uiFiles = readdirSync(path.join(ROOT, 'ui'));
+  const reached = new Set();
+  const todo = ['app.js'];
+  while (todo.length) {
+    const f = todo.pop();
+    if (reached.has(f)) continue;
+    reached.add(f);
+    check(uiFiles.includes(f), `ui/${f} exists (imported)`);
+    const r = await fetch(`${base}/ui/${f}`);
+    const csp = r.headers.get('content-security-policy') || '';
+    const text = await r.text();
+    check(r.status === 200 && r.headers.get('content-type') === 'text/javascript; charset=utf-8' && csp.includes("script-src 'self'")
+      && text === readFileSync(path.join(ROOT, 'ui', f), 'utf8'), `/ui/${f}: served as a module (${r.status} ${r.headers.get('content-type')})`);
+    for (const m of text.matchAll(/^import\s[^'"]*['"]([^'"]+)['"]/gm)) {
+      check(/^\.\/[a-z-]+\.js$/.test(m[1]), `ui/${f} imports ${m[1]} from beside it`);
+      todo.push(m[1].slice(2));
+    }
+  }
+  const unreached = uiFiles.filter((f) => f.endsWith('.js') && !reached.has(f));
+  check(reached.size >= 10 && unreached.length === 0, `every module of ui/ is imported (${reached.size} reached; not: ${unreached.join(', ')})`);
   const html = readFileSync(path.join(ROOT, 'ui/index.html'), 'utf8');
+  check(/<script type="module" src="app.js"><\/script>/.test(html), 'index.html loads app.js as a module');
   check(!/<script>|<style|\sstyle=|\son[a-z]+=/.test(html) && !/https?:\/\//.test(html), 'index.html has no inline script or style and loads nothing from elsewhere');
 }
 
