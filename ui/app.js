@@ -14,6 +14,7 @@ import { viewIncident, viewIncidents } from './page-incidents.js';
 import { viewItem } from './page-item.js';
 import { viewItems } from './page-items.js';
 import { viewJob } from './page-job.js';
+import { viewLimit, viewLimits } from './page-limits.js';
 import { viewReview } from './page-review.js';
 import { viewSearch } from './page-search.js';
 import { configure, focusView, route } from './router.js';
@@ -30,6 +31,8 @@ const PAGES = [
   { name: 'review', view: (params) => viewReview(params) },
   { name: 'incidents', view: () => viewIncidents() },
   { name: 'incident', arg: ID, view: (_params, id) => viewIncident(id), nav: 'incidents' },
+  { name: 'limits', view: () => viewLimits(), refresh: true },
+  { name: 'limit', arg: /^[A-Za-z0-9._:@-]{1,200}$/, view: (_params, key) => viewLimit(key), refresh: true, nav: 'limits' },
 ];
 
 async function start() {

@@ -1,17 +1,18 @@
 // page-flow-steps.js - the overview (#/): per flow step its items by state, the oldest claimable
 // item, stuck claims, the jobs of the last hour and its open tooling incidents; for an admin,
-// pause or resume claims and requeue the failed items.
+// pause or resume claims and requeue the failed items. Above them, the throttled limit keys.
 import { api, qs } from './api.js';
 import { ago, age, h, heading } from './dom.js';
 import { confirmAction, itemAction, showError, showResult } from './actions.js';
 import { bulkRequeue } from './page-items.js';
+import { limitsSummary } from './page-limits.js';
 import { REFRESH_MS, route } from './router.js';
 import { isAdmin } from './session.js';
 import { STATES, stateWord } from './words.js';
 
 export async function viewFlowSteps() {
-  const [stats, steps, incidents] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/flow-steps'),
-    api('GET', '/v1/tool-incidents?state=open&limit=500')]);
+  const [stats, steps, incidents, limits] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/flow-steps'),
+    api('GET', '/v1/tool-incidents?state=open&limit=500'), api('GET', '/v1/limits')]);
   const known = new Map(steps.flow_steps.map((f) => [f.flow_step_id, f]));
   const openIncidents = (fs) => incidents.tool_incidents.filter((t) => t.flow_step_id === fs);
   const cards = stats.flow_steps.map((f) => {
@@ -44,6 +45,7 @@ export async function viewFlowSteps() {
       known.get(f.flow_step_id) ? null : h('p', { class: 'muted' }, 'not registered as a flow step'));
   });
   return [heading('Flow steps', h('p', { class: 'muted', id: 'refresh-status' }, `as of ${new Date(Date.parse(stats.generated_at)).toLocaleTimeString()}; refreshes every ${REFRESH_MS / 1000} s`)),
+    limitsSummary(limits.limits),
     cards.length ? h('div', { class: 'grid' }, cards) : h('p', {}, 'No flow steps yet: register items with POST /v1/items.')];
 }
 
