@@ -3,12 +3,14 @@
  * (keyset order, the flow-step filter, and that it never passes over a smaller id still being
  * committed), the list filters and newest-first order, GET /v1/whoami, and the console's files
  * with their headers. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #include <libpq-fe.h>
@@ -393,6 +395,57 @@ static void test_whoami_and_console_files(void **state)
     vt_resp_free(&r);
 }
 
+/* The Content-Type verdictd must give a console file, by its extension; NULL: not a kind the
+ * console uses (the test then fails: give the kind a type in h_console.c and here). */
+static const char *console_type(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot)
+        return NULL;
+    if (strcmp(dot, ".js") == 0)
+        return "text/javascript; charset=utf-8";
+    if (strcmp(dot, ".css") == 0)
+        return "text/css; charset=utf-8";
+    if (strcmp(dot, ".html") == 0)
+        return "text/html; charset=utf-8";
+    if (strcmp(dot, ".svg") == 0)
+        return "image/svg+xml";
+    return NULL;
+}
+
+/* Every file of ui/ in the source tree (the console's ES modules among them) is embedded and
+ * served under /ui/ with its type and its bytes: a module added to ui/ cannot be missing from
+ * the binary or served as application/octet-stream (a browser refuses to run it). */
+static void test_console_serves_every_file(void **state)
+{
+    (void)state;
+    DIR *dir = opendir(VERDICT_SOURCE_DIR "/ui");
+    assert_non_null(dir);
+    int files = 0, modules = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        char path[1024], url[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/ui/%s", VERDICT_SOURCE_DIR, e->d_name);
+        if (e->d_name[0] == '.' || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        const char *type = console_type(e->d_name);
+        if (!type)
+            fail_msg("ui/%s: no Content-Type is known for its kind", e->d_name);
+        snprintf(url, sizeof(url), "/ui/%s", e->d_name);
+        vt_resp r = vt_http(&srv, "GET", url, NULL, NULL, NULL);
+        if (r.status != 200 || strcmp(r.content_type, type) != 0 ||
+            strlen(r.body) != (size_t)st.st_size)
+            fail_msg("%s: %ld, '%s' (want 200, '%s'), %zu bytes of %lld", url, r.status,
+                     r.content_type, type, strlen(r.body), (long long)st.st_size);
+        vt_resp_free(&r);
+        files++;
+        modules += strcmp(strrchr(e->d_name, '.'), ".js") == 0;
+    }
+    closedir(dir);
+    assert_true(files >= 4);
+    assert_true(modules >= 2); /* app.js and the modules it imports */
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -419,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_feed_waits_for_open_writer),
         cmocka_unit_test(test_list_filters_and_order),
         cmocka_unit_test(test_whoami_and_console_files),
+        cmocka_unit_test(test_console_serves_every_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

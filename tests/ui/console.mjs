@@ -6,8 +6,10 @@
 // signs in with an admin key, loads every view, follows an item from the list to its
 // timeline, performs each action (resolve, requeue one, bulk requeue and bulk resolve after
 // their dry-run counts, pause and resume, release a claim) and sees the transition it wrote,
+// reads the limits (a throttled key on the overview, the Limits page, a key's page),
 // checks that a reader key sees no action buttons, checks the phone layout (390 px) does not
-// scroll sideways, and fails on any console error or page error. Screenshots of the main views
+// scroll sideways, checks that every ES module app.js imports is served as JavaScript (and
+// every module of ui/ is imported), and fails on any console error or page error. Screenshots of the main views
 // go to --out (build/ui-screenshots by default).
 //
 //   node tests/ui/console.mjs --verdictd build/verdictd [--out build/ui-screenshots]
@@ -16,7 +18,7 @@
 // and tests/ui/node_modules (installed here with `npm ci` when missing). Exits 1 on failure.
 /* global document, location -- the page.evaluate and waitForFunction callbacks run in the page */
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
@@ -544,6 +546,77 @@ async function phoneRun() {
   await page.close();
 }
 
+// Flow control, read-only: limits set on three keys, a live claim holding two of them and a
+// site key full, one key backed off after a provider's 429. The overview names the throttled
+// key in words, the Limits page lists every key with its settings and live use, a key's page
+// explains it, the list redraws itself when another key is backed off, and nobody gets an
+// action button (limits are set over the API).
+async function limitsRun() {
+  step('limits: the overview names a throttled key, the Limits page and a key\'s page');
+  const FS5 = 'summarise_en';
+  await api('PUT', '/v1/limits/provider:openai', { concurrency: 4, rate: { per: 'minute', count: 60, burst: 10 }, tokens_per_minute: 200000 });
+  await api('PUT', '/v1/limits/model:gpt-4o', { tokens_per_minute: 90000 });
+  await api('PUT', '/v1/limits/site:blog-3', { concurrency: 1 });
+  await api('POST', '/v1/items', { items: [1, 2].map((i) => ({ flow_step_id: FS5, source_type: 'rss', item_identifier: `blog-3/${i}`, limit_keys: ['site:blog-3'] })) }, 'worker');
+  const got = await api('POST', '/v1/claims', { flow_step_id: FS5, worker_id: 'bot-2', limit: 2, limit_keys: ['provider:openai', 'model:gpt-4o'], estimated_tokens: 3000 }, 'worker');
+  check(got.claims.length === 1, `the site key (concurrency 1) lets one of two items out (${got.claims.length})`);
+  const back = await api('POST', '/v1/limits/provider:anthropic/backoff', { retry_after_seconds: 240, reason: '429 Too Many Requests from api.anthropic.com' }, 'worker');
+  check(back.limit.throttled, 'the backoff throttles provider:anthropic');
+
+  const page = await newPage({ width: 1280, height: 900 });
+  await signIn(page, 'reader');
+  const line = page.locator('section.limits-summary p.throttle[data-limit-key="provider:anthropic"]');
+  await line.waitFor();
+  let text = await line.innerText();
+  check(/^Limit key provider:anthropic is throttled for [34] more minutes \(until .+\): 429 Too Many Requests from api\.anthropic\.com\./.test(text),
+    `the overview says which key is throttled, for how long and why (${text})`);
+  text = await page.locator('section.limits-summary').innerText();
+  check(text.includes('1 more limit key is full') && text.includes('site:blog-3'), `the overview names the full key (${text.replace(/\s+/g, ' ')})`);
+  await shot(page, '20-overview-throttled');
+  await line.locator('a').click();
+  await page.locator('#view-title', { hasText: 'Limit provider:anthropic' }).waitFor();
+  text = await page.locator('#view').innerText();
+  check(text.includes('Claims that need provider:anthropic get nothing now: throttled for') && text.includes('429 Too Many Requests')
+    && text.includes('1 in all, 1 in a row'), `a throttled key's page explains it (${text.replace(/\s+/g, ' ').slice(0, 300)})`);
+  check(await page.locator('#nav a[aria-current]').innerText() === 'Limits', 'a key\'s page belongs to Limits in the menu');
+  await shot(page, '21-limit-throttled');
+
+  await page.locator('#nav a[href="#/limits"]').click();
+  await page.locator('#view-title', { hasText: 'Limits' }).waitFor();
+  const row = async (key) => (await page.locator(`table.limits tr[data-limit-key="${key}"]`).innerText()).replace(/\s+/g, ' ');
+  check(await page.locator('table.limits tbody tr').count() === 4, 'the Limits page lists the four keys');
+  text = await row('provider:openai');
+  check(text.includes('open') && text.includes('1 of 4 in flight') && /\d+ of 10 claims available now/.test(text) && text.includes('60 per minute, burst 10')
+    && /[\d,]+ of 200,000 reserved/.test(text), `a key's settings and live use (${text})`);
+  text = await row('site:blog-3');
+  check(text.includes('full') && text.includes('full: 1 of 1 in flight'), `a full key says why (${text})`);
+  text = await row('provider:anthropic');
+  check(text.includes('throttled') && /for [34] more minutes/.test(text), `a throttled key says for how long (${text})`);
+  check(await page.locator('[data-action]').count() === 0, 'the Limits page has no action');
+  await shot(page, '22-limits');
+  await api('POST', '/v1/limits/model:gpt-4o/backoff', { retry_after_seconds: 30, reason: 'overloaded' }, 'worker');
+  await page.waitForFunction(() => /throttled/.test(document.querySelector('table.limits tr[data-limit-key="model:gpt-4o"]')?.textContent || ''),
+    null, { timeout: 8000 }).then(() => check(true, 'the Limits page shows a new backoff within 8 s without a reload'),
+    () => check(false, 'the Limits page did not refresh'));
+  await page.locator('table.limits a', { hasText: 'provider:openai' }).click();
+  await page.locator('#view-title', { hasText: 'Limit provider:openai' }).waitFor();
+  text = await page.locator('section[aria-labelledby="h-now"]').innerText();
+  check(text.includes('A claim that needs provider:openai gets an item now.') && text.includes('1 of 4 in flight'), `an open key's page (${text.replace(/\s+/g, ' ')})`);
+  await shot(page, '23-limit-open');
+  await page.close();
+
+  const phone = await newPage({ width: 390, height: 844 });
+  await signIn(phone, 'admin');
+  for (const [hash, name] of [['#/limits', '24-phone-limits'], ['#/limit/provider:anthropic', '25-phone-limit']]) {
+    await go(phone, hash);
+    const w = await phone.evaluate(() => document.documentElement.scrollWidth);
+    check(w <= 391, `${hash} fits 390 px (scrollWidth ${w})`);
+    check(await phone.locator('[data-action]').count() === 0, `${hash}: no action for an admin either`);
+    await shot(phone, name);
+  }
+  await phone.close();
+}
+
 async function headersCheck() {
   step('console headers');
   for (const p of ['/ui/', '/ui/app.js', '/ui/app.css', '/ui/favicon.svg']) {
@@ -555,7 +628,30 @@ async function headersCheck() {
     const again = await fetch(`${base}${p}`, { headers: { 'If-None-Match': r.headers.get('etag') } });
     check(again.status === 304, `${p}: If-None-Match is 304 (got ${again.status})`);
   }
+  // The console is ES modules: every module app.js reaches through its imports is a file of
+  // ui/ served as JavaScript with the same CSP, and every .js file of ui/ is reached.
+  const uiFiles = readdirSync(path.join(ROOT, 'ui'));
+  const reached = new Set();
+  const todo = ['app.js'];
+  while (todo.length) {
+    const f = todo.pop();
+    if (reached.has(f)) continue;
+    reached.add(f);
+    check(uiFiles.includes(f), `ui/${f} exists (imported)`);
+    const r = await fetch(`${base}/ui/${f}`);
+    const csp = r.headers.get('content-security-policy') || '';
+    const text = await r.text();
+    check(r.status === 200 && r.headers.get('content-type') === 'text/javascript; charset=utf-8' && csp.includes("script-src 'self'")
+      && text === readFileSync(path.join(ROOT, 'ui', f), 'utf8'), `/ui/${f}: served as a module (${r.status} ${r.headers.get('content-type')})`);
+    for (const m of text.matchAll(/^import\s[^'"]*['"]([^'"]+)['"]/gm)) {
+      check(/^\.\/[a-z-]+\.js$/.test(m[1]), `ui/${f} imports ${m[1]} from beside it`);
+      todo.push(m[1].slice(2));
+    }
+  }
+  const unreached = uiFiles.filter((f) => f.endsWith('.js') && !reached.has(f));
+  check(reached.size >= 10 && unreached.length === 0, `every module of ui/ is imported (${reached.size} reached; not: ${unreached.join(', ')})`);
   const html = readFileSync(path.join(ROOT, 'ui/index.html'), 'utf8');
+  check(/<script type="module" src="app.js"><\/script>/.test(html), 'index.html loads app.js as a module');
   check(!/<script>|<style|\sstyle=|\son[a-z]+=/.test(html) && !/https?:\/\//.test(html), 'index.html has no inline script or style and loads nothing from elsewhere');
 }
 
@@ -582,6 +678,7 @@ try {
   await readerRun();
   await operatorRun();
   await phoneRun();
+  await limitsRun();
 } catch (e) {
   fatal = e;
 }
