@@ -127,10 +127,10 @@ void vt_replica_start(vt_server *s);
         return vt_fixture_teardown(&vt_fx);                                                        \
     }
 
-/* The common case, one verdictd `srv` with the environment entries `...` (NULL-terminated:
- * `VT_SERVER_FIXTURE(srv, NULL)` for none): VT_FIXTURE(.srv = {&srv}, .env = ...). */
-#define VT_SERVER_FIXTURE(srv, ...)                                                                \
-    VT_FIXTURE(.srv = {&(srv)}, .env = (const char *const[]){__VA_ARGS__})
+/* The common case, one verdictd `server` with the environment entries `...` (NULL-terminated:
+ * `VT_SERVER_FIXTURE(srv, NULL)` for none): VT_FIXTURE(.srv = {&server}, .env = ...). */
+#define VT_SERVER_FIXTURE(server, ...)                                                             \
+    VT_FIXTURE(.srv = {&(server)}, .env = (const char *const[]){__VA_ARGS__})
 
 /* One HTTP request. token may be NULL; body may be NULL; extra_headers NULL-terminated. */
 vt_resp vt_http(const vt_server *s, const char *method, const char *path, const char *token,
