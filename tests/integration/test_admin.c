@@ -19,7 +19,6 @@
 #include "vt_api.h"
 
 static vt_server srv;
-static const char *db_url;
 
 /* An item of flow parked in manual_review (deferred with manual_review: true). */
 static int64_t parked_review(const char *flow, const char *ident)
@@ -265,7 +264,7 @@ static void test_feed_waits_for_open_writer(void **state)
     static int64_t ids[4096];
     int64_t item = vt_register(&srv, "feed_open", "a", NULL);
     int64_t start = vt_sql_long("SELECT max(id) FROM transitions");
-    PGconn *c = PQconnectdb(db_url);
+    PGconn *c = PQconnectdb(vt_db_setup_url());
     assert_int_equal(PQstatus(c), CONNECTION_OK);
     PQclear(vt_pq_ok(c, "BEGIN"));
     char sql[256];
@@ -446,21 +445,7 @@ static void test_console_serves_every_file(void **state)
     assert_true(modules >= 2); /* app.js and the modules it imports */
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    db_url = vt_db_setup();
-    vt_server_start(&srv, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

@@ -133,52 +133,61 @@ static void test_claims_bad_batch_rejected_whole(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'f'"), 0);
 }
 
+/* One refused request at the HTTP edge: what is sent and the error it meets. */
+typedef struct edge_row {
+    const char *method, *path, *token, *body, *header;
+    long status;
+    const char *code, *field; /* field: the member the error names, NULL when unchecked */
+} edge_row;
+
+static const edge_row edge_rows[] = {
+    {"POST", "/v1/claims", VT_WORKER, "{}", "Content-Type: text/plain", 415,
+     "unsupported_media_type", NULL},
+    {"POST", "/v1/items", VT_READER, "{}", NULL, 403, "forbidden", NULL},
+    {"POST", "/v1/flow-steps/x/pause", VT_WORKER, NULL, NULL, 403, "forbidden", NULL},
+    {"POST", "/v1/items", NULL, "{}", NULL, 401, "unauthorized", NULL},
+    {"POST", "/v1/claims", VT_WORKER, "{\"flow_step_id\": \"x\"", NULL, 400, "invalid_json", NULL},
+    {"GET", "/v1/items/abc", VT_READER, NULL, NULL, 404, "not_found", NULL},
+    {"GET", "/v1/items/999999", VT_READER, NULL, NULL, 404, "not_found", NULL},
+    {"GET", "/v1/items?limit=501", VT_READER, NULL, NULL, 400, "invalid_field", NULL},
+    {"POST", "/v1/claims", VT_WORKER,
+     "{\"flow_step_id\": \"x\", \"worker_id\": \"w\", \"limit\": 101}", NULL, 400, "invalid_field",
+     "limit"},
+    {"POST", "/v1/claims", VT_WORKER,
+     "{\"flow_step_id\": \"x\", \"worker_id\": \"w\", \"lease_seconds\": 4}", NULL, 400,
+     "invalid_field", NULL},
+};
+
+/* Send each row's request and assert its refusal. */
+static void expect_refusals(const edge_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const edge_row *e = &rows[i];
+        const char *hs[] = {e->header, NULL};
+        vt_resp r = vt_http(&srv, e->method, e->path, e->token, e->body, hs);
+        if (r.status != e->status)
+            fprintf(stderr, "row %zu (%s %s): %ld %s\n", i, e->method, e->path, r.status, r.body);
+        vt_assert_error(&r, e->status, e->code);
+        if (e->field)
+            assert_string_equal(vt_str(r.json, "field"), e->field);
+        vt_resp_free(&r);
+    }
+}
+
 static void test_claims_http_edges(void **state)
 {
     (void)state;
-    const char *text[] = {"Content-Type: text/plain", NULL};
-    vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, "{}", text);
-    vt_assert_error(&r, 415, "unsupported_media_type");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "POST", "/v1/items", VT_READER, "{}", NULL);
-    vt_assert_error(&r, 403, "forbidden");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "POST", "/v1/flow-steps/x/pause", VT_WORKER, NULL, NULL);
-    vt_assert_error(&r, 403, "forbidden");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "POST", "/v1/items", NULL, "{}", NULL);
-    vt_assert_error(&r, 401, "unauthorized");
-    vt_resp_free(&r);
+    expect_refusals(edge_rows, sizeof(edge_rows) / sizeof(edge_rows[0]));
+    /* a body over the limit */
     size_t big = 1100 * 1024;
     char *body = malloc(big + 64);
     memset(body, ' ', big);
     memcpy(body, "{\"items\": \"", 11);
     memcpy(body + big - 2, "\"}", 3);
-    r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
+    vt_resp r = vt_http(&srv, "POST", "/v1/items", VT_WORKER, body, NULL);
     vt_assert_error(&r, 413, "payload_too_large");
     vt_resp_free(&r);
     free(body);
-    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, "{\"flow_step_id\": \"x\"", NULL);
-    vt_assert_error(&r, 400, "invalid_json");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "GET", "/v1/items/abc", VT_READER, NULL, NULL);
-    vt_assert_error(&r, 404, "not_found");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "GET", "/v1/items/999999", VT_READER, NULL, NULL);
-    vt_assert_error(&r, 404, "not_found");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "GET", "/v1/items?limit=501", VT_READER, NULL, NULL);
-    vt_assert_error(&r, 400, "invalid_field");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
-                "{\"flow_step_id\": \"x\", \"worker_id\": \"w\", \"limit\": 101}", NULL);
-    vt_assert_error(&r, 400, "invalid_field");
-    assert_string_equal(vt_str(r.json, "field"), "limit");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER,
-                "{\"flow_step_id\": \"x\", \"worker_id\": \"w\", \"lease_seconds\": 4}", NULL);
-    vt_assert_error(&r, 400, "invalid_field");
-    vt_resp_free(&r);
 }
 
 static void test_claims_lookup_get_list(void **state)
@@ -315,24 +324,19 @@ static void test_flow_step_settings(void **state)
                                  " AND incident_min_items = 2 AND incident_window_minutes = 60"
                                  " AND pause_on_incident AND strict_evidence AND NOT paused"),
                      1);
-    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"incident_min_items\": 0}", NULL);
-    vt_assert_error(&r, 400, "invalid_field");
-    assert_string_equal(vt_str(r.json, "field"), "incident_min_items");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN,
-                "{\"incident_window_minutes\": 1441}", NULL);
-    vt_assert_error(&r, 400, "invalid_field");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"paused\": true}", NULL);
-    vt_assert_error(&r, 400, "invalid_field"); /* pausing has its own endpoint */
-    assert_string_equal(vt_str(r.json, "field"), "paused");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"strict_evidence\": 1}", NULL);
-    vt_assert_error(&r, 400, "invalid_field");
-    vt_resp_free(&r);
-    r = vt_http(&srv, "PATCH", "/v1/flow-steps/cfg", VT_WORKER, "{}", NULL);
-    vt_assert_error(&r, 403, "forbidden");
-    vt_resp_free(&r);
+    static const edge_row refused[] = {
+        {"PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"incident_min_items\": 0}", NULL, 400,
+         "invalid_field", "incident_min_items"},
+        {"PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"incident_window_minutes\": 1441}", NULL, 400,
+         "invalid_field", NULL},
+        /* pausing has its own endpoint */
+        {"PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"paused\": true}", NULL, 400, "invalid_field",
+         "paused"},
+        {"PATCH", "/v1/flow-steps/cfg", VT_ADMIN, "{\"strict_evidence\": 1}", NULL, 400,
+         "invalid_field", NULL},
+        {"PATCH", "/v1/flow-steps/cfg", VT_WORKER, "{}", NULL, 403, "forbidden", NULL},
+    };
+    expect_refusals(refused, sizeof(refused) / sizeof(refused[0]));
     r = vt_http(&srv, "GET", "/v1/flow-steps", VT_READER, NULL, NULL);
     const cJSON *fs = NULL, *found = NULL;
     cJSON_ArrayForEach(fs, cJSON_GetObjectItem(r.json, "flow_steps"))

@@ -170,8 +170,7 @@ static void test_concurrency_one_server(void **state)
 static void test_concurrency_two_servers(void **state)
 {
     (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", NULL};
-    vt_server_start(&srv[1], env);
+    vt_replica_start(&srv[1]);
     run_load("load2", 2);
     vt_server_stop(&srv[1]);
 }
@@ -324,22 +323,7 @@ static void test_concurrency_identical_singles(void **state)
     race_identical("overlap_single", true);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    static const char *env[] = {"VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_LOG_LEVEL=warn", NULL};
-    vt_db_setup();
-    vt_server_start(&srv[0], env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv[0]);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv[0], "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_LOG_LEVEL=warn", NULL)
 
 int main(void)
 {

@@ -305,7 +305,7 @@ static void test_failure_templates_two_replicas(void **state)
     (void)state;
     rep_arg args[CLIENTS];
     pthread_t t[CLIENTS];
-    vt_server_start(&srv2, NULL);
+    vt_replica_start(&srv2);
     register_n("rep", CLIENTS);
     assert_int_equal(pthread_barrier_init(&barrier, NULL, CLIENTS), 0);
     for (int i = 0; i < CLIENTS; i++)

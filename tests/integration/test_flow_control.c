@@ -24,25 +24,8 @@
 
 static vt_server srv[2];
 
-static int setup(void **state)
-{
-    /* a periodic retry a minute away: only a notification wakes a parked claim early */
-    static const char *env[] = {"VERDICT_WAIT_RETRY_MS=60000", NULL};
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv[0], env);
-    vt_server_start(&srv[1], env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv[1]);
-    vt_server_stop(&srv[0]);
-    vt_db_teardown();
-    return 0;
-}
+/* a periodic retry a minute away: only a notification wakes a parked claim early */
+VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_WAIT_RETRY_MS=60000"))
 
 /* PUT /v1/limits/{key} as admin; asserts 200. */
 static void put_limit(const char *key, const char *body)

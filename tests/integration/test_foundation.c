@@ -22,7 +22,6 @@
 #include "vt_api.h"
 
 static vt_server srv;
-static const char *url;
 
 static void test_foundation_health_and_ready(void **state)
 {
@@ -99,8 +98,8 @@ static void test_foundation_openapi_served(void **state)
 static int run_migrate(void)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "VERDICT_DATABASE_URL='%s' %s migrate 2>/dev/null", url,
-             VERDICTD_PATH);
+    snprintf(cmd, sizeof(cmd), "VERDICT_DATABASE_URL='%s' %s migrate 2>/dev/null",
+             vt_db_setup_url(), VERDICTD_PATH);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -289,21 +288,7 @@ static void test_foundation_database_restart(void **state)
     assert_int_equal(status, 200);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    url = vt_db_setup();
-    vt_server_start(&srv, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
 {

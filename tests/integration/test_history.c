@@ -274,22 +274,7 @@ static void test_burst_of_long_polls(void **state)
                      BURST + BURST / 2);
 }
 
-static int setup(void **state)
-{
-    static const char *env[] = {"VERDICT_THREADS=2", "VERDICT_MAX_CONNECTIONS_PER_IP=2000", NULL};
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, "VERDICT_THREADS=2", "VERDICT_MAX_CONNECTIONS_PER_IP=2000", NULL)
 
 int main(void)
 {

@@ -308,23 +308,8 @@ static void test_limits_connection_flood(void **state)
     assert_true(closed_after > 0 && closed_after < READ_TIMEOUT_MS / 1000.0 + 2.0);
 }
 
-static int setup(void **state)
-{
-    static const char *env[] = {"VERDICT_MAX_CONNECTIONS_PER_IP=64", "VERDICT_READ_TIMEOUT_MS=2000",
-                                "VERDICT_MAX_BODY_BYTES=2097152", "VERDICT_LOG_LEVEL=warn", NULL};
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_SERVER_FIXTURE(srv, "VERDICT_MAX_CONNECTIONS_PER_IP=64", "VERDICT_READ_TIMEOUT_MS=2000",
+                  "VERDICT_MAX_BODY_BYTES=2097152", "VERDICT_LOG_LEVEL=warn", NULL)
 
 int main(void)
 {

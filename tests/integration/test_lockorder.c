@@ -177,21 +177,15 @@ static void test_lockorder_no_deadlocks(void **state)
     assert_int_equal(errors, 0);
 }
 
+/* A cluster of its own, to read its log of lock waits and deadlocks. */
+VT_FIXTURE(.srv = {&srv}, .pg = &pg,
+           .pg_conf = "log_lock_waits = on\ndeadlock_timeout = 50ms\nfsync = off\n"
+                      "synchronous_commit = off\nfull_page_writes = off",
+           .env = VT_ENV("VERDICT_THREADS=8", "VERDICT_DB_POOL_SIZE=24",
+                         "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_LOG_LEVEL=warn"))
+
 int main(void)
 {
-    vt_pg_require();
-    vt_pg_init(&pg, "log_lock_waits = on\ndeadlock_timeout = 50ms\nfsync = off\n"
-                    "synchronous_commit = off\nfull_page_writes = off");
-    vt_pg_start(&pg);
-    vt_pg_use(&pg);
-    vt_db_setup();
-    const char *env[] = {"VERDICT_THREADS=8", "VERDICT_DB_POOL_SIZE=24",
-                         "VERDICT_SWEEP_INTERVAL_SECONDS=1", "VERDICT_LOG_LEVEL=warn", NULL};
-    vt_server_start(&srv, env);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_lockorder_no_deadlocks)};
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    vt_pg_destroy(&pg);
-    return rc;
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

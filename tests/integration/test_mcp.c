@@ -354,26 +354,17 @@ static void test_mcp_get_and_delete(void **state)
     vt_resp_free(&r);
 }
 
-static int setup(void **state)
+/* Two items claimed before the tests, for every test to use (claim_hdr names claim_a). */
+static void claim_two(void)
 {
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv, NULL);
     vt_register(&srv, "mcp", "a", NULL);
     vt_register(&srv, "mcp", "b", NULL);
     claim_a = vt_claim1(&srv, "mcp");
     claim_b = vt_claim1(&srv, "mcp");
     snprintf(claim_hdr, sizeof(claim_hdr), "%lld:%s", (long long)claim_a.job_id, claim_a.token);
-    return 0;
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return 0;
-}
+VT_FIXTURE(.srv = {&srv}, .ready = claim_two)
 
 int main(void)
 {

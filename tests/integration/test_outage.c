@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +22,7 @@
 #include "verdict/util.h"
 #include "vt.h"
 #include "vt_api.h"
+#include "vt_pg.h"
 
 #define CLIENTS 6
 #define ITEMS 4000
@@ -31,82 +31,18 @@
 #define MAX_ACKED 20000
 #define MAX_PROBES 2000
 
-static char dir[64];
-static char pg_bin[200];
-static char as_pg[64];
+static vt_pg pg; /* the cluster of its own */
 static vt_server srv;
-
-static void cluster_signal(int sig);
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    if (system(cmd) != 0)
-        fail_msg("command failed: %s", cmd);
-}
-
-/* initdb into a temporary directory (as postgres when root) and start it on a free port. */
-static void cluster_start(char *url, size_t len)
-{
-    const char *bin = getenv("VD_PG_BIN");
-    int port = 0;
-    snprintf(pg_bin, sizeof(pg_bin), "%s", bin && *bin ? bin : "/usr/lib/postgresql/15/bin");
-    snprintf(dir, sizeof(dir), "/tmp/vt-outage-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    if (geteuid() == 0) {
-        snprintf(as_pg, sizeof(as_pg), "runuser -u postgres --");
-        sh("chown postgres:postgres %s", dir);
-    }
-    sh("%s %s/initdb -D %s/data -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 "
-       ">%s/initdb.log 2>&1",
-       as_pg, pg_bin, dir, dir);
-    srand((unsigned)getpid());
-    port = 20000 + rand() % 12000;
-    /* a throwaway cluster: fast settings, said so */
-    sh("%s %s/pg_ctl -D %s/data -l %s/postgres.log -w -t 60 -o '-p %d "
-       "-c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off "
-       "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100' start "
-       ">/dev/null",
-       as_pg, pg_bin, dir, dir, port, dir);
-    snprintf(url, len, "host=127.0.0.1 port=%d user=postgres", port);
-}
-
-static void cluster_stop(void)
-{
-    char cmd[600];
-    if (!dir[0])
-        return;
-    cluster_signal(SIGCONT); /* never leave it frozen */
-    snprintf(cmd, sizeof(cmd),
-             "%s %s/pg_ctl -D %s/data -m immediate -w stop >/dev/null 2>&1; "
-             "rm -rf %s",
-             as_pg, pg_bin, dir, dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
-    dir[0] = '\0';
-}
 
 /* The postmaster and its children: every process of this cluster. */
 static int cluster_pids(pid_t *out, int max)
 {
     char path[128];
     FILE *f = NULL;
-    long pm = 0;
+    long pm = pg.dir[0] ? (long)vt_pg_postmaster(&pg) : 0;
     int n = 0;
     DIR *d = NULL;
     struct dirent *e = NULL;
-    snprintf(path, sizeof(path), "%s/data/postmaster.pid", dir);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld", &pm) != 1)
-        pm = 0;
-    fclose(f);
     if (pm <= 0)
         return 0;
     out[n++] = (pid_t)pm;
@@ -318,24 +254,32 @@ static void test_outage_sigstop(void **state)
                      vt_sql_long("SELECT count(*) FROM jobs WHERE status = 'completed'"));
 }
 
+/* A cluster of its own (freezing it cannot hurt other tests), fast settings, said so; srv is
+ * started by the test. */
+static vt_fixture fx = {
+    .pg = &pg,
+    .pg_conf = "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+               "max_connections = 100",
+};
+
+static void thaw(void)
+{
+    cluster_signal(SIGCONT); /* never leave it frozen */
+}
+
 static int setup(void **state)
 {
-    static char url[200];
     (void)state;
-    cluster_start(url, sizeof(url));
-    atexit(cluster_stop); /* also when a failed check ends the program early */
-    setenv("VERDICT_TEST_DATABASE_URL", url, 1);
-    vt_db_setup();
+    vt_fixture_setup(&fx);
+    atexit(thaw); /* before the fixture's removal, when a failed check ends the program */
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    cluster_signal(SIGCONT); /* never leave it frozen */
-    vt_db_teardown();
-    cluster_stop();
-    return 0;
+    thaw();
+    return vt_fixture_teardown(&fx);
 }
 
 int main(void)
@@ -343,9 +287,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_outage_sigstop),
     };
-    if (!getenv("VERDICT_TEST_DATABASE_URL")) { /* same gate as every integration test */
-        fprintf(stderr, "VERDICT_TEST_DATABASE_URL is not set: skipping\n");
-        return 77;
-    }
     return cmocka_run_group_tests(tests, setup, teardown);
 }

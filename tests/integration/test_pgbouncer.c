@@ -31,7 +31,6 @@
 #define SECONDS 6.0
 
 static vt_server srv;
-static char dir[64];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static long ok_calls, bad_calls, completed;
 
@@ -165,88 +164,35 @@ static void test_pgbouncer_vanished_statements(void **state)
     free(vt_sql("DROP TRIGGER vt_dealloc ON jobs"));
 }
 
-/* Write the PgBouncer config and start it (as postgres when root: it refuses root). */
-static int start_pgbouncer(const char *url, int pg_port)
+/* The database only: the first test starts a direct verdictd of its own; the second goes
+ * through PgBouncer (no VERDICT_DB_POOL_MODE: detected). */
+VT_FIXTURE(.env = VT_ENV("VERDICT_THREADS=8", "VERDICT_DB_POOL_SIZE=32", "VERDICT_LOG_LEVEL=warn"))
+
+/* Start PgBouncer (skip, exit 77, without it) and srv behind it. */
+static int through_pgbouncer(void **state)
 {
-    const char *db = strstr(url, "dbname=vt_");
-    char path[128];
-    int port = 0;
-    snprintf(dir, sizeof(dir), "/tmp/vt-pgb-XXXXXX");
-    if (!mkdtemp(dir))
-        return 0;
-    for (int i = 0; i < 50 && !port; i++) { /* any free port; pgbouncer fails on a taken one */
-        port = 20000 + (int)(((unsigned)rand() ^ (unsigned)getpid()) % 12000u);
+    (void)state;
+    if (vt_fixture_route(&vt_fx, VT_ROUTE_PGBOUNCER) == 77) {
+        vt_fixture_teardown(&vt_fx);
+        exit(77);
     }
-    snprintf(path, sizeof(path), "%s/pgbouncer.ini", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return 0;
-    fprintf(f,
-            "[databases]\n%s = host=127.0.0.1 port=%d dbname=%s\n[pgbouncer]\n"
-            "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n"
-            "auth_type = trust\nauth_file = %s/users.txt\npool_mode = transaction\n"
-            "default_pool_size = 8\nmax_client_conn = 200\nlogfile = %s/pgbouncer.log\n"
-            "pidfile = %s/pgbouncer.pid\nadmin_users = postgres\n",
-            db + 7, pg_port, db + 7, port, dir, dir, dir);
-    fclose(f);
-    snprintf(path, sizeof(path), "%s/users.txt", dir);
-    f = fopen(path, "w");
-    if (!f)
-        return 0;
-    fprintf(f, "\"postgres\" \"\"\n");
-    fclose(f);
-    if (getuid() == 0) {
-        char cmd[160];
-        snprintf(cmd, sizeof(cmd), "chown -R postgres:postgres %s", dir);
-        if (system(cmd) != 0)
-            return 0;
-    }
-    if (vt_pg_sh("pgbouncer -d %s/pgbouncer.ini", dir) != 0)
-        return 0;
-    return port;
+    vt_replica_start(&srv);
+    return 0;
+}
+
+static int stop_srv(void **state)
+{
+    (void)state;
+    vt_server_stop(&srv);
+    return 0;
 }
 
 int main(void)
 {
-    const char *url = vt_db_setup();
-    const char *p = strstr(url, "port=");
-    const struct CMUnitTest direct[] = {cmocka_unit_test(test_pgbouncer_vanished_statements)};
-    if (cmocka_run_group_tests(direct, NULL, NULL) != 0)
-        return 1;
-    if (access("/usr/sbin/pgbouncer", X_OK) != 0) {
-        fprintf(stderr, "pgbouncer is not installed: skipping\n");
-        return 77;
-    }
-    int port = start_pgbouncer(url, p ? (int)strtol(p + 5, NULL, 10) : 5432);
-    if (!port) {
-        fprintf(stderr, "pgbouncer did not start\n");
-        return 1;
-    }
-    char dburl[400];
-    snprintf(dburl, sizeof(dburl),
-             "VERDICT_DATABASE_URL=host=127.0.0.1 port=%d user=postgres"
-             " %s sslmode=disable",
-             port, strstr(url, "dbname=vt_"));
-    const char *env[] = {dburl, /* no VERDICT_DB_POOL_MODE: detected */
-                         "VERDICT_THREADS=8", "VERDICT_DB_POOL_SIZE=32", "VERDICT_LOG_LEVEL=warn",
-                         NULL};
-    for (int i = 0; i < 50 && access("/dev/null", F_OK) == 0; i++) {
-        char pid[128];
-        snprintf(pid, sizeof(pid), "%s/pgbouncer.pid", dir);
-        if (access(pid, F_OK) == 0)
-            break;
-        struct timespec ts = {0, 20000000};
-        nanosleep(&ts, NULL);
-    }
-    vt_server_start(&srv, env);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_pgbouncer_transaction_mode)};
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    vt_server_stop(&srv);
-    vt_pg_sh("kill $(cat %s/pgbouncer.pid) 2>/dev/null; sleep 0.3", dir);
-    vt_db_teardown();
-    char cmd[100];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
-    return rc;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pgbouncer_vanished_statements),
+        cmocka_unit_test_setup_teardown(test_pgbouncer_transaction_mode, through_pgbouncer,
+                                        stop_srv),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -24,7 +24,6 @@
 #include "vt_pg.h"
 
 static vt_server srv;
-static char db_url[600];
 
 static void pause_ms(int ms)
 {
@@ -258,7 +257,7 @@ static void test_reconnect_heartbeat_behind_disposition(void **state)
     snprintf(h.body, sizeof(h.body), "{\"claim_token\": \"%s\"}", c.token);
     /* hold the item: the disposition locks its job and queues on the item, the heartbeat
      * queues behind it */
-    PGconn *pg = PQconnectdb(db_url);
+    PGconn *pg = PQconnectdb(vt_db_setup_url());
     assert_int_equal(PQstatus(pg), CONNECTION_OK);
     char sql[120];
     snprintf(sql, sizeof(sql), "SELECT 1 FROM items WHERE id = %lld FOR UPDATE",
@@ -337,23 +336,15 @@ static void test_reconnect_idempotency_json_compare(void **state)
     vt_resp_free(&r);
 }
 
+/* verdictd reaches PostgreSQL through the dropping proxy. A deadline longer than the tests' own
+ * waits: the heartbeat test holds an item's lock while two calls queue behind it, and on a
+ * loaded machine the second one's new pool connection (connect and prepare) alone took the
+ * default 5 s. */
+VT_FIXTURE(.srv = {&srv}, .route = VT_ROUTE_PROXY,
+           .env = VT_ENV("VERDICT_THREADS=4", "VERDICT_DB_TIMEOUT_MS=30000"))
+
 int main(void)
 {
-    const char *url = vt_db_setup();
-    const char *p = strstr(url, "port=");
-    int port = p ? (int)strtol(p + 5, NULL, 10) : 5432;
-    char dburl[700];
-    snprintf(db_url, sizeof(db_url), "%s", url);
-    int proxy = vt_proxy_start(port);
-    snprintf(dburl, sizeof(dburl),
-             "VERDICT_DATABASE_URL=%s port=%d sslmode=disable"
-             " gssencmode=disable",
-             url, proxy);
-    /* a deadline longer than the tests' own waits: the heartbeat test holds an item's lock
-     * while two calls queue behind it, and on a loaded machine the second one's new pool
-     * connection (connect and prepare) alone took the default 5 s */
-    const char *env[] = {dburl, "VERDICT_THREADS=4", "VERDICT_DB_TIMEOUT_MS=30000", NULL};
-    vt_server_start(&srv, env);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reconnect_heartbeat_behind_disposition),
         cmocka_unit_test(test_reconnect_claim_not_sent_twice),
@@ -364,8 +355,5 @@ int main(void)
         cmocka_unit_test(test_reconnect_idempotency_expired_is_absent),
         cmocka_unit_test(test_reconnect_idempotency_json_compare),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    vt_server_stop(&srv);
-    vt_db_teardown();
-    return rc;
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -81,14 +81,14 @@ static const char *ids_of(const vt_resp *r, char *out, size_t cap)
     return out;
 }
 
-static const char *list3(char *out, size_t cap, int64_t a, int64_t b, int64_t c)
+/* The ids of items `letters` ("acf": ids[0], ids[2], ids[5]) as a comma list (into out). */
+static const char *ids_at(char *out, size_t cap, const int64_t *ids, const char *letters)
 {
-    if (c)
-        snprintf(out, cap, "%lld,%lld,%lld", (long long)a, (long long)b, (long long)c);
-    else if (b)
-        snprintf(out, cap, "%lld,%lld", (long long)a, (long long)b);
-    else
-        snprintf(out, cap, "%lld", (long long)a);
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *l = letters; *l && n < cap; l++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%lld", l == letters ? "" : ",",
+                              (long long)ids[*l - 'a']);
     return out;
 }
 
@@ -106,73 +106,65 @@ static void expect_dry(const char *filters, const char *want)
 }
 
 /* Each filter alone and combined, by dry run (nothing changes). */
+/* Every state but claimed: the redrive filters below narrow it. */
+#define RF_ALL                                                                                     \
+    "\"flow_step_id\": \"rf\", \"states\": [\"failed\", \"manual_review\", \"rejected\","          \
+    " \"deferred\", \"processed\"]"
+
+/* One dry-run requeue: its filters and the items (letters of test_redrive_filters) it takes. */
+typedef struct filter_row {
+    const char *filters, *want;
+} filter_row;
+
+static const filter_row filter_rows[] = {
+    /* the old single state still works */
+    {"\"flow_step_id\": \"rf\", \"state\": \"failed\"", "acef"},
+    /* tool_failed alone (every non-claimed state) */
+    {RF_ALL ", \"tool_failed\": \"wiki_upsert\"", "abcegh"},
+    /* failed_under_version alone: 1.4.1, 1.4.2-rc.1 and 1.0.0 are below 1.4.2; 1.9.3 and
+     * 1.10.0 are not; a failure without a version never is; f failed no tool */
+    {RF_ALL ", \"failed_under_version\": \"<1.4.2\"", "adgh"},
+    /* 1.10.0 > 1.9.3: below 1.10.0 takes b (1.9.3), not c */
+    {"\"flow_step_id\": \"rf\", \"states\": [\"failed\", \"manual_review\"],"
+     " \"failed_under_version\": \"<1.10.0\"",
+     "ab"},
+    /* combined: the tool and the version on the same failure, and the states */
+    {RF_ALL ", \"tool_failed\": \"http_get\", \"failed_under_version\": \"<1.4.2\"", "d"},
+    {"\"flow_step_id\": \"rf\", \"states\": [\"failed\", \"deferred\"],"
+     " \"tool_failed\": \"wiki_upsert\", \"failed_under_version\": \"<1.4.2\"",
+     "ag"},
+    /* since / until: the item's last change, [since, until) (a and b changed 2026-01-01, c
+     * 2026-02-01) */
+    {RF_ALL ", \"until\": \"2026-02-01T00:00:00Z\"", "ab"},
+    {RF_ALL ", \"since\": \"2026-01-15T00:00:00+01:00\", \"until\": \"2026-03-01T00:00:00Z\"", "c"},
+    {RF_ALL ", \"since\": \"2026-01-01T00:00:00Z\", \"until\": \"2026-02-01T00:00:00.000001Z\","
+            " \"tool_failed\": \"wiki_upsert\", \"failed_under_version\": \"<1.9.3\"",
+     "a"},
+    /* nothing matches: an empty list */
+    {RF_ALL ", \"tool_failed\": \"no_such_tool\"", ""},
+};
+
 static void test_redrive_filters(void **state)
 {
     (void)state;
     char w[200];
-    int64_t a = item_through("rf", "a", "1.4.1", "wiki_upsert", "failed");
-    int64_t b = item_through("rf", "b", "1.9.3", "wiki_upsert", "manual_review");
-    int64_t c = item_through("rf", "c", "1.10.0", "wiki_upsert", "failed");
-    int64_t d = item_through("rf", "d", "1.4.2-rc.1", "http_get", "rejected");
-    int64_t e = item_through("rf", "e", NULL, "wiki_upsert", "failed");
-    int64_t f = item_through("rf", "f", "1.0.0", NULL, "failed");
-    int64_t g = item_through("rf", "g", "1.0.0", "wiki_upsert", "deferred");
-    int64_t h = item_through("rf", "h", "1.0.0", "wiki_upsert", "processed");
+    const int64_t ids[] = {
+        item_through("rf", "a", "1.4.1", "wiki_upsert", "failed"),
+        item_through("rf", "b", "1.9.3", "wiki_upsert", "manual_review"),
+        item_through("rf", "c", "1.10.0", "wiki_upsert", "failed"),
+        item_through("rf", "d", "1.4.2-rc.1", "http_get", "rejected"),
+        item_through("rf", "e", NULL, "wiki_upsert", "failed"),
+        item_through("rf", "f", "1.0.0", NULL, "failed"),
+        item_through("rf", "g", "1.0.0", "wiki_upsert", "deferred"),
+        item_through("rf", "h", "1.0.0", "wiki_upsert", "processed"),
+    };
     long before = vt_sql_long("SELECT count(*) FROM transitions");
-    (void)f;
-    /* the old single state still works */
-    snprintf(w, sizeof(w), "%lld,%lld,%lld,%lld", (long long)a, (long long)c, (long long)e,
-             (long long)f);
-    expect_dry("\"flow_step_id\": \"rf\", \"state\": \"failed\"", w);
-    /* tool_failed alone (every non-claimed state) */
-    char all[200];
-    snprintf(all, sizeof(all),
-             "\"flow_step_id\": \"rf\", \"states\": [\"failed\","
-             " \"manual_review\", \"rejected\", \"deferred\", \"processed\"]");
-    snprintf(w, sizeof(w), "%lld,%lld,%lld,%lld,%lld,%lld", (long long)a, (long long)b,
-             (long long)c, (long long)e, (long long)g, (long long)h);
-    char body[400];
-    snprintf(body, sizeof(body), "%s, \"tool_failed\": \"wiki_upsert\"", all);
-    expect_dry(body, w);
-    /* failed_under_version alone: 1.4.1, 1.4.2-rc.1 and 1.0.0 are below 1.4.2; 1.9.3 and
-     * 1.10.0 are not; a failure without a version never is; f failed no tool */
-    snprintf(body, sizeof(body), "%s, \"failed_under_version\": \"<1.4.2\"", all);
-    snprintf(w, sizeof(w), "%lld,%lld,%lld,%lld", (long long)a, (long long)d, (long long)g,
-             (long long)h);
-    expect_dry(body, w);
-    /* 1.10.0 > 1.9.3: below 1.10.0 takes b (1.9.3), not c */
-    snprintf(body, sizeof(body),
-             "\"flow_step_id\": \"rf\", \"states\": [\"failed\", \"manual_review\"],"
-             " \"failed_under_version\": \"<1.10.0\"");
-    expect_dry(body, list3(w, sizeof(w), a, b, 0));
-    /* combined: the tool and the version on the same failure, and the states */
-    snprintf(body, sizeof(body),
-             "%s, \"tool_failed\": \"http_get\", \"failed_under_version\":"
-             " \"<1.4.2\"",
-             all);
-    expect_dry(body, list3(w, sizeof(w), d, 0, 0));
-    snprintf(body, sizeof(body),
-             "\"flow_step_id\": \"rf\", \"states\": [\"failed\", \"deferred\"],"
-             " \"tool_failed\": \"wiki_upsert\", \"failed_under_version\": \"<1.4.2\"");
-    expect_dry(body, list3(w, sizeof(w), a, g, 0));
-    /* since / until: the item's last change, [since, until) */
     vt_sql("UPDATE items SET updated_at = '2026-01-01T00:00:00Z' WHERE id IN (%lld, %lld)",
-           (long long)a, (long long)b);
-    vt_sql("UPDATE items SET updated_at = '2026-02-01T00:00:00Z' WHERE id = %lld", (long long)c);
-    snprintf(body, sizeof(body), "%s, \"until\": \"2026-02-01T00:00:00Z\"", all);
-    expect_dry(body, list3(w, sizeof(w), a, b, 0));
-    snprintf(body, sizeof(body),
-             "%s, \"since\": \"2026-01-15T00:00:00+01:00\", \"until\": \"2026-03-01T00:00:00Z\"",
-             all);
-    expect_dry(body, list3(w, sizeof(w), c, 0, 0));
-    snprintf(body, sizeof(body),
-             "%s, \"since\": \"2026-01-01T00:00:00Z\", \"until\": \"2026-02-01T00:00:00.000001Z\","
-             " \"tool_failed\": \"wiki_upsert\", \"failed_under_version\": \"<1.9.3\"",
-             all);
-    expect_dry(body, list3(w, sizeof(w), a, 0, 0));
-    /* nothing matches: an empty list */
-    snprintf(body, sizeof(body), "%s, \"tool_failed\": \"no_such_tool\"", all);
-    expect_dry(body, "");
+           (long long)ids[0], (long long)ids[1]);
+    vt_sql("UPDATE items SET updated_at = '2026-02-01T00:00:00Z' WHERE id = %lld",
+           (long long)ids[2]);
+    for (size_t i = 0; i < sizeof(filter_rows) / sizeof(filter_rows[0]); i++)
+        expect_dry(filter_rows[i].filters, ids_at(w, sizeof(w), ids, filter_rows[i].want));
     assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), before);
 }
 

@@ -283,20 +283,8 @@ static void test_shutdown_under_load(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    vt_db_setup();
-    curl_global_init(CURL_GLOBAL_ALL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_db_teardown();
-    return 0;
-}
+/* The database only: each round starts and stops its own verdictd. */
+VT_FIXTURE(.srv = {NULL})
 
 int main(void)
 {

@@ -65,26 +65,72 @@ void vt_server_start_listen(vt_server *s, const char *host, const char *const *e
 /* SIGTERM, wait, assert exit status 0 (also proves no leak under ASan). */
 void vt_server_stop(vt_server *s);
 
-/* The cmocka group fixture of a program whose tests share one verdictd `srv` (a static
- * vt_server) on a fresh database: defines `setup` (vt_db_setup, then vt_server_start with
- * the environment entries `...`, NULL-terminated: `VT_SERVER_FIXTURE(srv, NULL)` for none) and
- * `teardown` (the reverse) for cmocka_run_group_tests. */
-#define VT_SERVER_FIXTURE(srv, ...)                                                                \
+/* The fixture of every integration program (vt_fixture.c): a fresh database (on the PostgreSQL
+ * of VERDICT_TEST_DATABASE_URL, or on a cluster of the program's own), the verdictd the tests
+ * share with the usual keys (VT_KEYS), reached directly, through the dropping proxy (vt_pg.h) or
+ * through PgBouncer; teardown stops them and drops the database. Without
+ * VERDICT_TEST_DATABASE_URL the program skips (exit 77). One fixture per program. */
+#define VT_FIXTURE_SERVERS 4
+
+typedef enum vt_route {
+    VT_ROUTE_DIRECT,    /* verdictd connects to the database itself */
+    VT_ROUTE_PROXY,     /* through vt_proxy_start's proxy (vt_proxy_arm drops a connection) */
+    VT_ROUTE_PGBOUNCER, /* through a PgBouncer in transaction mode (skip, exit 77, without it) */
+} vt_route;
+
+struct vt_pg;
+
+typedef struct vt_fixture {
+    /* The options a program sets. */
+    vt_server *srv[VT_FIXTURE_SERVERS]; /* started by setup in this order; none: the tests start
+                                         * their own */
+    const char *const *env;             /* extra "K=V" of every verdictd the fixture starts,
+                                         * NULL-terminated (VT_ENV); NULL for none */
+    vt_route route;                     /* how those verdictd reach PostgreSQL */
+    struct vt_pg *pg;    /* non-NULL: initdb a cluster of the program's own into *pg and use it */
+    const char *pg_conf; /* lines for that cluster's postgresql.conf (may be NULL) */
+    void (*ready)(void); /* run once the servers answer: what every test of the program shares */
+    /* What setup made (read-only for the program). */
+    const char *url;         /* the database's libpq string (also vt_db_setup_url()) */
+    char env_url[800];       /* VERDICT_DATABASE_URL=... of a routed verdictd, "" direct */
+    const char *env_all[40]; /* env_url and env, as verdictd receives them */
+    char pgbouncer_dir[64];  /* its config, log and pid file, "" when not started */
+} vt_fixture;
+
+/* A NULL-terminated environment list for vt_fixture.env: VT_ENV("VERDICT_THREADS=2"). */
+#define VT_ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Open the database (and cluster, and route), start srv[..], run ready. Returns 0. */
+int vt_fixture_setup(vt_fixture *f);
+/* Stop the servers (in reverse, asserting a clean exit), the route, drop the database and the
+ * cluster. Returns 0. */
+int vt_fixture_teardown(vt_fixture *f);
+/* Send the verdictd started from now on through route r (the proxy or PgBouncer); returns 0,
+ * or 77 when PgBouncer is not installed. */
+int vt_fixture_route(vt_fixture *f, vt_route r);
+/* Start one more verdictd like the fixture's own (same database, route and env): a second
+ * replica. The test stops it with vt_server_stop. */
+void vt_replica_start(vt_server *s);
+
+/* The cmocka group fixture: defines `static vt_fixture vt_fx` with the options given, `setup`
+ * and `teardown` for cmocka_run_group_tests. VT_FIXTURE(.srv = {&srv}, .env = VT_ENV("K=V")) */
+#define VT_FIXTURE(...)                                                                            \
+    static vt_fixture vt_fx = {__VA_ARGS__};                                                       \
     static int setup(void **state)                                                                 \
     {                                                                                              \
-        static const char *vt_env_[] = {__VA_ARGS__};                                              \
         (void)state;                                                                               \
-        vt_db_setup();                                                                             \
-        vt_server_start(&(srv), vt_env_);                                                          \
-        return 0;                                                                                  \
+        return vt_fixture_setup(&vt_fx);                                                           \
     }                                                                                              \
     static int teardown(void **state)                                                              \
     {                                                                                              \
         (void)state;                                                                               \
-        vt_server_stop(&(srv));                                                                    \
-        vt_db_teardown();                                                                          \
-        return 0;                                                                                  \
+        return vt_fixture_teardown(&vt_fx);                                                        \
     }
+
+/* The common case, one verdictd `server` with the environment entries `...` (NULL-terminated:
+ * `VT_SERVER_FIXTURE(srv, NULL)` for none): VT_FIXTURE(.srv = {&server}, .env = ...). */
+#define VT_SERVER_FIXTURE(server, ...)                                                             \
+    VT_FIXTURE(.srv = {&(server)}, .env = (const char *const[]){__VA_ARGS__})
 
 /* One HTTP request. token may be NULL; body may be NULL; extra_headers NULL-terminated. */
 vt_resp vt_http(const vt_server *s, const char *method, const char *path, const char *token,

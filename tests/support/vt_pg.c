@@ -15,7 +15,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define PG_BIN "/usr/lib/postgresql/15/bin"
+/* PostgreSQL's programs: VD_PG_BIN (scripts/lib.sh) or Debian's PostgreSQL 15. */
+static const char *pg_bin(void)
+{
+    const char *bin = getenv("VD_PG_BIN");
+    return bin && *bin ? bin : "/usr/lib/postgresql/15/bin";
+}
 
 static void die(const char *what)
 {
@@ -73,9 +78,9 @@ void vt_pg_init(vt_pg *pg, const char *conf)
         if (system(cmd) != 0)
             die("chown");
     }
-    if (vt_pg_sh(PG_BIN "/initdb -D %s/data -U postgres -A trust -E UTF8 --locale=C.UTF-8 "
-                        ">%s/initdb.log 2>&1",
-                 pg->dir, pg->dir) != 0)
+    if (vt_pg_sh("%s/initdb -D %s/data -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 "
+                 ">%s/initdb.log 2>&1",
+                 pg_bin(), pg->dir, pg->dir) != 0)
         die("initdb failed");
     pg->port = free_port();
     char path[200];
@@ -96,14 +101,14 @@ void vt_pg_init(vt_pg *pg, const char *conf)
 
 void vt_pg_start(vt_pg *pg)
 {
-    if (vt_pg_sh(PG_BIN "/pg_ctl -D %s/data -l %s/postgres.log -w -t 60 start >/dev/null", pg->dir,
-                 pg->dir) != 0)
+    if (vt_pg_sh("%s/pg_ctl -D %s/data -l %s/postgres.log -w -t 60 start >/dev/null", pg_bin(),
+                 pg->dir, pg->dir) != 0)
         die("pg_ctl start failed");
 }
 
 void vt_pg_stop(vt_pg *pg, const char *mode)
 {
-    vt_pg_sh(PG_BIN "/pg_ctl -D %s/data -m %s -w -t 60 stop >/dev/null 2>&1", pg->dir, mode);
+    vt_pg_sh("%s/pg_ctl -D %s/data -m %s -w -t 60 stop >/dev/null 2>&1", pg_bin(), pg->dir, mode);
 }
 
 pid_t vt_pg_postmaster(const vt_pg *pg)
@@ -122,8 +127,8 @@ pid_t vt_pg_postmaster(const vt_pg *pg)
 
 bool vt_pg_ready(const vt_pg *pg)
 {
-    char cmd[200];
-    snprintf(cmd, sizeof(cmd), PG_BIN "/pg_isready -q -h 127.0.0.1 -p %d -t 1", pg->port);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "%s/pg_isready -q -h 127.0.0.1 -p %d -t 1", pg_bin(), pg->port);
     return system(cmd) == 0;
 }
 
