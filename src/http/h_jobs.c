@@ -463,6 +463,19 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
     return vd_respond_owned(ctx, b.data);
 }
 
+/* The batch's dispositions (1..MAX_BATCH) into *list and *n. */
+static vd_error batch_list(vd_ctx *ctx, const cJSON *body, const cJSON **list, int *n)
+{
+    *list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
+    if (!*list || cJSON_IsNull(*list))
+        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "dispositions", "'dispositions' is required");
+    *n = cJSON_GetArraySize(*list);
+    if (!cJSON_IsArray(*list) || *n < 1 || *n > MAX_BATCH)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "dispositions",
+                       "'dispositions' must be an array of 1 to %d dispositions", MAX_BATCH);
+    return VD_OK;
+}
+
 vd_error vd_h_dispositions(vd_ctx *ctx)
 {
     static const vd_member members[] = {{"dispositions", VD_J_ARRAY}, NEXT_MEMBERS};
@@ -475,17 +488,9 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
     char *claims = NULL;
     int n = 0, i = 0;
     vd_error rc = vd_body_object(ctx, &body);
-    if (rc || (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)))
-        return rc;
-    list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
-    if (!list || cJSON_IsNull(list))
-        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "dispositions", "'dispositions' is required");
-    n = cJSON_GetArraySize(list);
-    if (!cJSON_IsArray(list) || n < 1 || n > MAX_BATCH)
-        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "dispositions",
-                       "'dispositions' must be an array of 1 to %d dispositions", MAX_BATCH);
-    if ((rc = parse_next(ctx, body, &next))) /* its limit_keys are freed at out */
-        goto out;
+    if (rc || (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
+        (rc = parse_next(ctx, body, &next)) || (rc = batch_list(ctx, body, &list, &n)))
+        goto out; /* next's limit_keys are freed there */
     in = calloc((size_t)n, sizeof(*in));
     w = calloc((size_t)n, sizeof(*w));
     ans = calloc((size_t)n, sizeof(*ans));
