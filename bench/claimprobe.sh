@@ -8,7 +8,9 @@
 # step is set to fair_key "site" first, where verdictd knows it), then runs pgbench: 2,000
 # claims of 1 and 500 claims of 10, one client. Prints pgbench's average latency per case and
 # the plan of the plain claim's candidate scan (CLAIM_SQL: another claim statement file, for
-# a binary of an older commit). Needs curl, python3, psql and pgbench.
+# a binary of an older commit). DB_NAME (default claimprobe) names the database; REUSE=1
+# measures a database seeded by an earlier run again (to alternate two of them on a busy
+# machine). Needs curl, python3, psql and pgbench.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VD=${1:-$ROOT/build/verdictd}; N=${2:-100000}
@@ -18,9 +20,11 @@ VP=
 cleanup() { [ -n "$VP" ] && kill "$VP" 2>/dev/null; rm -rf "$D"; }
 trap cleanup EXIT
 source "$ROOT/scripts/lib.sh"
-psql -X -qAt "$VERDICT_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS claimprobe" \
-  -c "CREATE DATABASE claimprobe"
-DB="$VERDICT_TEST_DATABASE_URL dbname=claimprobe"
+NAME=${DB_NAME:-claimprobe}
+DB="$VERDICT_TEST_DATABASE_URL dbname=$NAME"
+if [ "${REUSE:-0}" != 1 ]; then
+psql -X -qAt "$VERDICT_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $NAME" \
+  -c "CREATE DATABASE $NAME"
 PORT=$(vd_free_port)
 VERDICT_DATABASE_URL="$DB" VERDICT_LISTEN="127.0.0.1:$PORT" VERDICT_LOG_LEVEL=error \
   "$VD" serve >"$D/verdictd.log" 2>&1 &
@@ -51,6 +55,7 @@ for fs in ("plain", "keyed"):
 PY
 kill "$VP"; wait "$VP" 2>/dev/null || true; VP=
 psql -X -qAt "$DB" -c "VACUUM ANALYZE"
+fi
 CLAIM=$(tail -n 1 "${CLAIM_SQL:-$ROOT/sql/statements/claim.sql}" | sed -e "s/\$8/NULL/g; s/\$7/NULL/g; \
   s/\$6/NULL/g; s/\$5/'bench'/g; s/\$4/60/g; s/\$3/LIMIT_N/g; s/\$2/'w'/g; s/\$1/'plain'/g")
 run() { # name, limit, count, statement

@@ -94,8 +94,10 @@ static int claim(const vt_server *s, const char *body, vt_claim *out, char (*sit
         out[i].job_id = (int64_t)vt_num(c, "job_id");
         out[i].item_id = (int64_t)vt_num(c, "item.id");
         snprintf(out[i].token, sizeof(out[i].token), "%s", vt_str(c, "claim_token"));
-        if (site)
-            snprintf(site[i], sizeof(site[i]), "%.*s", (int)strcspn(ident + 8, "."), ident + 8);
+        if (site) /* https://<site>.example/<n>, else the identifier itself */
+            snprintf(site[i], sizeof(site[i]), "%.*s",
+                     strncmp(ident, "https://", 8) ? 15 : (int)strcspn(ident + 8, "."),
+                     strncmp(ident, "https://", 8) ? ident : ident + 8);
     }
     vt_resp_free(&r);
     return n;
