@@ -294,7 +294,7 @@ static int do_disposition(worker *w, const claim *c, disp_kind k)
     }
     vd_job_write jw;
     vd_job_answer ans = {0};
-    vd_claim_next next = {1, w->sh->cfg.lease_seconds, true};
+    vd_claim_next next = {1, w->sh->cfg.lease_seconds, true, NULL, -1};
     fill_write(&jw, k, c, body, head, sizeof(head));
     vd_error rc = vd_job_apply_next(w->conn, &w->sh->cfg, &jw, 1,
                                     claims_next(w->sh->scenario) ? &next : NULL, &ans, NULL);
@@ -356,7 +356,7 @@ static int do_dispositions(worker *w, const claim *c, int n)
         disp_body(bodies[i], sizeof(bodies[i]), DISP_COMPLETE, c[i].token);
         fill_write(&jw[i], DISP_COMPLETE, &c[i], bodies[i], heads[i], sizeof(heads[i]));
     }
-    vd_claim_next next = {VB_MAX_BATCH, w->sh->cfg.lease_seconds, false};
+    vd_claim_next next = {VB_MAX_BATCH, w->sh->cfg.lease_seconds, false, NULL, -1};
     char *claims = NULL;
     rc = vd_job_apply_next(w->conn, &w->sh->cfg, jw, (size_t)n,
                            claims_next(w->sh->scenario) ? &next : NULL, ans, &claims);

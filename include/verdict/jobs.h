@@ -118,9 +118,11 @@ VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, cons
 
 /* claim_next on a disposition (README "Claim the next items with a disposition"). */
 typedef struct vd_claim_next {
-    int64_t count;         /* 0..100: how many items to claim; 0 claims nothing */
-    int64_t lease_seconds; /* the new claims' lease */
-    bool keep;             /* a single call: the claims close its kept answer (replays) */
+    int64_t count;            /* 0..100: how many items to claim; 0 claims nothing */
+    int64_t lease_seconds;    /* the new claims' lease */
+    bool keep;                /* a single call: the claims close its kept answer (replays) */
+    char *limit_keys;         /* the worker's limit keys (JSON array, malloc'd) or NULL */
+    int64_t estimated_tokens; /* tokens each claimed item reserves; < 0: none */
 } vd_claim_next;
 /* vd_job_apply_many, and when at least one write finishes (not a refusal, not a replay),
  * claim up to next->count items of the first finished job's flow step for its worker in the

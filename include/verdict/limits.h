@@ -17,6 +17,9 @@
 /* The longest limit key, and the most keys an item or a claim may carry. */
 #define VD_LIMIT_KEY_MAX 200
 #define VD_LIMIT_KEYS_MAX 16
+/* An item's priority: a point is worth a minute of waiting (sql/0037_priority_fairness.sql). */
+#define VD_PRIORITY_MIN (-1000)
+#define VD_PRIORITY_MAX 1000
 /* The longest pause a streak of backoffs grows to (seconds). */
 #define VD_LIMIT_BACKOFF_CAP 3600
 
@@ -80,6 +83,11 @@ VD_MUST_USE vd_error vd_limits_decide(vd_conn *c, const vd_job_snapshot *snap, v
 VD_MUST_USE vd_error vd_store_flow_step_budgets(vd_conn *c, const char *flow_step_id,
                                                 int64_t max_tokens, double max_cost_usd,
                                                 char **out);
+
+/* Set a flow step's fair key (NULL or "": none), made when unknown; a changed key gives its
+ * items their fair values again (sql/0037_priority_fairness.sql). */
+VD_MUST_USE vd_error vd_store_flow_step_fair_key(vd_conn *c, const char *flow_step_id,
+                                                 const char *fair_key);
 
 /* What a claim adds for flow control: its keys as a JSON array of strings (borrowed; NULL:
  * none) and the tokens each claimed item reserves (< 0: none). */

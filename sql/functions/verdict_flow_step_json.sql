@@ -10,6 +10,6 @@ AS $function$ SELECT json_build_object(
         'incident_min_items', f.incident_min_items,
         'incident_window_minutes', f.incident_window_minutes,
         'pause_on_incident', f.pause_on_incident, 'strict_evidence', f.strict_evidence,
-        'tools', f.tools,
+        'tools', f.tools, 'fair_key', f.fair_key,
         'created_at', verdict_ts(f.created_at), 'updated_at', verdict_ts(f.updated_at)) $function$
 ;

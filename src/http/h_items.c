@@ -38,7 +38,7 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
         (rc = vd_get_string(f, "source_type", true, 1, 100, &st)) ||
         (rc = vd_get_string(f, "item_identifier", true, 1, 2000, &ident)) ||
         (rc = vd_get_object(f, "payload", false, &payload)) ||
-        (rc = vd_get_int(f, "priority", false, -2147483647, 2147483647, 0, &prio)) ||
+        (rc = vd_get_int(f, "priority", false, VD_PRIORITY_MIN, VD_PRIORITY_MAX, 0, &prio)) ||
         (rc = vd_get_int(f, "delay_seconds", false, 0, 604800, 0, &delay)) ||
         (rc = vd_get_int(f, "max_attempts", false, 1, 100, ctx->cfg->max_attempts, &maxa)) ||
         (rc = vd_get_int(f, "max_defers", false, 1, 100, ctx->cfg->max_defers, &maxd)) ||
@@ -317,7 +317,8 @@ static vd_error settings_change(vd_field f, vd_flow_step_change *ch)
                                         {"strict_evidence", VD_J_BOOL},
                                         {"tools", VD_J_OBJECT},
                                         {"max_item_tokens", VD_J_NUMBER},
-                                        {"max_item_cost_usd", VD_J_NUMBER}};
+                                        {"max_item_cost_usd", VD_J_NUMBER},
+                                        {"fair_key", VD_J_STRING}};
     int64_t min_items = 0, window = 0;
     vd_error rc = VD_MEMBERS_CHECK(f, members);
     ch->has_min_items = vd_has_member(f, "incident_min_items");
@@ -343,16 +344,20 @@ vd_error vd_h_flow_step_configure(vd_ctx *ctx)
     char *tools = NULL;
     vd_flow_step_change ch = {0};
     vd_budget_change b = {0};
+    const char *fair = NULL;
     vd_error rc = vd_body_object(ctx, &body);
     vd_field f = {ctx, body, NULL};
     if (rc || (rc = flow_step_param(ctx, &fs)) || (rc = settings_change(f, &ch)) ||
-        (rc = vd_flow_step_budgets_parse(f, &b)) || (rc = tools_change(ctx, body, &tools)) ||
-        (rc = vd_ctx_db(ctx, &c))) {
+        (rc = vd_flow_step_budgets_parse(f, &b)) || (rc = vd_flow_step_fair_key_parse(f, &fair)) ||
+        (rc = tools_change(ctx, body, &tools)) || (rc = vd_ctx_db(ctx, &c))) {
         cJSON_free(tools);
         return rc;
     }
     ch.tools_json = tools;
-    rc = vd_store_flow_step_configure(c, fs, &ch, &out);
+    /* a fair key first: the answer below shows it (sql/0037_priority_fairness.sql) */
+    rc = fair ? vd_store_flow_step_fair_key(c, fs, fair) : VD_OK;
+    if (rc == VD_OK)
+        rc = vd_store_flow_step_configure(c, fs, &ch, &out);
     cJSON_free(tools);
     if (rc == VD_OK && b.given) { /* a cost budget (limits.h): the answer shows it */
         free(out);

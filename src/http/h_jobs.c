@@ -209,13 +209,24 @@ static const char *refusal(vd_error rc, const vd_job_write *w, const vd_job_answ
     return vd_store_message(rc, what, msg, len);
 }
 
-/* claim_next (0..100) and the lease of its claims (lease_seconds, as POST /v1/claims takes
- * it), from a single call's body or a batch's top level. */
+/* The members parse_next reads. */
+#define NEXT_MEMBERS                                                                               \
+    {"claim_next", VD_J_NUMBER}, {"lease_seconds", VD_J_NUMBER}, {"limit_keys", VD_J_ARRAY},       \
+    {                                                                                              \
+        "estimated_tokens", VD_J_NUMBER                                                            \
+    }
+
+/* claim_next (0..100), the lease of its claims (lease_seconds) and the worker's limit_keys
+ * and estimated_tokens, as POST /v1/claims takes them, from a single call's body or a batch's
+ * top level (next->limit_keys malloc'd: the caller frees it). */
 static vd_error parse_next(vd_ctx *ctx, const cJSON *body, vd_claim_next *next)
 {
     vd_field f = {ctx, body, NULL};
     vd_error rc = vd_get_int(f, "claim_next", false, 0, MAX_BATCH, 0, &next->count);
-    if (rc)
+    if (rc ||
+        (rc =
+             vd_get_int(f, "estimated_tokens", false, 0, 100000000, -1, &next->estimated_tokens)) ||
+        (rc = vd_get_limit_keys(f, &next->limit_keys)))
         return rc;
     return vd_get_int(f, "lease_seconds", false, 5, 86400, ctx->cfg->lease_seconds,
                       &next->lease_seconds);
@@ -255,18 +266,20 @@ out:
 
 vd_error vd_h_disposition(vd_ctx *ctx)
 {
-    static const vd_member members[] = {
-        DISPOSITION_MEMBERS, {"claim_next", VD_J_NUMBER}, {"lease_seconds", VD_J_NUMBER}};
+    static const vd_member members[] = {DISPOSITION_MEMBERS, NEXT_MEMBERS};
     const cJSON *body = NULL;
     char *answer = NULL;
     int64_t job = 0;
-    vd_claim_next next = {0, 0, true}; /* the claims are kept with the answer */
+    vd_claim_next next = {0, 0, true, NULL, -1}; /* the claims are kept with the answer */
     vd_error rc = vd_param_id(ctx, 0, "job", &job);
     if (rc || (rc = vd_body_object(ctx, &body)) ||
         (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
         (rc = parse_next(ctx, body, &next)) ||
-        (rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer)))
+        (rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer))) {
+        free(next.limit_keys);
         return rc;
+    }
+    free(next.limit_keys);
     return vd_respond_owned(ctx, answer);
 }
 
@@ -450,29 +463,34 @@ static vd_error respond_results(vd_ctx *ctx, const disp_in *in, const vd_job_ans
     return vd_respond_owned(ctx, b.data);
 }
 
+/* The batch's dispositions (1..MAX_BATCH) into *list and *n. */
+static vd_error batch_list(vd_ctx *ctx, const cJSON *body, const cJSON **list, int *n)
+{
+    *list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
+    if (!*list || cJSON_IsNull(*list))
+        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "dispositions", "'dispositions' is required");
+    *n = cJSON_GetArraySize(*list);
+    if (!cJSON_IsArray(*list) || *n < 1 || *n > MAX_BATCH)
+        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "dispositions",
+                       "'dispositions' must be an array of 1 to %d dispositions", MAX_BATCH);
+    return VD_OK;
+}
+
 vd_error vd_h_dispositions(vd_ctx *ctx)
 {
-    static const vd_member members[] = {
-        {"dispositions", VD_J_ARRAY}, {"claim_next", VD_J_NUMBER}, {"lease_seconds", VD_J_NUMBER}};
+    static const vd_member members[] = {{"dispositions", VD_J_ARRAY}, NEXT_MEMBERS};
     const cJSON *body = NULL, *list = NULL;
     disp_in *in = NULL;
     vd_job_write *w = NULL;
     vd_job_answer *ans = NULL;
     vd_conn *c = NULL;
-    vd_claim_next next = {0, 0, false}; /* a batch's claims are not kept (README) */
+    vd_claim_next next = {0, 0, false, NULL, -1}; /* a batch's claims are not kept (README) */
     char *claims = NULL;
     int n = 0, i = 0;
     vd_error rc = vd_body_object(ctx, &body);
     if (rc || (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
-        (rc = parse_next(ctx, body, &next)))
-        return rc;
-    list = cJSON_GetObjectItemCaseSensitive(body, "dispositions");
-    if (!list || cJSON_IsNull(list))
-        return vd_fail(ctx, VD_ERR_MISSING_FIELD, "dispositions", "'dispositions' is required");
-    n = cJSON_GetArraySize(list);
-    if (!cJSON_IsArray(list) || n < 1 || n > MAX_BATCH)
-        return vd_fail(ctx, VD_ERR_INVALID_FIELD, "dispositions",
-                       "'dispositions' must be an array of 1 to %d dispositions", MAX_BATCH);
+        (rc = parse_next(ctx, body, &next)) || (rc = batch_list(ctx, body, &list, &n)))
+        goto out; /* next's limit_keys are freed there */
     in = calloc((size_t)n, sizeof(*in));
     w = calloc((size_t)n, sizeof(*w));
     ans = calloc((size_t)n, sizeof(*ans));
@@ -500,6 +518,7 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
                                               : NULL);
 out:
     free(claims);
+    free(next.limit_keys);
     for (i = 0; in && i < n; i++)
         disp_cleanup(&in[i]);
     for (i = 0; ans && i < n; i++)

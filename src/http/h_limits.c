@@ -225,6 +225,21 @@ vd_error vd_get_usage(vd_field f, vd_usage *u)
     return VD_OK;
 }
 
+vd_error vd_flow_step_fair_key_parse(vd_field f, const char **key)
+{
+    vd_error rc = vd_get_string(f, "fair_key", false, 0, 100, key);
+    if (rc || !*key)
+        return rc;
+    for (const char *p = *key; *p; p++)
+        if (!strchr("._@-", *p) && !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+            !(*p >= '0' && *p <= '9'))
+            return vd_fail(
+                f.ctx, VD_ERR_INVALID_FIELD, "fair_key",
+                "'fair_key' must be the name of a limit key (the part before its "
+                "':'): up to 100 bytes of letters, digits and . _ @ -, or \"\" for none");
+    return VD_OK;
+}
+
 vd_error vd_flow_step_budgets_parse(vd_field f, vd_budget_change *b)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(f.obj, "max_item_cost_usd");

@@ -348,6 +348,9 @@ typedef struct vd_budget_change {
     double cost_usd;
 } vd_budget_change;
 vd_error vd_flow_step_budgets_parse(vd_field f, vd_budget_change *b);
+/* PATCH /v1/flow-steps/{id}'s fair_key: a key name (1..100 bytes of letters, digits and
+ * . _ @ -) or "" (none); *key stays NULL when absent. */
+vd_error vd_flow_step_fair_key_parse(vd_field f, const char **key);
 vd_error vd_get_usage(vd_field f, struct vd_usage *u);
 /* Once the failure is recorded: throttle the key (as POST /v1/limits/{key}/backoff) and tell
  * the model, in env's hint and a `limit` member, to defer with reason_code rate_limited. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verdict/incidents.h"
+#include "verdict/limits.h"
 #include "verdict/lint.h"
 #include "verdict/store_ops.h"
 #include "verdict/tool_failures.h"
@@ -187,9 +188,11 @@ static vd_error claim_next(vd_conn *c, apply_ctx *a, size_t nfin)
     if (!a->next || a->next->count <= 0 || nfin == 0)
         return VD_OK;
     const vd_job_snapshot *snap = &a->snap[a->fin_of[0]];
-    vd_error rc = vd_store_claim(c, snap->flow_step_id, snap->worker_id, snap->worker_version,
-                                 a->next->count, a->next->lease_seconds, a->w[a->fin_of[0]].actor,
-                                 false, NULL, &reply); /* answers even when it claims nothing */
+    vd_claim_keys keys = {a->next->limit_keys, a->next->estimated_tokens};
+    vd_error rc =
+        vd_store_claim_keyed(c, snap->flow_step_id, snap->worker_id, snap->worker_version,
+                             a->next->count, a->next->lease_seconds, a->w[a->fin_of[0]].actor,
+                             &keys, false, NULL, &reply); /* answers even when it claims nothing */
     if (rc) {
         free(reply.body);
         return rc;

@@ -93,6 +93,15 @@ vd_error vd_store_job_usage(vd_conn *c, int64_t job_id, const vd_usage *u, bool 
     return rc;
 }
 
+vd_error vd_store_flow_step_fair_key(vd_conn *c, const char *flow_step_id, const char *fair_key)
+{
+    const char *p[] = {flow_step_id, fair_key && *fair_key ? fair_key : NULL};
+    char *out = NULL;
+    vd_error rc = vd_sql_first_text(c, VD_SQL_FLOW_STEP_FAIR_KEY, 2, p, &out);
+    free(out);
+    return rc;
+}
+
 vd_error vd_store_flow_step_budgets(vd_conn *c, const char *flow_step_id, int64_t max_tokens,
                                     double max_cost_usd, char **out)
 {

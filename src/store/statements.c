@@ -182,14 +182,20 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  DO NOTHING RETURNING id, flow_step_id, source_type, item_identifier),"
          " ins AS ("
          "  INSERT INTO items (id, flow_step_id, priority, available_at, max_attempts,"
-         "                     max_defers, limit_keys)"
+         "                     max_defers, limit_keys, fair_value)"
          "  SELECT DISTINCT ON (s.id) s.id, s.flow_step_id, x.priority,"
          "         now() + x.delay_seconds * interval '1 second', x.max_attempts, x.max_defers,"
-         "         (SELECT array_agg(DISTINCT k ORDER BY k) FROM unnest(x.limit_keys) k)"
+         "         (SELECT array_agg(DISTINCT k ORDER BY k) FROM unnest(x.limit_keys) k),"
+         "         verdict_fair_value(x.limit_keys, (SELECT f.fair_key FROM flow_steps f"
+         "                                           WHERE f.flow_step_id = s.flow_step_id))"
          "  FROM src s JOIN input x ON x.flow_step_id = s.flow_step_id"
          "   AND x.source_type = s.source_type AND x.item_identifier = s.item_identifier"
          "  ORDER BY s.id, x.ord"
-         "  RETURNING id, flow_step_id, available_at),"
+         "  RETURNING id, flow_step_id, available_at, fair_value),"
+         /* the fair values of a flow step with a fair key (sql/0037_priority_fairness.sql) */
+         " fv AS (INSERT INTO fair_values (flow_step_id, value)"
+         "        SELECT DISTINCT flow_step_id, fair_value FROM ins WHERE fair_value IS NOT NULL"
+         "        ON CONFLICT DO NOTHING),"
          /* items with limit keys: the flow step is claimed with limits from now on */
          " kf AS (UPDATE flow_steps f SET keyed = true WHERE NOT f.keyed AND f.flow_step_id IN"
          "        (SELECT flow_step_id FROM input WHERE limit_keys IS NOT NULL)),"
@@ -281,7 +287,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* a keyed flow step (items with limit keys) is claimed by claim_limited */
          "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
          "                    AND (f.paused OR f.keyed))"
-         "  ORDER BY priority DESC, available_at, id"
+         /* priority with aging: items_claimable (sql/0037_priority_fairness.sql) */
+         "  ORDER BY verdict_claim_rank(available_at, priority), id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
@@ -319,7 +326,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
          "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
          "   'review', u.review)"
-         "   ORDER BY u.priority DESC, u.available_at, u.id), '[]'::json))::text END"
+         "   ORDER BY verdict_claim_rank(u.available_at, u.priority), u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
 
     /* A claim with limits (sql/0032_flow_control.sql): $7 the claim's limit keys (a JSON
@@ -1155,6 +1162,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " RETURNING json_build_object('flow_step', verdict_flow_step_json(f)::jsonb"
          "  || jsonb_build_object('max_item_tokens', f.max_item_tokens,"
          "                        'max_item_cost_usd', f.max_item_cost_usd))::text"},
+    /* a flow step's fair key ($2; NULL: none): sql/0037_priority_fairness.sql */
+    [VD_SQL_FLOW_STEP_FAIR_KEY] = {"flow_step_fair_key",
+                                   "SELECT verdict_fair_key_set($1, $2) IS NULL"},
     /* seconds until every key of job $1 is open again (rate_limited deferrals) */
     [VD_SQL_JOB_REOPEN_SECONDS] = {"job_reopen_seconds",
                                    "SELECT verdict_job_reopen_seconds($1::bigint)"},

@@ -106,7 +106,7 @@ final class Client
     /**
      * POST /v1/items: register 1-1000 items (existing ones are left untouched).
      *
-     * @param list<array<string, mixed>> $items each {flow_step_id, source_type, item_identifier, payload?, priority?, delay_seconds?, max_attempts?, max_defers?}
+     * @param list<array<string, mixed>> $items each {flow_step_id, source_type, item_identifier, payload?, priority? (-1000..1000, aged: a point is a minute of waiting), delay_seconds?, max_attempts?, max_defers?, limit_keys?}
      * @return list<RegisteredItem> in input order
      */
     public function registerItems(array $items, ?string $idempotencyKey = null): array
@@ -115,7 +115,7 @@ final class Client
         return array_map(static fn (array $i): RegisteredItem => RegisteredItem::fromArray($i), $out['items']);
     }
 
-    /** @param array<string, mixed>|null $payload @param array<string, mixed> $options priority, delay_seconds, max_attempts, max_defers */
+    /** @param array<string, mixed>|null $payload @param array<string, mixed> $options priority, delay_seconds, max_attempts, max_defers, limit_keys */
     public function registerItem(string $flowStepId, string $sourceType, string $itemIdentifier, ?array $payload = null, array $options = []): RegisteredItem
     {
         $item = ['flow_step_id' => $flowStepId, 'source_type' => $sourceType, 'item_identifier' => $itemIdentifier] + $options;
@@ -223,7 +223,8 @@ final class Client
     /**
      * POST /v1/jobs/{id}/disposition: complete, reject_source, defer_item, fail.
      *
-     * @param array<string, mixed> $fields reason_code, reason, manual_review, retry_after_seconds, error, retryable, force, engine_data
+     * @param array<string, mixed> $fields reason_code, reason, manual_review, retry_after_seconds, error, retryable, force, engine_data;
+     *        claim_next, lease_seconds, limit_keys (the worker's keys for those claims), estimated_tokens
      */
     public function disposition(Claim|int $job, string $disposition, array $fields = [], ?string $token = null): JobResult
     {
@@ -412,6 +413,23 @@ final class Client
     public function resumeFlowStep(string $flowStepId): FlowStep
     {
         return FlowStep::fromArray($this->call('POST', '/v1/flow-steps/' . rawurlencode($flowStepId) . '/resume', retryTransport: true)['flow_step']);
+    }
+
+    /**
+     * PATCH /v1/flow-steps/{id}: the settings given (incident_min_items, incident_window_minutes,
+     * pause_on_incident, strict_evidence, tools, max_item_tokens, max_item_cost_usd, fair_key).
+     *
+     * @param array<string, mixed> $settings
+     */
+    public function configureFlowStep(string $flowStepId, array $settings): FlowStep
+    {
+        return FlowStep::fromArray($this->call('PATCH', '/v1/flow-steps/' . rawurlencode($flowStepId), $settings, retryTransport: true)['flow_step']);
+    }
+
+    /** Claims of the flow step rotate between the items' values of this limit key name ('site'); null removes it. */
+    public function setFairKey(string $flowStepId, ?string $fairKey): FlowStep
+    {
+        return $this->configureFlowStep($flowStepId, ['fair_key' => $fairKey ?? '']);
     }
 
     /** POST /v1/items/{id}/requeue: any state but claimed -> available. */

@@ -336,4 +336,24 @@ final class ClientTest extends TestCase
         $this->expectException(\Verdict\Exception\NotFoundException::class);
         $w->getLimit($key);
     }
+
+    public function testPriorityAndFairKey(): void
+    {
+        $admin = $this->client('admin');
+        $w = $this->client('worker');
+        $flow = $this->flow('fair');
+        self::assertSame('site', $admin->setFairKey($flow, 'site')->fairKey);
+        foreach (['big-1' => 'site:big', 'big-2' => 'site:big', 'small-1' => 'site:small'] as $id => $site) {
+            $w->registerItem($flow, 'rss', "https://$id.example/", null, ['limit_keys' => [$site], 'priority' => 3]);
+        }
+        $first = $w->claim($flow, 'php')[0];
+        $r = $w->disposition($first, 'complete', ['claim_next' => 1, 'limit_keys' => ['provider:' . $flow], 'estimated_tokens' => 10]);
+        $next = Claim::fromArray($r->raw['claims'][0]); // the other site's turn
+        self::assertNotSame(str_contains($first->item->itemIdentifier, 'big'), str_contains($next->item->itemIdentifier, 'big'));
+        self::assertSame(3, $next->item->priority);
+        self::assertContains('provider:' . $flow, $r->raw['claims'][0]['limit_keys']);
+        self::assertNull($admin->setFairKey($flow, null)->fairKey);
+        $this->expectException(\Verdict\Exception\InvalidRequestException::class);
+        $w->registerItem($flow, 'rss', 'https://too-high.example/', null, ['priority' => 1001]);
+    }
 }

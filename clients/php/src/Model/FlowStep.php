@@ -11,6 +11,7 @@ final class FlowStep
         public readonly bool $paused,
         public readonly string $createdAt,
         public readonly string $updatedAt,
+        public readonly ?string $fairKey = null,
     ) {
     }
 
@@ -21,7 +22,8 @@ final class FlowStep
             (string) $a['flow_step_id'],
             (bool) $a['paused'],
             (string) $a['created_at'],
-            (string) $a['updated_at']
+            (string) $a['updated_at'],
+            isset($a['fair_key']) ? (string) $a['fair_key'] : null
         );
     }
 }
