@@ -12,10 +12,10 @@ cd "$(dirname "$0")/.."
 MAX_FUNCTION_LINES=60
 
 files() { git ls-files -- "$@"; }
-c_files() { files 'src/*.c' 'src/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'bench/*.h'; }
-src_files() { files 'src/*.c' 'src/*.h' 'include/*.h'; }
+c_files() { files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'bench/*.h'; }
+src_files() { files 'src/*.c' 'src/*.h'; }
 
-# .clang-format over src/ include/ tests/ bench/
+# .clang-format over src/ tests/ bench/
 check_format() {
   local out
   out=$(c_files | xargs clang-format --dry-run -Werror 2>&1) && return 0
@@ -48,7 +48,7 @@ check_includes() {
   local rc=0
   only_in 'microhttpd\.h' '^src/http/' || rc=1
   only_in 'libpq-fe\.h' '^src/store/' || rc=1
-  only_in 'cJSON\.h' '^(src/http/|src/store/|src/service/(adjudicator_stream|adjudication_json|outcomes)\.c$|include/verdict/(outcomes|adjudication_codec)\.h$)' || rc=1
+  only_in 'cJSON\.h' '^(src/http/|src/store/|src/service/(adjudicator_stream|adjudication_json|outcomes)\.c$|src/service/include/verdict/outcomes\.h$)' || rc=1
   only_in 'pcre2\.h' '^(src/service/adjudicator_internal\.h|src/common/redact\.c)$' || rc=1
   [ $rc -eq 0 ] || echo "includes: see CONTRIBUTING.md, Layers"
   return $rc
@@ -82,10 +82,10 @@ check_length() {
   return 1
 }
 
-# Every function of include/verdict/ that returns vd_error is VD_MUST_USE.
+# Every function of a layer's public headers (src/*/include/) that returns vd_error is VD_MUST_USE.
 check_must_use() {
   local hits
-  hits=$(files 'include/verdict/*.h' | xargs grep -nE '^(static inline )?vd_error[[:space:]]+\*?vd_[a-z0-9_]+\(')
+  hits=$(files 'src/*/include/*.h' | xargs grep -nE '^(static inline )?vd_error[[:space:]]+\*?vd_[a-z0-9_]+\(')
   [ -z "$hits" ] && return 0
   printf '%s\n' "$hits"
   echo "must_use: mark fallible functions VD_MUST_USE (error.h)"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 #include "verdict/semver.h"
 #include "verdict/store_ops.h"
 #include "verdict/util.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "verdict/flow_steps.h"
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 #include "verdict/store_ops.h"
 
 #define MAX_BATCH 1000

@@ -10,6 +10,8 @@
 
 #include "verdict/jobs.h"
 #include "verdict/model_text.h"
+#include "verdict/store/templates.h"
+#include "verdict/store/tool_failures.h"
 #include "verdict/store_ops.h"
 #include "verdict/util.h"
 

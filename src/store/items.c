@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 #include "verdict/store_ops.h"
 
 /* An operation run under an Idempotency-Key (or plainly when there is none). */

@@ -6,9 +6,9 @@
 // 2020-12, which is what OpenAPI 3.1 schemas are): the status must be documented for the
 // operation, the Content-Type must be the documented one, the body must validate against the
 // documented schema, the documented headers must hold, and an error body must agree with the
-// one error table (include/verdict/error.h). The other direction is checked too: what the
-// server accepted must be valid under the documented request schemas and parameters, and a
-// body or parameter the server refused with a 400 naming it must be invalid under them.
+// one error table (src/common/include/verdict/error.h). The other direction is checked too:
+// what the server accepted must be valid under the documented request schemas and parameters,
+// and a body or parameter the server refused with a 400 naming it must be invalid under them.
 // Finally the route table (src/http/routes.c) and the document must list the same endpoints
 // with the same least roles, and the binary must serve the document as written.
 //
@@ -197,7 +197,7 @@ for (const o of ops.values()) {
 // The one error table: code -> {status, retryable, hint}.
 const ERROR_TABLE = new Map();
 {
-  const h = readFileSync(path.join(ROOT, 'include/verdict/error.h'), 'utf8');
+  const h = readFileSync(path.join(ROOT, 'src/common/include/verdict/error.h'), 'utf8');
   const map = h.slice(h.indexOf('#define VD_ERROR_MAP'), h.indexOf('typedef enum'));
   for (const chunk of map.split(/\bXX\(/).slice(1)) {
     const m = /^\s*(\w+),\s*"([a-z_]+)",\s*(\d{3}),\s*(true|false),/.exec(chunk);
@@ -206,7 +206,7 @@ const ERROR_TABLE = new Map();
     const hint = [...rest.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1].replace(/\\(.)/g, '$1')).join('');
     ERROR_TABLE.set(m[2], { status: Number(m[3]), retryable: m[4] === 'true', hint });
   }
-  check(ERROR_TABLE.size >= 10, 'include/verdict/error.h', `parsed only ${ERROR_TABLE.size} rows of VD_ERROR_MAP`);
+  check(ERROR_TABLE.size >= 10, 'src/common/include/verdict/error.h', `parsed only ${ERROR_TABLE.size} rows of VD_ERROR_MAP`);
   const documented = new Set(at('/components/schemas/Error/properties/error/enum'));
   for (const code of ERROR_TABLE.keys())
     check(documented.has(code), 'Error.error enum', `'${code}' (error table) is not documented`);

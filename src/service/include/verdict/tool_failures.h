@@ -101,17 +101,4 @@ VD_MUST_USE vd_error vd_tool_failure_record_facts(vd_conn *conn, const vd_config
                                                   const vd_tool_failure *f, vd_tool_verdict *out,
                                                   vd_tool_failure_facts *facts);
 
-/* Store operations (src/store/templates.c). */
-typedef struct vd_tool_failure_row {
-    int64_t job_id, template_id;
-    const char *tool, *args, *kind, *error, *signature;
-    bool retryable, required, counted;
-} vd_tool_failure_row;
-/* Insert the failure row; *failure_id its id. VD_ERR_NOT_FOUND when the job is gone. */
-VD_MUST_USE vd_error vd_store_tool_failure_insert_template(vd_conn *c,
-                                                           const vd_tool_failure_row *row,
-                                                           int64_t *failure_id);
-/* Mark failure_id deterministic and not retryable (found so after its insert). */
-VD_MUST_USE vd_error vd_store_tool_failure_final(vd_conn *c, int64_t failure_id);
-
 #endif
