@@ -2,7 +2,7 @@
 # scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
 # when any check does. Usage:
-# scripts/check.sh [format|banned|includes|assign|length|must_use|docs|sql|php|js|js-ui]...
+# scripts/check.sh [format|banned|includes|layers|assign|length|must_use|docs|sql|php|js|js-ui]...
 # (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs
 # it); php and js install their own tools when missing (Debian's php-codesniffer, ESLint from npm
 # in tests/lint) and are skipped, with a message, only when that cannot be done.
@@ -53,6 +53,10 @@ check_includes() {
   [ $rc -eq 0 ] || echo "includes: see CONTRIBUTING.md, Layers"
   return $rc
 }
+
+# The layers run one way (CONTRIBUTING.md, Layers): no include and no call upward
+# (scripts/layers.sh; tests/layers/test_check.sh proves it fails).
+check_layers() { scripts/layers.sh; }
 
 # No assignment in a condition but the error chain `(rc = f(...))` (CONTRIBUTING.md).
 check_assign() {
@@ -167,7 +171,7 @@ check_sql() {
 }
 
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs sql php js js-ui)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes layers assign length must_use docs sql php js js-ui)
 # The checks run side by side; each one's findings are printed together, in the order asked.
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
