@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "verdict/briefing.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/briefing.h"
 
 static const char *str_member(const cJSON *o, const char *key)
 {

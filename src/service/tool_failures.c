@@ -12,7 +12,9 @@
 #include "verdict/model_text.h"
 #include "verdict/store/templates.h"
 #include "verdict/store/tool_failures.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/incidents.h"
+#include "verdict/store/jobs.h"
 #include "verdict/util.h"
 
 const char *vd_tool_kind_name(vd_tool_kind k)

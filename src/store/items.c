@@ -9,7 +9,13 @@
 #include <string.h>
 
 #include "verdict/store/limits.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/claims.h"
+#include "verdict/store/flow_steps.h"
+#include "verdict/store/idempotency.h"
+#include "verdict/store/items.h"
+#include "verdict/store/jobs.h"
+#include "verdict/store/reviews.h"
 
 /* An operation run under an Idempotency-Key (or plainly when there is none). */
 typedef vd_error (*idem_op)(vd_conn *c, void *arg, char **body);

@@ -9,7 +9,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/briefing.h"
+#include "verdict/store/lint.h"
 
 void vd_reject_facts_cleanup(vd_reject_facts *f)
 {

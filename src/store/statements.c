@@ -12,7 +12,7 @@
  * exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
-#include "verdict/store_ops.h" /* VD_CHECKPOINT_MAX_MERGED_SQL */
+#include "verdict/store/claims.h" /* VD_CHECKPOINT_MAX_MERGED_SQL */
 
 /* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
 #define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type

@@ -11,7 +11,7 @@
 #include "verdict/error.h"
 #include "verdict/machine.h"
 #include "verdict/store.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/jobs.h"
 
 typedef struct vd_job_write {
     int64_t job_id;

@@ -68,4 +68,9 @@ int vd_store_latest_version(void);
 /* VD_OK when the database answers and its schema is at the newest migration. */
 VD_MUST_USE vd_error vd_store_ready(vd_conn *conn, int *version);
 
+/* Run fn(c, arg) in one transaction, retried on serialization failures and deadlocks (fn
+ * must be safe to run again from scratch). */
+typedef vd_error (*vd_store_tx_fn)(vd_conn *c, void *arg);
+VD_MUST_USE vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
+
 #endif

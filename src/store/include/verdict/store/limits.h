@@ -11,7 +11,7 @@
 
 #include "verdict/error.h"
 #include "verdict/store.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/idempotency.h"
 
 /* The longest limit key, and the most keys an item or a claim may carry. */
 #define VD_LIMIT_KEY_MAX 200
@@ -78,7 +78,7 @@ typedef struct vd_claim_keys {
  * claim trace and span (48 hex digits) of each job's item's previous job, comma-separated. */
 VD_MUST_USE vd_error vd_store_claim_links(vd_conn *c, const char *job_ids, char **out);
 
-/* vd_store_claim with the claim's limit keys and token estimate (store_ops.h). */
+/* vd_store_claim with the claim's limit keys and token estimate (store/claims.h). */
 VD_MUST_USE vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id,
                                           const char *worker_id, const char *worker_version,
                                           int64_t limit, int64_t lease_seconds, const char *actor,
