@@ -64,18 +64,6 @@ typedef struct vd_job_answer {
  * status) or NULL. */
 VD_MUST_USE char *vd_job_reply(const char *lead, const char *kept, bool replayed);
 
-/* Whether a finished job's claim was taken from its holder (the lease passed and was swept,
- * or an admin released it): the holder's writes are then VD_ERR_CLAIM_LOST, not
- * JOB_FINALIZED. snap was read by vd_store_job_lock. */
-bool vd_job_claim_taken(const vd_job_snapshot *snap);
-
-/* The claim check of every call a job's holder makes (dispositions, releases, tool failures,
- * heartbeats; MCP tool calls go through the first two): VD_OK while the job is processing and
- * its token holds the item; VD_ERR_NOT_FOUND (no such job), VD_ERR_CLAIM_LOST (another token,
- * the claim was taken: vd_job_claim_taken, or the item moved on), VD_ERR_JOB_FINALIZED (the
- * holder finished it: the caller may replay). Pure. */
-VD_MUST_USE vd_error vd_job_fence(const vd_job_snapshot *snap);
-
 /* A heartbeat: extend the lease of job_id while `token` holds it (one statement), fenced by
  * vd_job_fence, and merge checkpoint (a JSON object as text, already redacted and at most
  * VD_CHECKPOINT_MAX bytes; NULL: none) into the job's with it. *out {"lease_expires_at": ...}
