@@ -1,5 +1,5 @@
 /* statements.c - every SQL statement of verdict in one table, always parameterised, prepared
- * once per connection by db.c. Nothing here runs anything.
+ * once per connection by conn.c. Nothing here runs anything.
  *
  * Lock order: a statement or transaction that locks both a job and its item locks the JOB
  * FIRST, then the item; several jobs go in job id order (each job, then its item). That holds
