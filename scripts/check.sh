@@ -98,7 +98,7 @@ check_must_use() {
 
 # The front door stays a front door (CONTRIBUTING.md, Documentation): README.md at most
 # MAX_README_LINES lines, and neither it nor docs/ (but docs/pending/, the integrator's inbox)
-# names a work session ("stop 16") or heads a section with an issue number.
+# names a work session (the word stop and a number) or heads a section with an issue number.
 MAX_README_LINES=250
 check_docs() {
   local rc=0 n hits

@@ -1,4 +1,4 @@
-/* incidents.h - tooling incidents (issue 17 part 1): the same deterministic tool failure on
+/* incidents.h - tooling incidents: the same deterministic tool failure on
  * many items of a flow step is a tooling bug, not a problem with the sources. A failure's key
  * is (flow step, its failure template: templates.h), whichever tools it came through; an
  * incident opens when one template reaches the flow step's incident_min_items distinct items

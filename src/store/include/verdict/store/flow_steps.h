@@ -1,4 +1,4 @@
-/* flow_steps.h - the per-flow-step settings of the agent-safety features (issue 17), stored
+/* store/flow_steps.h - the per-flow-step settings of the agent-safety features, stored
  * on flow_steps (sql/0013_flow_step_settings.sql) and set by PATCH /v1/flow-steps/{id}: when a
  * tool-failure signature becomes a tooling incident, whether opening one pauses the flow step,
  * and whether a rejection must quote evidence from the item's payload. */
