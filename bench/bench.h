@@ -2,8 +2,8 @@
  * environment (its own PostgreSQL cluster or a given one, database, child verdictd, /proc
  * readers, WAL and commit counters), the claim → disposition cells (verdict, its statements,
  * the minimal SQL cycle, the npm peers), the extra modes (adjudicator, stats) and the report. Only
- * bench/ includes it; the program uses verdict's public headers (include/verdict/) and nothing
- * under src/.
+ * bench/ includes it; the program uses verdict's public headers (each layer's src/LAYER/include/)
+ * and no layer's private file.
  */
 #ifndef VERDICT_BENCH_H
 #define VERDICT_BENCH_H

@@ -20,7 +20,8 @@
 #include "verdict/error.h"
 #include "verdict/jobs.h"
 #include "verdict/store.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/claims.h"
+#include "verdict/store/idempotency.h"
 
 #define PHASE_WARMUP 0
 #define PHASE_MEASURE 1

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Issue 8's targets. */
+/* The targets verdict is held to (docs/performance.md). */
 #define T_SINGLE_RATIO 0.8
 #define T_BATCH_RATIO 4.0
 #define T_P99_CLAIM_MS 25.0

@@ -2,7 +2,7 @@
 # scripts/check.sh - the style guide's machine checks (CONTRIBUTING.md), fast and run by
 # scripts/test.sh before anything is built. Each check prints what it found and the run fails
 # when any check does. Usage:
-# scripts/check.sh [format|banned|includes|assign|length|must_use|docs|sql|php|js|js-ui]...
+# scripts/check.sh [format|banned|includes|layers|assign|length|must_use|docs|sql|php|js|js-ui]...
 # (no argument: all of them). Needs git and clang-format 14 (scripts/test.sh installs
 # it); php and js install their own tools when missing (Debian's php-codesniffer, ESLint from npm
 # in tests/lint) and are skipped, with a message, only when that cannot be done.
@@ -12,10 +12,10 @@ cd "$(dirname "$0")/.."
 MAX_FUNCTION_LINES=60
 
 files() { git ls-files -- "$@"; }
-c_files() { files 'src/*.c' 'src/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'bench/*.h'; }
-src_files() { files 'src/*.c' 'src/*.h' 'include/*.h'; }
+c_files() { files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'bench/*.h'; }
+src_files() { files 'src/*.c' 'src/*.h'; }
 
-# .clang-format over src/ include/ tests/ bench/
+# .clang-format over src/ tests/ bench/
 check_format() {
   local out
   out=$(c_files | xargs clang-format --dry-run -Werror 2>&1) && return 0
@@ -48,11 +48,15 @@ check_includes() {
   local rc=0
   only_in 'microhttpd\.h' '^src/http/' || rc=1
   only_in 'libpq-fe\.h' '^src/store/' || rc=1
-  only_in 'cJSON\.h' '^(src/http/|src/store/|src/service/(adjudicator_stream|adjudication_json|outcomes)\.c$|include/verdict/(outcomes|adjudication_codec)\.h$)' || rc=1
+  only_in 'cJSON\.h' '^(src/http/|src/store/|src/service/(adjudicator_stream|adjudication_json|outcomes)\.c$|src/service/include/verdict/outcomes\.h$)' || rc=1
   only_in 'pcre2\.h' '^(src/service/adjudicator_internal\.h|src/common/redact\.c)$' || rc=1
   [ $rc -eq 0 ] || echo "includes: see CONTRIBUTING.md, Layers"
   return $rc
 }
+
+# The layers run one way (CONTRIBUTING.md, Layers): no include and no call upward
+# (scripts/layers.sh; tests/layers/test_check.sh proves it fails).
+check_layers() { scripts/layers.sh; }
 
 # No assignment in a condition but the error chain `(rc = f(...))` (CONTRIBUTING.md).
 check_assign() {
@@ -82,10 +86,10 @@ check_length() {
   return 1
 }
 
-# Every function of include/verdict/ that returns vd_error is VD_MUST_USE.
+# Every function of a layer's public headers (src/*/include/) that returns vd_error is VD_MUST_USE.
 check_must_use() {
   local hits
-  hits=$(files 'include/verdict/*.h' | xargs grep -nE '^(static inline )?vd_error[[:space:]]+\*?vd_[a-z0-9_]+\(')
+  hits=$(files 'src/*/include/*.h' | xargs grep -nE '^(static inline )?vd_error[[:space:]]+\*?vd_[a-z0-9_]+\(')
   [ -z "$hits" ] && return 0
   printf '%s\n' "$hits"
   echo "must_use: mark fallible functions VD_MUST_USE (error.h)"
@@ -94,7 +98,7 @@ check_must_use() {
 
 # The front door stays a front door (CONTRIBUTING.md, Documentation): README.md at most
 # MAX_README_LINES lines, and neither it nor docs/ (but docs/pending/, the integrator's inbox)
-# names a work session ("stop 16") or heads a section with an issue number.
+# names a work session (the word stop and a number) or heads a section with an issue number.
 MAX_README_LINES=250
 check_docs() {
   local rc=0 n hits
@@ -167,7 +171,7 @@ check_sql() {
 }
 
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format banned includes assign length must_use docs sql php js js-ui)
+[ ${#checks[@]} -eq 0 ] && checks=(format banned includes layers assign length must_use docs sql php js js-ui)
 # The checks run side by side; each one's findings are printed together, in the order asked.
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

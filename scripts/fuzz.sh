@@ -14,7 +14,7 @@ vd_apt_install clang libclang-rt-14-dev libcjson-dev libpcre2-dev
 out=$(mktemp -d /tmp/verdict-fuzz.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc tests/fuzz/fuzz_adjudicator.c \
+  -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Isrc/common/include -Isrc/store/include -Isrc/service/include -Isrc/http/include -Isrc tests/fuzz/fuzz_adjudicator.c \
   src/service/adjudicator.c src/service/adjudicator_text.c src/service/adjudicator_stream.c \
   src/service/adjudication_json.c src/http/adjudication_codec.c src/common/error.c \
   src/common/util.c src/common/buf.c \
@@ -45,7 +45,7 @@ uuid=0b7e3f0e-6a43-4c1b-9a53-8f5d2b9c1d2e
 passed=1
 for t in claim_header parse_int url_unescape; do
   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc "tests/fuzz/fuzz_$t.c" \
+    -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Isrc/common/include -Isrc/store/include -Isrc/service/include -Isrc/http/include -Isrc "tests/fuzz/fuzz_$t.c" \
     src/http/input.c src/common/util.c src/common/redact.c src/common/buf.c -lpcre2-8 \
     -lpthread -lm -o "$out/fuzz_$t"
   mkdir -p "$out/corpus_$t"
@@ -69,7 +69,7 @@ done
 # template_class.c), seeded from the labelled corpus's error texts
 template_seconds=${VERDICT_FUZZ_TEMPLATE_SECONDS:-10}
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc tests/fuzz/fuzz_templates.c \
+  -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Isrc/common/include -Isrc/store/include -Isrc/service/include -Isrc/http/include -Isrc tests/fuzz/fuzz_templates.c \
   src/service/templates.c src/service/template_class.c -lm -o "$out/fuzz_templates"
 mkdir -p "$out/corpus_templates"
 awk -F '\t' -v dir="$out/corpus_templates" 'NR % 40 == 2 { f = dir "/seed" NR; printf "%s", $NF > f; close(f) }' \

@@ -1,4 +1,4 @@
-/* error.c - lookups into the VD_ERROR_MAP table (include/verdict/error.h).
+/* error.c - lookups into the VD_ERROR_MAP table (verdict/error.h).
  * Pure data; depends on nothing else in verdict. */
 #include "verdict/error.h"
 

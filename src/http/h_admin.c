@@ -11,7 +11,8 @@
 
 #include "verdict/jobs.h"
 #include "verdict/semver.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/items.h"
 
 vd_error vd_h_requeue_one(vd_ctx *ctx)
 {

@@ -1,4 +1,4 @@
-/* h_briefing.c - GET /v1/jobs/{job_id}/briefing (issue 17 part 3): the item's earlier
+/* h_briefing.c - GET /v1/jobs/{job_id}/briefing: the item's earlier
  * attempts as the store reads them (structured), and the short text the service writes from
  * them (service/briefing.c) for a plugin to put in the model's prompt. Also read by the MCP
  * resource verdict://job/briefing (h_mcp.c). */
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "verdict/briefing.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/briefing.h"
 
 static const char *str_member(const cJSON *o, const char *key)
 {

@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "verdict/jobs.h"
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 #include "verdict/semver.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/claims.h"
+#include "verdict/store/idempotency.h"
 #include "verdict/util.h"
 
 /* the longest wait_seconds of a long-poll claim */

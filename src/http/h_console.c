@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "verdict/embedded.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/items.h"
 
 vd_error vd_h_whoami(vd_ctx *ctx)
 {

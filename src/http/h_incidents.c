@@ -1,4 +1,4 @@
-/* h_incidents.c - tooling incidents over HTTP (issue 17 part 1; service/incidents.c): list
+/* h_incidents.c - tooling incidents over HTTP (service/incidents.c): list
  * them (reader; state, flow_step_id, keyset pagination like GET /v1/jobs), read one with its
  * affected items, and resolve one (admin; optionally putting its items back to available,
  * audited, in the same transaction). */

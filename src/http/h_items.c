@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/flow_steps.h"
-#include "verdict/limits.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/flow_steps.h"
+#include "verdict/store/idempotency.h"
+#include "verdict/store/items.h"
+#include "verdict/store/limits.h"
 
 #define MAX_BATCH 1000
 #define MAX_PAYLOAD 65536

@@ -12,7 +12,10 @@
 #include "verdict/jobs.h"
 #include "verdict/limits.h"
 #include "verdict/lint.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/items.h"
+#include "verdict/store/jobs.h"
+#include "verdict/store/limits.h"
 
 #include "metrics.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 #include "verdict/redact.h"
 
 vd_error vd_get_limit_keys(vd_field f, char **json)

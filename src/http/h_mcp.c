@@ -13,7 +13,9 @@
 #include "verdict/buf.h"
 #include "verdict/incidents.h"
 #include "verdict/model_text.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/incidents.h"
+#include "verdict/store/jobs.h"
 
 #define MCP_OLDEST "2025-03-26" /* the version assumed without a header; it allows batches */
 #define MCP_LATEST "2025-11-25"

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "verdict/machine.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/reviews.h"
 
 /* "decision": retry -> available, processed, rejected. */
 static vd_error review_decision(vd_ctx *ctx, vd_field f, vd_item_state *to)

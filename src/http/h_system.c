@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "verdict/embedded.h"
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/stats.h"
 
 vd_error vd_h_healthz(vd_ctx *ctx)
 {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "verdict/buf.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/stats.h"
 #include "verdict/sweeper.h"
 
 /* Count one answered request; route is an index into vd_routes or -1 for unmatched. */

@@ -26,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "verdict/listen.h"
+#include "verdict/store.h"
+#include "verdict/store/listen.h"
 #include "verdict/server.h"
 #include "verdict/util.h"
 

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/flow_steps.h"
+#include "verdict/store.h"
+#include "verdict/store/flow_steps.h"
+#include "verdict/store/incidents.h"
 #include "verdict/model_text.h"
-#include "verdict/store_ops.h"
 
 typedef struct sig_out {
     char *buf;

@@ -7,11 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/fence.h"
 #include "verdict/incidents.h"
 #include "verdict/limits.h"
 #include "verdict/lint.h"
-#include "verdict/store_ops.h"
-#include "verdict/tool_failures.h"
+#include "verdict/store.h"
+#include "verdict/store/claims.h"
+#include "verdict/store/idempotency.h"
+#include "verdict/store/incidents.h"
+#include "verdict/store/items.h"
+#include "verdict/store/jobs.h"
+#include "verdict/store/lint.h"
 #include "verdict/tool_result.h"
 #include "verdict/util.h"
 
@@ -46,24 +52,6 @@ char *vd_job_reply(const char *lead, const char *kept, bool replayed)
     snprintf(s, len, "{%s%s%.*s%s\"replayed\":%s}", lead ? lead : "", lead && n > 2 ? "," : "",
              (int)(n - 2), kept + 1, lead || n > 2 ? "," : "", replayed ? "true" : "false");
     return s;
-}
-
-bool vd_job_claim_taken(const vd_job_snapshot *snap)
-{
-    /* an admin's release keeps no answer (no holder made the call); the holder's does */
-    return snap->status == VD_JOB_EXPIRED ||
-           (snap->status == VD_JOB_RELEASED && !snap->final_response);
-}
-
-vd_error vd_job_fence(const vd_job_snapshot *snap)
-{
-    if (!snap->found)
-        return VD_ERR_NOT_FOUND;
-    if (!snap->token_ok)
-        return VD_ERR_CLAIM_LOST;
-    if (snap->status != VD_JOB_PROCESSING)
-        return vd_job_claim_taken(snap) ? VD_ERR_CLAIM_LOST : VD_ERR_JOB_FINALIZED;
-    return snap->holds ? VD_OK : VD_ERR_CLAIM_LOST;
 }
 
 vd_error vd_job_heartbeat(vd_conn *conn, int64_t job_id, const char *token, int64_t lease_seconds,

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/jobs.h"
 
 int vd_prior_retries(const char *adjudications_json)
 {

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/idempotency.h"
+#include "verdict/store/sweep.h"
 #include "verdict/util.h"
 
 #define SWEEP_BATCH 500

@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/jobs.h"
+#include "verdict/fence.h"
 #include "verdict/model_text.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/templates.h"
+#include "verdict/store/tool_failures.h"
+#include "verdict/store.h"
+#include "verdict/store/incidents.h"
+#include "verdict/store/jobs.h"
 #include "verdict/util.h"
 
 const char *vd_tool_kind_name(vd_tool_kind k)
@@ -81,15 +85,6 @@ void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, 
         snprintf(out->hint, sizeof(out->hint),
                  "Stop calling '%s': it failed %ld times in this job.%s", name, repeat_count, tail);
     }
-}
-
-bool vd_tool_guard_refuses(const vd_tool_guard_input *in)
-{
-    if (in->force)
-        return false;
-    if (in->rejects && in->required_failed)
-        return true; /* a tooling failure is no reason to reject a source (SPEC §6) */
-    return in->completes && in->required_blocked;
 }
 
 typedef struct record_ctx {

@@ -1,7 +1,8 @@
 /* flow_steps.c - the per-flow-step settings (see flow_steps.h): read inside a job's
  * transaction by the agent-safety rules, changed by PATCH /v1/flow-steps/{id}. A flow step
  * nobody configured has the defaults, whether or not its row exists yet. */
-#include "verdict/flow_steps.h"
+#include "verdict/store.h"
+#include "verdict/store/flow_steps.h"
 
 #include <stdio.h>
 

@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "verdict/incidents.h"
+#include "verdict/store/incidents.h"
 
 vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
                                 const char *tool, vd_incident_ref *out)

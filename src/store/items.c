@@ -8,8 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/limits.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/limits.h"
+#include "verdict/store.h"
+#include "verdict/store/claims.h"
+#include "verdict/store/flow_steps.h"
+#include "verdict/store/idempotency.h"
+#include "verdict/store/items.h"
+#include "verdict/store/jobs.h"
+#include "verdict/store/reviews.h"
 
 /* An operation run under an Idempotency-Key (or plainly when there is none). */
 typedef vd_error (*idem_op)(vd_conn *c, void *arg, char **body);
@@ -285,11 +291,11 @@ static vd_error claim_plain(vd_conn *c, claim_args *a, char **body)
 {
     const char *p[8] = {a->p[0], a->p[1], a->p[2], a->p[3], a->p[4], a->p[5], a->trace, a->span};
     PGresult *res = NULL;
-    if (c->in_tx && a->generic) { /* claim_next: after the disposition's lock, generic too */
+    if (vd_in_tx(c) && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
         return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 8, p, body);
     }
-    if (c->in_tx) /* under an Idempotency-Key: part of that transaction */
+    if (vd_in_tx(c)) /* under an Idempotency-Key: part of that transaction */
         return vd_sql_first_text(c, VD_SQL_CLAIM, 8, p, body);
     /* alone: a custom plan of the claim costs about as much to make as to run, and its
      * generic plan is as good (tests/integration/test_claims.c checks the plan) */
@@ -317,7 +323,7 @@ vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id, const char *
                      keys->estimated_tokens >= 0 ? e.s : NULL},
                     c->trace_id[0] ? c->trace_id : NULL,
                     c->trace_id[0] && c->span_id[0] ? c->span_id : NULL,
-                    c->in_tx && !(idem && idem->key),
+                    vd_in_tx(c) && !(idem && idem->key),
                     hold_empty,
                     false};
     /* without a key the claim is one pipeline: BEGIN, generic plan, claim, COMMIT */

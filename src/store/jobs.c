@@ -11,7 +11,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/items.h"
+#include "verdict/store/jobs.h"
 
 vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg)
 {

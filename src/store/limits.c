@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 
 bool vd_limit_key_valid(const char *s)
 {

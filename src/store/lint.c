@@ -1,5 +1,5 @@
-/* lint.c - the store's side of issue 17 parts 2 and 3: the facts the rejection lint judges a
- * rejection by (read in the finishing transaction), and the item's earlier attempts a
+/* lint.c - the store's side of the rejection lint and the briefing: the facts the rejection lint
+ * judges a rejection by (read in the finishing transaction), and the item's earlier attempts a
  * briefing tells. The rules and texts are the service layer's (service/lint.c, briefing.c). */
 #include "store_internal.h"
 
@@ -9,7 +9,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "verdict/store_ops.h"
+#include "verdict/store.h"
+#include "verdict/store/briefing.h"
+#include "verdict/store/lint.h"
 
 void vd_reject_facts_cleanup(vd_reject_facts *f)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verdict/listen.h"
+#include "verdict/store/listen.h"
 #include "verdict/util.h"
 
 struct vd_listener {

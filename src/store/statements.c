@@ -1,5 +1,5 @@
 /* statements.c - every SQL statement of verdict in one table, always parameterised, prepared
- * once per connection by db.c. Nothing here runs anything.
+ * once per connection by conn.c. Nothing here runs anything.
  *
  * Lock order: a statement or transaction that locks both a job and its item locks the JOB
  * FIRST, then the item; several jobs go in job id order (each job, then its item). That holds
@@ -12,7 +12,7 @@
  * exists. tests/integration/test_lockorder.c fires them all together. */
 #include "store_internal.h"
 
-#include "verdict/store_ops.h" /* VD_CHECKPOINT_MAX_MERGED_SQL */
+#include "verdict/store/claims.h" /* VD_CHECKPOINT_MAX_MERGED_SQL */
 
 /* ", <column> <type>" of jobs_finish's recordset, from VD_FINISH_COLUMNS */
 #define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type

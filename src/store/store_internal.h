@@ -13,16 +13,24 @@
 /* Most parameters any statement takes (statements.def). */
 #define VD_SQL_MAX_PARAMS 25
 
+/* Where a connection's transaction is: none; begun, but BEGIN is not sent yet (it goes with
+ * the next statement), with SET LOCAL enable_seqscan = off too (vd_sql_prefer_indexes); or
+ * sent, open on the server until COMMIT or ROLLBACK. */
+typedef enum vd_tx_state {
+    VD_TX_IDLE = 0,
+    VD_TX_BEGIN_PENDING,
+    VD_TX_BEGIN_PENDING_INDEXED,
+    VD_TX_OPEN
+} vd_tx_state;
+
 struct vd_conn {
     PGconn *pg;
-    bool ready;           /* connected and every statement prepared */
-    bool in_tx;           /* inside BEGIN .. COMMIT/ROLLBACK */
-    bool begin_pending;   /* in_tx, but BEGIN is not sent yet: it goes with the next statement */
-    bool indexed_pending; /* begin_pending, and SET LOCAL enable_seqscan = off goes with it */
-    bool last_conflict;   /* the last error was a serialization failure or deadlock */
-    bool timed_out;       /* the last call passed its deadline (the connection was dropped) */
-    bool last_vanished;   /* the last error: a prepared statement did not exist (26000), so
-                           * nothing ran; a transaction pooler was detected by it */
+    bool ready;         /* connected and every statement prepared */
+    vd_tx_state tx;     /* where its transaction is (tx.c) */
+    bool last_conflict; /* the last error was a serialization failure or deadlock */
+    bool timed_out;     /* the last call passed its deadline (the connection was dropped) */
+    bool last_vanished; /* the last error: a prepared statement did not exist (26000), so
+                         * nothing ran; a transaction pooler was detected by it */
     int index;
     const char *url;    /* borrowed from the pool */
     struct vd_db *db;   /* the pool it belongs to */
@@ -46,10 +54,21 @@ struct vd_conn {
     char span_id[17];  /* ... and verdictd's span of it, "" none */
 };
 
+/* Inside BEGIN .. COMMIT/ROLLBACK (whether or not BEGIN was sent yet). */
+static inline bool vd_in_tx(const vd_conn *c)
+{
+    return c->tx != VD_TX_IDLE;
+}
+/* Begun, but BEGIN is not sent yet: it goes with the next statement. */
+static inline bool vd_tx_begin_pending(const vd_conn *c)
+{
+    return c->tx == VD_TX_BEGIN_PENDING || c->tx == VD_TX_BEGIN_PENDING_INDEXED;
+}
+
 /* Start a non-blocking connection to url (a libpq connection string or URI, which may
  * override any of these) with verdict's keepalive policy: keepalives after 5 s idle, every
  * 2 s, 3 probes; connect_timeout in whole seconds and tcp_user_timeout in ms as text. Both
- * the pool (db.c) and the LISTEN connection (listen.c) connect through it. */
+ * the pool (conn.c) and the LISTEN connection (listen.c) connect through it. */
 PGconn *vd_pg_connect_start(const char *url, const char *app, const char *connect_timeout,
                             const char *user_timeout_ms);
 

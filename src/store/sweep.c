@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verdict/store_ops.h"
+#include "verdict/domain.h"
+#include "verdict/store.h"
+#include "verdict/store/idempotency.h"
+#include "verdict/store/stats.h"
+#include "verdict/store/sweep.h"
 
 vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed)
 {

@@ -6,8 +6,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "verdict/templates.h"
-#include "verdict/tool_failures.h"
+#include "verdict/store/templates.h"
+#include "verdict/store/tool_failures.h"
 
 void vd_tpl_rows_cleanup(vd_tpl_rows *r)
 {

@@ -1,4 +1,4 @@
-// tests/contract/contract.mjs - the OpenAPI contract test (issue 7).
+// tests/contract/contract.mjs - the OpenAPI contract test.
 //
 // Starts the real verdictd against a fresh PostgreSQL database, drives every operation of
 // openapi/verdict.yaml (happy paths and every error path a client can reach, then a database
@@ -6,9 +6,9 @@
 // 2020-12, which is what OpenAPI 3.1 schemas are): the status must be documented for the
 // operation, the Content-Type must be the documented one, the body must validate against the
 // documented schema, the documented headers must hold, and an error body must agree with the
-// one error table (include/verdict/error.h). The other direction is checked too: what the
-// server accepted must be valid under the documented request schemas and parameters, and a
-// body or parameter the server refused with a 400 naming it must be invalid under them.
+// one error table (src/common/include/verdict/error.h). The other direction is checked too:
+// what the server accepted must be valid under the documented request schemas and parameters,
+// and a body or parameter the server refused with a 400 naming it must be invalid under them.
 // Finally the route table (src/http/routes.c) and the document must list the same endpoints
 // with the same least roles, and the binary must serve the document as written.
 //
@@ -197,7 +197,7 @@ for (const o of ops.values()) {
 // The one error table: code -> {status, retryable, hint}.
 const ERROR_TABLE = new Map();
 {
-  const h = readFileSync(path.join(ROOT, 'include/verdict/error.h'), 'utf8');
+  const h = readFileSync(path.join(ROOT, 'src/common/include/verdict/error.h'), 'utf8');
   const map = h.slice(h.indexOf('#define VD_ERROR_MAP'), h.indexOf('typedef enum'));
   for (const chunk of map.split(/\bXX\(/).slice(1)) {
     const m = /^\s*(\w+),\s*"([a-z_]+)",\s*(\d{3}),\s*(true|false),/.exec(chunk);
@@ -206,7 +206,7 @@ const ERROR_TABLE = new Map();
     const hint = [...rest.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1].replace(/\\(.)/g, '$1')).join('');
     ERROR_TABLE.set(m[2], { status: Number(m[3]), retryable: m[4] === 'true', hint });
   }
-  check(ERROR_TABLE.size >= 10, 'include/verdict/error.h', `parsed only ${ERROR_TABLE.size} rows of VD_ERROR_MAP`);
+  check(ERROR_TABLE.size >= 10, 'src/common/include/verdict/error.h', `parsed only ${ERROR_TABLE.size} rows of VD_ERROR_MAP`);
   const documented = new Set(at('/components/schemas/Error/properties/error/enum'));
   for (const code of ERROR_TABLE.keys())
     check(documented.has(code), 'Error.error enum', `'${code}' (error table) is not documented`);
@@ -741,7 +741,7 @@ async function claims() {
   await call('claimItems', { expect: 400, error: 'invalid_field', field: 'lease_seconds', json: { flow_step_id: FS, worker_id: 'w', lease_seconds: 4 } });
   await call('claimItems', { expect: 400, error: 'invalid_field', field: 'worker_id', json: { flow_step_id: FS, worker_id: 'w'.repeat(201) } });
   await call('claimItems', { expect: 400, error: 'invalid_field', field: 'flow_step_id', json: { flow_step_id: 7, worker_id: 'w' } });
-  // issue 21: a long-poll claim answers the same shape (empty at its deadline); bad waits name the field
+  // a long-poll claim answers the same shape (empty at its deadline); bad waits name the field
   const t0 = Date.now();
   const waited = await call('claimItems', { expect: 200, json: { flow_step_id: FS_EMPTY, worker_id: 'contract@lp', wait_seconds: 1 }, label: 'long-poll, nothing' });
   check(waited.body.claims.length === 0 && Date.now() - t0 >= 900, 'claimItems wait_seconds', `answered after ${Date.now() - t0} ms: ${snip(waited.body)}`);
@@ -1065,7 +1065,7 @@ async function batches() {
   check(r4.body.results[0].status === 200 && r4.body.results[0].item.state === 'processed', 'batch of one', snip(r4.body));
 }
 
-// Issue 21: claim_next on both disposition endpoints: the claims as POST /v1/claims answers
+// claim_next on both disposition endpoints: the claims as POST /v1/claims answers
 // them, kept for the single call's replay, not for a batch; bad values name the field.
 async function claimNext() {
   const F = `${FS}_next`;
@@ -1088,7 +1088,7 @@ async function claimNext() {
   await call('reportDispositions', { expect: 400, error: 'invalid_field', field: 'claim_next', json: { claim_next: 'x', dispositions: entries } });
 }
 
-// Issue 34: a model's request_review, the review queue and an editor's answer, which the next
+// A model's request_review, the review queue and an editor's answer, which the next
 // claim carries.
 async function reviews() {
   const F = `${FS}_review`;
@@ -1108,7 +1108,7 @@ async function reviews() {
   check(next.review?.answer === 'Yes.' && next.review?.question === 'Is it fair to cite?', 'the next claim carries the review', snip(next));
 }
 
-// Issue 19: resolving parked items, dry runs, the change feed, whoami, the list filters and
+// Resolving parked items, dry runs, the change feed, whoami, the list filters and
 // the console's files.
 async function consoleOps() {
   const F = `${FS}_console`;
@@ -1241,7 +1241,7 @@ async function releases() {
   await call('listJobs', { expect: 200, query: { flow_step_id: FS_REL, status: 'released' }, label: 'released jobs' });
 }
 
-// Issue 17 parts 4 and 5: a heartbeat's checkpoint handed to the next claim, worker_version on
+// A heartbeat's checkpoint handed to the next claim, worker_version on
 // the job and its tool failures, and the redrive filters of a bulk requeue.
 async function redrive() {
   const F = `${FS}_redrive`;

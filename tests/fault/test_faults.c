@@ -1,4 +1,4 @@
-/* test_faults.c - issue 14's fault suite (ctest label fault; plain build only), each test on
+/* test_faults.c - the fault suite (ctest label fault; plain build only), each test on
  * PostgreSQL clusters of its own, loopback only, a few seconds each: kill -9 of verdictd under
  * load (x3), PostgreSQL restart -m fast and kill -9 of its postmaster under load (503 only;
  * recovery < 1 s after the database accepts again), two replicas with short leases (no item

@@ -7,7 +7,8 @@
  * §5 invariants and encode to JSON; anything else aborts. Not wired into CMake. Build:
  *
  *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_DEFAULT_SOURCE \
- *     -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc tests/fuzz/fuzz_adjudicator.c \
+ *     -D_POSIX_C_SOURCE=200809L -Isrc/common/include -Isrc/store/include -Isrc/service/include \
+ *     -Isrc/http/include -Isrc tests/fuzz/fuzz_adjudicator.c \
  *     src/service/adjudicator.c src/http/adjudication_codec.c src/common/error.c \
  *     src/common/util.c src/common/json_scan.c src/common/redact.c -lpthread -lcjson \
  *     -lpcre2-8 -lm -o fuzz_adjudicator

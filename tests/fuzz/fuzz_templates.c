@@ -3,8 +3,9 @@
  * matched against their own template, classified and added to an in-memory store that lives
  * across inputs. Invariants: a message's own template splits into its token count and matches
  * it fully; the store answers an id within its size. Build (like scripts/fuzz.sh):
- *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_DEFAULT_SOURCE -Iinclude
- *     -Isrc tests/fuzz/fuzz_templates.c src/service/templates.c src/service/template_class.c */
+ *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_DEFAULT_SOURCE
+ *     -Isrc/common/include -Isrc/service/include -Isrc tests/fuzz/fuzz_templates.c
+ *     src/service/templates.c src/service/template_class.c */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

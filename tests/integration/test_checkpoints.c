@@ -1,4 +1,4 @@
-/* test_checkpoints.c - issue 17 part 4 over HTTP against PostgreSQL: a heartbeat's checkpoint
+/* test_checkpoints.c - progress checkpoints over HTTP against PostgreSQL: a heartbeat's checkpoint
  * is merged into the job and handed to the next claim of the item as previous_checkpoint, so
  * a retried attempt updates what the earlier one created (the "post 42" story, with a fake
  * CMS counting the posts created); a passed lease keeps it; secrets are stored redacted; too

@@ -1,4 +1,4 @@
-/* test_claim_next.c - issue 21: `claim_next` on POST /v1/jobs/{id}/disposition and
+/* test_claim_next.c - `claim_next` on POST /v1/jobs/{id}/disposition and
  * POST /v1/dispositions over HTTP against PostgreSQL: the answer's shape (claims exactly as
  * POST /v1/claims answers them, for the job's flow step and worker), the lease, replays of a
  * single call (the kept answer carries the same claims), refused and paused calls claiming

@@ -1,4 +1,4 @@
-/* test_incidents.c - tooling incidents (issue 17 part 1) over HTTP against PostgreSQL: the
+/* test_incidents.c - tooling incidents over HTTP against PostgreSQL: the
  * Job 640 story replayed flow-wide (20 items, a deterministic wiki_upsert failure on each whose
  * text differs per item; the incident opens by the 5th, no item is rejected after it, resolve
  * requeues all 20), one incident under many concurrent clients, the per-flow-step settings

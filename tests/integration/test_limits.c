@@ -1,4 +1,4 @@
-/* test_limits.c - hostile callers (issue 13): a regex denial of service is cut off by the
+/* test_limits.c - hostile callers: a regex denial of service is cut off by the
  * matching budget and the adjudication caps; a declared Content-Length above the cap and an
  * unsupported transfer coding are refused at once in the JSON envelope; error messages stay
  * valid UTF-8; one address holding 2,000 trickling and idle connections neither starves a
@@ -176,9 +176,9 @@ static char *regex_body(int run, int npatterns, size_t text_len)
 static void test_limits_regex_budget(void **state)
 {
     (void)state;
-    /* the reproduction of issue 13: 18 KB, eight (a+)+c|b; runs of 14 a's stay under the
-     * per-position match limit, so only the call's budget stops it (before: 8.7 s; the issue
-     * measured 64.7 s with its text) */
+    /* a regex denial of service reproduced: 18 KB, eight (a+)+c|b; runs of 14 a's stay under
+     * the per-position match limit, so only the call's budget stops it (before: 8.7 s; the
+     * report that found it measured 64.7 s with its text) */
     char *body = regex_body(14, 8, 18000);
     double t0 = vd_monotonic();
     vt_resp r = vt_http(&srv, "POST", "/v1/adjudications", VT_WORKER, body, NULL);

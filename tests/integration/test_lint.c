@@ -1,5 +1,5 @@
-/* test_lint.c - issue 17 parts 2 and 3 over HTTP against PostgreSQL: the rejection lint (a
- * tooling reason, a deterministic tool failure, a retriable adjudication -> 409
+/* test_lint.c - the rejection lint and the briefing over HTTP against PostgreSQL: the rejection
+ * lint (a tooling reason, a deterministic tool failure, a retriable adjudication -> 409
  * rejection_suspect; force -> 200 and lint_overridden on the transition; a clean rejection
  * passes), strict evidence per flow step, the batch and MCP paths, tool_result on single,
  * batch and tool-failure answers (identical on replay), and the briefing of earlier attempts

@@ -1,5 +1,5 @@
-/* test_lockorder.c - issue 14's lock order: heartbeats, dispositions (single and batch, with
- * claim_next: issue 21), tool failures, session outcomes and the sweeper fired together at 32
+/* test_lockorder.c - the lock order: heartbeats, dispositions (single and batch, with
+ * claim_next), tool failures, session outcomes and the sweeper fired together at 32
  * clients against a cluster of the test's own (deadlock_timeout 50 ms, log_lock_waits on), then
  * PostgreSQL's log is read: zero "deadlock detected", and no client got a 503 or any other 5xx. */
 #include <pthread.h>

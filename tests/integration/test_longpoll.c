@@ -1,4 +1,4 @@
-/* test_longpoll.c - issue 21: long-poll claims (POST /v1/claims with wait_seconds) over HTTP
+/* test_longpoll.c - long-poll claims (POST /v1/claims with wait_seconds) over HTTP
  * against PostgreSQL: a registration wakes a parked claim through LISTEN/NOTIFY (on a server
  * whose periodic retry is a minute away, so only the notification can), an item inserted
  * without a notification and a deferred item coming due are found by the periodic retry, an

@@ -1,4 +1,4 @@
-/* test_outage.c - a frozen database under load (issue 13). The test starts its own
+/* test_outage.c - a frozen database under load. The test starts its own
  * PostgreSQL cluster (so freezing it cannot hurt other tests), runs claim-and-complete
  * clients and a /healthz prober against verdictd, then stops every PostgreSQL process with
  * SIGSTOP for a few seconds: every request must still be answered within the database

@@ -1,4 +1,4 @@
-/* test_reconnect.c - issue 14's reconnect and answer rules, with verdictd talking to
+/* test_reconnect.c - the reconnect and answer rules, with verdictd talking to
  * PostgreSQL through a loopback proxy that can drop a connection right after the server
  * committed (vt_pg.h): a write that may have committed is not sent again (claim without
  * Idempotency-Key, bulk requeue) but answered 503; conflict state is per transaction (a tool

@@ -1,4 +1,4 @@
-/* test_redrive.c - issue 17 part 5 over HTTP against PostgreSQL: POST /v1/items/requeue with
+/* test_redrive.c - redrive over HTTP against PostgreSQL: POST /v1/items/requeue with
  * the redrive filters (tool_failed, failed_under_version, since/until, states), alone and
  * combined; a dry run answers exactly the ids the real run then requeues, each audited; the
  * semantic-version order of the database (verdict_semver_cmp) and of the C code agree on one

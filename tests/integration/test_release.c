@@ -1,4 +1,4 @@
-/* test_release.c - giving a claim back without a verdict (issue 19): the holder's token-fenced
+/* test_release.c - giving a claim back without a verdict: the holder's token-fenced
  * POST /v1/jobs/{id}/release (item available now, no budget spent, one 'release' transition,
  * replays, claim_lost / job_finalized) and the admin's POST /v1/items/{id}/release (the old
  * holder's every write is then claim_lost), over HTTP against PostgreSQL. */

@@ -1,5 +1,5 @@
-/* test_secrets.c - issue 15 over HTTP against PostgreSQL: strict JSON on every POST route,
- * ids beyond 2^53, credentials redacted wherever text is stored (tool errors and args,
+/* test_secrets.c - hostile input and secrets over HTTP against PostgreSQL: strict JSON on every
+ * POST route, ids beyond 2^53, credentials redacted wherever text is stored (tool errors and args,
  * reasons, engine_data at any depth, session result_text, logs), finished jobs keeping a
  * digest instead of the request, the required-tool rule for complete, provider refusals
  * classified deterministic, WWW-Authenticate on 401, verdict_db_up during an outage, and the
@@ -196,7 +196,7 @@ static void test_secrets_redacted_everywhere_stored(void **state)
     r = vt_http(&srv, "POST", path, VT_ADMIN, "{\"reason\":\"api_key=AR-eleven11\"}", NULL);
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    /* an admin's resolution of the failed item (issue 19) is redacted too */
+    /* an admin's resolution of the failed item is redacted too */
     snprintf(path, sizeof(path), "/v1/items/%lld/resolve", (long long)c.item_id);
     r = vt_http(&srv, "POST", path, VT_ADMIN,
                 "{\"outcome\":\"processed\",\"reason\":\"published by hand, secret=RS-13th\"}",
@@ -228,7 +228,7 @@ static void test_secrets_redacted_everywhere_stored(void **state)
     free(args);
 }
 
-/* The seven shapes a reader key could read (issue 28), each secret marked SEKRIT, beside
+/* The seven shapes a reader key could read, each secret marked SEKRIT, beside
  * text that must stay (tokens_used: 40, keyword: cats). At most 500 bytes: it fits evidence. */
 #define SHAPES                                                                                     \
     "password: SEKRIT1a tokens_used: 40\n"                                                         \

@@ -1,4 +1,4 @@
-// tests/mcp/mcp.mjs - the MCP endpoint (issue 18) driven by the official MCP TypeScript SDK
+// tests/mcp/mcp.mjs - the MCP endpoint driven by the official MCP TypeScript SDK
 // client (@modelcontextprotocol/sdk, its StreamableHTTPClientTransport) against the real
 // verdictd and a fresh PostgreSQL database: initialize, list tools (the same schemas as
 // /v1/tool-definitions?format=mcp), read the job resource, call each disposition tool on its

@@ -215,7 +215,7 @@ static void test_config_tls_files(void **state)
     vd_config_cleanup(&cfg);
 }
 
-/* The long-poll settings (issue 21): VERDICT_MAX_WAITERS, VERDICT_WAIT_RETRY_MS. */
+/* The long-poll settings: VERDICT_MAX_WAITERS, VERDICT_WAIT_RETRY_MS. */
 static void test_config_long_poll(void **state)
 {
     static const char *const defaults[] = {NULL};

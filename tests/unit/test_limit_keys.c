@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "verdict/limits.h"
+#include "verdict/store/limits.h"
 
 static void test_limit_keys_forms(void **state)
 {

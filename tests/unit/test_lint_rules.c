@@ -1,6 +1,6 @@
-/* test_lint_rules.c - the pure parts of issue 17 parts 2 and 3, table-driven: the classifier of
- * reasons that read like a tooling failure (positives and genuine rejections), the lint's
- * rule (order, force, strict evidence), the tool_result texts and delays, and the briefing
+/* test_lint_rules.c - the pure parts of the rejection lint and the briefing, table-driven: the
+ * classifier of reasons that read like a tooling failure (positives and genuine rejections), the
+ * lint's rule (order, force, strict evidence), the tool_result texts and delays, and the briefing
  * text (runs told once, the advice, the length bound). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "verdict/listen.h"
+#include "verdict/store/listen.h"
 
 static void test_parse_payloads(void **state)
 {

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "verdict/fence.h"
 #include "verdict/machine.h"
 #include "verdict/tool_failures.h"
 

@@ -73,7 +73,7 @@ static const redact_case cases[] = {
     {"{\"tokens\": 1234, \"max_tokens\": 4096}", NULL},
     {"", NULL},
     {"caf\xc3\xa9 token=\xc3\xa9t\xc3\xa9 fin", "caf\xc3\xa9 token=" R " fin"},
-    /* the seven shapes a reader key could read (issue 28), each beside text that stays */
+    /* the seven shapes a reader key could read, each beside text that stays */
     {"password: hunter2 and tokens_used: 40", "password: " R " and tokens_used: 40"},
     {"run mytool --password hunter2 --verbose", "run mytool --password " R " --verbose"},
     {"Cookie: sessionid=abc123; theme=dark", "Cookie: sessionid=" R "; theme=" R},
@@ -142,7 +142,8 @@ static void test_redact_table(void **state)
 {
     (void)state;
     size_t n = sizeof(cases) / sizeof(cases[0]);
-    assert_true(n >= 85); /* 40 and more of them added for the seven shapes of issue 28 */
+    assert_true(n >=
+                85); /* 40 and more of them added for the seven shapes a reader key could read */
     for (size_t i = 0; i < n; i++) {
         const char *want = cases[i].want ? cases[i].want : cases[i].in;
         char *got = vd_redact(cases[i].in);

@@ -1,4 +1,4 @@
-/* incidents.h - tooling incidents (issue 17 part 1): the same deterministic tool failure on
+/* incidents.h - tooling incidents: the same deterministic tool failure on
  * many items of a flow step is a tooling bug, not a problem with the sources. A failure's key
  * is (flow step, its failure template: templates.h), whichever tools it came through; an
  * incident opens when one template reaches the flow step's incident_min_items distinct items
@@ -13,6 +13,7 @@
 
 #include "verdict/error.h"
 #include "verdict/store.h"
+#include "verdict/store/incidents.h"
 
 /* The longest signature kept (bytes, without the NUL). */
 #define VD_SIGNATURE_MAX 500
@@ -23,13 +24,6 @@
  * whitespace become one space, none at either end. At most VD_SIGNATURE_MAX bytes are
  * written, cut at a UTF-8 character boundary. Returns the length written. Pure. */
 size_t vd_tool_signature(const char *error, char *buf, size_t n);
-
-/* An open incident as a tool-failure envelope names it (id 0: none). */
-typedef struct vd_incident_ref {
-    int64_t id;
-    long items;
-    char tool[201];
-} vd_incident_ref;
 
 /* The hint of a tool-failure envelope while `inc` is open in the flow step (buf, n bytes).
  * Pure. */
@@ -58,42 +52,5 @@ VD_MUST_USE vd_error vd_incident_note(vd_conn *c, const vd_incident_failure *f, 
  * VD_ERR_NOT_FOUND; VD_ERR_INVALID_TRANSITION when it is resolved already. */
 VD_MUST_USE vd_error vd_incident_resolve(vd_conn *conn, int64_t id, bool requeue,
                                          const char *reason, const char *actor, char **out);
-
-/* Store operations (src/store/incidents.c). */
-/* The open incident of flow_step_id (NULL: the flow step of item_id), the one of `tool`
- * first (tool may be NULL); id 0 when none. */
-VD_MUST_USE vd_error vd_store_incident_open(vd_conn *c, const char *flow_step_id, int64_t item_id,
-                                            const char *tool, vd_incident_ref *out);
-/* Serialise the incident decisions of one template until the transaction ends. Sent with
- * the next statement (vd_sql_exec_deferred): its error is that statement's. */
-VD_MUST_USE vd_error vd_store_incident_lock(vd_conn *c, const char *flow_step_id,
-                                            int64_t template_id);
-/* The counting step of vd_incident_note: the incident of the template (*id, 0: none) and
- * whether this call opened it. */
-typedef struct vd_incident_key {
-    const char *flow_step_id, *tool, *template_text, *sample_error;
-    int64_t item_id, template_id;
-} vd_incident_key;
-VD_MUST_USE vd_error vd_store_incident_note(vd_conn *c, const vd_incident_key *k,
-                                            int window_minutes, int min_items, bool pause,
-                                            int64_t *id, bool *opened);
-/* Link item_id and tool to open incident id; *out names it (id 0 when it is no longer open). */
-VD_MUST_USE vd_error vd_store_incident_link(vd_conn *c, int64_t id, int64_t item_id,
-                                            const char *tool, vd_incident_ref *out);
-/* {"tool_incidents": [...], "next_after": id|null}: state and flow_step_id may be NULL. */
-VD_MUST_USE vd_error vd_store_incidents_list(vd_conn *c, const char *state,
-                                             const char *flow_step_id, int64_t after, int64_t limit,
-                                             char **out);
-/* {"tool_incident": {..., "affected_items": [{id, item_identifier, state}]}} or NOT_FOUND. */
-VD_MUST_USE vd_error vd_store_incident_get(vd_conn *c, int64_t id, char **out);
-/* Inside a transaction: lock incident id and resolve it; VD_ERR_NOT_FOUND, or
- * VD_ERR_INVALID_TRANSITION when it is not open. */
-VD_MUST_USE vd_error vd_store_incident_close(vd_conn *c, int64_t id, const char *reason,
-                                             const char *actor);
-/* Inside the same transaction, after vd_store_incident_close: requeue its items (see
- * vd_incident_resolve) and answer {"tool_incident": {...}, "requeued": [ids]}; requeue false
- * requeues nothing. */
-VD_MUST_USE vd_error vd_store_incident_requeue(vd_conn *c, int64_t id, bool requeue,
-                                               const char *reason, const char *actor, char **out);
 
 #endif

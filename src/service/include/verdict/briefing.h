@@ -1,4 +1,4 @@
-/* briefing.h - issue 17 part 3: a short model-readable summary of an item's earlier attempts
+/* briefing.h - a short model-readable summary of an item's earlier attempts
  * (their dispositions, reasons and tool failures), to put in the next attempt's prompt.
  * Pure: the attempts are read by the store (GET /v1/jobs/{id}/briefing); no I/O here. */
 #ifndef VERDICT_BRIEFING_H

@@ -11,7 +11,7 @@
 #include "verdict/error.h"
 #include "verdict/machine.h"
 #include "verdict/store.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/jobs.h"
 
 typedef struct vd_job_write {
     int64_t job_id;
@@ -63,18 +63,6 @@ typedef struct vd_job_answer {
  * kept is vd_job_answer.kept; lead is JSON members to put first (a batch's job_id and
  * status) or NULL. */
 VD_MUST_USE char *vd_job_reply(const char *lead, const char *kept, bool replayed);
-
-/* Whether a finished job's claim was taken from its holder (the lease passed and was swept,
- * or an admin released it): the holder's writes are then VD_ERR_CLAIM_LOST, not
- * JOB_FINALIZED. snap was read by vd_store_job_lock. */
-bool vd_job_claim_taken(const vd_job_snapshot *snap);
-
-/* The claim check of every call a job's holder makes (dispositions, releases, tool failures,
- * heartbeats; MCP tool calls go through the first two): VD_OK while the job is processing and
- * its token holds the item; VD_ERR_NOT_FOUND (no such job), VD_ERR_CLAIM_LOST (another token,
- * the claim was taken: vd_job_claim_taken, or the item moved on), VD_ERR_JOB_FINALIZED (the
- * holder finished it: the caller may replay). Pure. */
-VD_MUST_USE vd_error vd_job_fence(const vd_job_snapshot *snap);
 
 /* A heartbeat: extend the lease of job_id while `token` holds it (one statement), fenced by
  * vd_job_fence, and merge checkpoint (a JSON object as text, already redacted and at most

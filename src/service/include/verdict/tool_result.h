@@ -1,4 +1,4 @@
-/* tool_result.h - issue 17 part 3: the text a plugin hands back to the model as the result of
+/* tool_result.h - the text a plugin hands back to the model as the result of
  * its tool call, and whether the agent loop should end its turn ("terminal"), for every
  * disposition answer and every tool-failure answer. Pure functions, thread-safe. */
 #ifndef VERDICT_TOOL_RESULT_H

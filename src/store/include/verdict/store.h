@@ -1,7 +1,7 @@
 /* store.h - verdict's PostgreSQL store: a pool of libpq connections, the migrations, and the
  * data operations the service layer calls. Callers never see libpq: resources come back as
  * JSON text rendered by the database (sql/0001_init.sql's verdict_*_json functions) and
- * failures as vd_error (SQLSTATE mapped in one place, store/db.c).
+ * failures as vd_error (SQLSTATE mapped in one place, store/sqlstate.c).
  *
  * Thread safety: the pool is thread-safe; one vd_conn belongs to one thread between
  * vd_db_acquire and vd_db_release.
@@ -67,5 +67,10 @@ VD_MUST_USE vd_error vd_store_migrate(const char *url, int *applied, char *err, 
 int vd_store_latest_version(void);
 /* VD_OK when the database answers and its schema is at the newest migration. */
 VD_MUST_USE vd_error vd_store_ready(vd_conn *conn, int *version);
+
+/* Run fn(c, arg) in one transaction, retried on serialization failures and deadlocks (fn
+ * must be safe to run again from scratch). */
+typedef vd_error (*vd_store_tx_fn)(vd_conn *c, void *arg);
+VD_MUST_USE vd_error vd_store_tx(vd_conn *c, vd_store_tx_fn fn, void *arg);
 
 #endif

@@ -1,9 +1,9 @@
-/* flow_steps.h - the per-flow-step settings of the agent-safety features (issue 17), stored
+/* store/flow_steps.h - the per-flow-step settings of the agent-safety features, stored
  * on flow_steps (sql/0013_flow_step_settings.sql) and set by PATCH /v1/flow-steps/{id}: when a
  * tool-failure signature becomes a tooling incident, whether opening one pauses the flow step,
  * and whether a rejection must quote evidence from the item's payload. */
-#ifndef VERDICT_FLOW_STEPS_H
-#define VERDICT_FLOW_STEPS_H
+#ifndef VERDICT_STORE_FLOW_STEPS_H
+#define VERDICT_STORE_FLOW_STEPS_H
 
 #include <stdbool.h>
 
@@ -38,5 +38,11 @@ VD_MUST_USE vd_error vd_store_flow_step_settings(vd_conn *c, const char *flow_st
  * {"flow_step": {...}} (malloc'd). */
 VD_MUST_USE vd_error vd_store_flow_step_configure(vd_conn *c, const char *flow_step_id,
                                                   const vd_flow_step_change *ch, char **out);
+
+/* Pause or resume a flow step (created if unknown): {"flow_step": {...}}. */
+VD_MUST_USE vd_error vd_store_flow_step_set_paused(vd_conn *c, const char *flow_step_id,
+                                                   bool paused, char **out);
+/* {"flow_steps": [{flow_step_id, paused, created_at, updated_at}]}. */
+VD_MUST_USE vd_error vd_store_flow_steps_list(vd_conn *c, char **out);
 
 #endif

@@ -1,4 +1,4 @@
-/* lint.h - the rejection lint (issue 17 part 2): whether a rejection of a source looks like a
+/* lint.h - the rejection lint: whether a rejection of a source looks like a
  * tooling failure in disguise, and so is refused with VD_ERR_REJECTION_SUSPECT unless forced;
  * and, in a flow step's strict mode, whether it quotes evidence from the item's payload.
  * Pure functions on plain values: no I/O, no globals, thread-safe. */

@@ -67,20 +67,6 @@ typedef struct vd_tool_verdict {
 void vd_tool_verdict_decide(vd_tool_kind kind, const char *tool, bool required, long repeat_count,
                             int loop_threshold, vd_tool_verdict *out);
 
-/* The required-tool rule for a call that finishes a job. */
-typedef struct vd_tool_guard_input {
-    bool rejects;          /* reject_source (or skip_item mapped to it) */
-    bool completes;        /* complete */
-    bool force;            /* the caller insists; recorded on the transition */
-    bool required_failed;  /* a required tool failed in the job */
-    bool required_blocked; /* ... and was answered retryable: false */
-} vd_tool_guard_input;
-
-/* Whether the call is refused with VD_ERR_TOOL_FAILURE_PENDING: reject_source after any
- * failure of a required tool, complete after one the model was told not to call again
- * (nothing it should have written was written), unless force. Pure. */
-bool vd_tool_guard_refuses(const vd_tool_guard_input *in);
-
 /* The tool-failure envelope's extra facts: how it was classified and its template. */
 typedef struct vd_tool_failure_facts {
     vd_tool_classification classification;
@@ -100,18 +86,5 @@ VD_MUST_USE vd_error vd_tool_failure_record(vd_conn *conn, const vd_config *cfg,
 VD_MUST_USE vd_error vd_tool_failure_record_facts(vd_conn *conn, const vd_config *cfg,
                                                   const vd_tool_failure *f, vd_tool_verdict *out,
                                                   vd_tool_failure_facts *facts);
-
-/* Store operations (src/store/templates.c). */
-typedef struct vd_tool_failure_row {
-    int64_t job_id, template_id;
-    const char *tool, *args, *kind, *error, *signature;
-    bool retryable, required, counted;
-} vd_tool_failure_row;
-/* Insert the failure row; *failure_id its id. VD_ERR_NOT_FOUND when the job is gone. */
-VD_MUST_USE vd_error vd_store_tool_failure_insert_template(vd_conn *c,
-                                                           const vd_tool_failure_row *row,
-                                                           int64_t *failure_id);
-/* Mark failure_id deterministic and not retryable (found so after its insert). */
-VD_MUST_USE vd_error vd_store_tool_failure_final(vd_conn *c, int64_t failure_id);
 
 #endif

@@ -1,18 +1,17 @@
-/* limits.h - flow control (docs/decisions/0050-limits-in-the-claim.md): limits per key
+/* store/limits.h - flow control (docs/decisions/0050-limits-in-the-claim.md): limits per key
  * (concurrency, a GCRA rate, model tokens per minute), a provider's backoff on a key, and the
  * claim that honours them. The limits live in PostgreSQL (sql/0032_flow_control.sql); every
  * function takes a borrowed connection and returns VD_OK or an error of the one table.
  * Strings returned are malloc'd JSON text the caller frees. */
-#ifndef VERDICT_LIMITS_H
-#define VERDICT_LIMITS_H
+#ifndef VERDICT_STORE_LIMITS_H
+#define VERDICT_STORE_LIMITS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "verdict/error.h"
-#include "verdict/jobs.h"
 #include "verdict/store.h"
-#include "verdict/store_ops.h"
+#include "verdict/store/idempotency.h"
 
 /* The longest limit key, and the most keys an item or a claim may carry. */
 #define VD_LIMIT_KEY_MAX 200
@@ -51,12 +50,6 @@ VD_MUST_USE vd_error vd_store_limit_backoff(vd_conn *c, const char *key, int64_t
 /* Seconds until every key of job_id is open again (0: none throttled) into *seconds. */
 VD_MUST_USE vd_error vd_store_job_reopen_seconds(vd_conn *c, int64_t job_id, double *seconds);
 
-/* The decide hook (jobs.h) of a defer_item with reason_code rate_limited: the item becomes
- * claimable when every key of the job is open again (at least retry_after_seconds when the
- * call gave it); no defer or failure budget is spent (machine.h, rate_limited). */
-VD_MUST_USE vd_error vd_limits_decide_rate_limited(vd_conn *c, const vd_job_snapshot *snap,
-                                                   vd_job_write *w, void *arg);
-
 /* The usage a disposition reports for its job. */
 typedef struct vd_usage {
     bool given;
@@ -70,13 +63,6 @@ typedef struct vd_usage {
  * now passes its flow step's max_item_tokens or max_item_cost_usd. Inside the job's
  * transaction. */
 VD_MUST_USE vd_error vd_store_job_usage(vd_conn *c, int64_t job_id, const vd_usage *u, bool *over);
-
-/* The decide hook (jobs.h) of a disposition that reports usage (arg: its vd_usage) or defers
- * with reason_code rate_limited: stores the usage; an item over its cost budget that would
- * be offered again parks in manual_review (reason_code cost_budget); a rate_limited deferral
- * waits for the job's keys (vd_limits_decide_rate_limited). */
-VD_MUST_USE vd_error vd_limits_decide(vd_conn *c, const vd_job_snapshot *snap, vd_job_write *w,
-                                      void *arg);
 
 /* Set a flow step's cost budget (< 0: keep; 0: remove): *out {"flow_step": {...}} with
  * max_item_tokens and max_item_cost_usd. VD_ERR_NOT_FOUND for an unknown flow step. */
@@ -100,7 +86,7 @@ typedef struct vd_claim_keys {
  * claim trace and span (48 hex digits) of each job's item's previous job, comma-separated. */
 VD_MUST_USE vd_error vd_store_claim_links(vd_conn *c, const char *job_ids, char **out);
 
-/* vd_store_claim with the claim's limit keys and token estimate (store_ops.h). */
+/* vd_store_claim with the claim's limit keys and token estimate (store/claims.h). */
 VD_MUST_USE vd_error vd_store_claim_keyed(vd_conn *c, const char *flow_step_id,
                                           const char *worker_id, const char *worker_version,
                                           int64_t limit, int64_t lease_seconds, const char *actor,
