@@ -13,6 +13,7 @@ DECLARE
     c record;
     cells bigint[];
     keys text[];
+    job bigint;
 BEGIN
     IF EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = p_fs AND f.paused) THEN
         RETURN '{"claims" : []}';
@@ -31,15 +32,17 @@ BEGIN
         EXIT WHEN NOT FOUND;
         keys := CASE WHEN c.limit_keys IS NULL THEN p_keys
                      ELSE verdict_keys_union(p_keys, c.limit_keys) END;
-        cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est) END;
+        -- the job's id comes first: its slots name it (sql/0038_slots_held_by_jobs.sql)
+        job := nextval(pg_get_serial_sequence('jobs', 'id'));
+        cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est, job) END;
         IF cells IS NULL AND c.limit_keys IS NULL THEN
             EXIT; -- the claim's own keys are closed: no other item can pass either
         ELSIF cells IS NULL THEN
             PERFORM verdict_limits_mark_waiting(keys);
         ELSE
-            PERFORM verdict_limit_apply(cells, p_est);
             took := took || c.id;
-            tc := tc || jsonb_build_object(c.id::text, to_jsonb(cells));
+            tc := tc || jsonb_build_object(c.id::text, jsonb_build_object('job', job,
+                                                                          'cells', cells));
         END IF;
     END LOOP;
     CLOSE cur;
