@@ -1,6 +1,6 @@
 -- verdict_limit_take: the current definition. Edit it here to change the function: verdictd
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
--- from-migrations: d177390b631c08e7844cc448925b762a
+-- from-migrations: bd92a3c5d436bf32499e5c2c9782ee29
 CREATE OR REPLACE FUNCTION public.verdict_limit_take(p_keys text[], p_est bigint, p_job bigint)
  RETURNS bigint[]
  LANGUAGE plpgsql
@@ -11,8 +11,8 @@ BEGIN
     WITH need AS (
         SELECT l.key, k.kind, l.concurrency, l.tokens_per_minute,
                l.rate_burst * verdict_limit_interval(l) AS pause,
-               floor(random() * CASE k.kind WHEN 'c' THEN l.concurrency
-                                WHEN 'r' THEN l.rate_burst ELSE 8 END)::integer AS start
+               CASE k.kind WHEN 'c' THEN floor(random() * l.concurrency)::integer
+                           ELSE 0 END AS start
           FROM limits l
          CROSS JOIN LATERAL (VALUES ('c'::"char"), ('r'), ('t'), ('x')) k(kind)
          WHERE l.key = ANY (p_keys)
