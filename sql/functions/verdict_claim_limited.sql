@@ -17,6 +17,7 @@ DECLARE
     fair boolean;
     per integer;
     visited text[] := '{}';
+    job bigint;
 BEGIN
     SELECT f.paused, f.fair_key IS NOT NULL INTO paused, fair
       FROM flow_steps f WHERE f.flow_step_id = p_fs;
@@ -70,15 +71,17 @@ BEGIN
         END IF;
         keys := CASE WHEN c.limit_keys IS NULL THEN p_keys
                      ELSE verdict_keys_union(p_keys, c.limit_keys) END;
-        cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est) END;
+        -- the job's id comes first: its slots name it (sql/0038_slots_held_by_jobs.sql)
+        job := nextval(pg_get_serial_sequence('jobs', 'id'));
+        cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est, job) END;
         IF cells IS NULL AND c.limit_keys IS NULL THEN
             EXIT; -- the claim's own keys are closed: no other item can pass either
         ELSIF cells IS NULL THEN
             PERFORM verdict_limits_mark_waiting(keys);
         ELSE
-            PERFORM verdict_limit_apply(cells, p_est);
             took := took || c.id;
-            tc := tc || jsonb_build_object(c.id::text, to_jsonb(cells));
+            tc := tc || jsonb_build_object(c.id::text, jsonb_build_object('job', job,
+                                                                          'cells', cells));
         END IF;
     END LOOP;
     CLOSE cur;

@@ -15,14 +15,17 @@ BEGIN
       SELECT i.id, i.state, i.attempts,
              CASE WHEN i.limit_keys IS NULL THEN p_keys
                   ELSE verdict_keys_union(p_keys, i.limit_keys) END AS keys,
-             (SELECT array_agg(x::bigint) FROM jsonb_array_elements_text(p_cells -> i.id::text) x)
-               AS cells, u.ord
+             (p_cells -> i.id::text ->> 'job')::bigint AS job,
+             (SELECT array_agg(x::bigint)
+                FROM jsonb_array_elements_text(p_cells -> i.id::text -> 'cells') x) AS cells,
+             u.ord
       FROM unnest(p_took) WITH ORDINALITY u(id, ord) JOIN items i ON i.id = u.id),
      j AS (
-      INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
+      INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, claim_token,
                         lease_expires_at, worker_version, limit_keys, limit_cells,
                         estimated_tokens, lease_seconds, claim_trace_id, claim_span_id)
-      SELECT c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
+      OVERRIDING SYSTEM VALUE -- the id the limited claim allocated (its slots name it)
+      SELECT c.job, c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
              now() + p_lease * interval '1 second', p_version, c.keys, c.cells,
              CASE WHEN c.keys IS NOT NULL THEN p_est END, p_lease, p_trace, p_span
       FROM cand c ORDER BY c.ord

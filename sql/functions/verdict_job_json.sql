@@ -15,5 +15,9 @@ AS $function$ SELECT json_build_object(
         'tool_failures', verdict_tool_failures_json(j.id),
         'worker_version', j.worker_version,
         'claim_trace_id', j.claim_trace_id,
-        'disposition_trace_id', j.disposition_trace_id) $function$
+        'disposition_trace_id', j.disposition_trace_id,
+        'limit_keys', j.limit_keys, 'estimated_tokens', j.estimated_tokens,
+        'usage', CASE WHEN j.usage_input_tokens IS NOT NULL THEN json_build_object(
+            'input_tokens', j.usage_input_tokens, 'output_tokens', j.usage_output_tokens,
+            'cost_usd', j.usage_cost_usd, 'model', j.usage_model) END) $function$
 ;

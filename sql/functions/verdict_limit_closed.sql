@@ -9,7 +9,9 @@ AS $function$
 BEGIN
     RETURN coalesce(l.throttled_until > now(), false)
         OR (l.concurrency IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
-                WHERE c.key = l.key AND c.kind = 'c' AND NOT c.held AND c.n < l.concurrency))
+                WHERE c.key = l.key AND c.kind = 'c' AND c.n < l.concurrency
+                  AND (c.job_id IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
+                                                    AND j.status <> 'processing'))))
         OR (l.rate_count IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
                 WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()))
         OR (l.tokens_per_minute IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c

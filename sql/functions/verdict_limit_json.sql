@@ -13,7 +13,8 @@ AS $function$ SELECT json_build_object(
             'count', l.rate_count, 'burst', l.rate_burst) END,
         'tokens_per_minute', l.tokens_per_minute,
         'in_flight', (SELECT count(*) FROM limit_cells c
-                      WHERE c.key = l.key AND c.kind = 'c' AND c.held),
+                      JOIN jobs j ON j.id = c.job_id
+                      WHERE c.key = l.key AND c.kind = 'c' AND j.status = 'processing'),
         'rate_available', CASE WHEN l.rate_count IS NOT NULL THEN (SELECT count(*)
             FROM limit_cells c WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()) END,
         'tokens_reserved', (SELECT coalesce(sum(c.reserved), 0) FROM limit_cells c

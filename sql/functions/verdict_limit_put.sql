@@ -23,7 +23,8 @@ BEGIN
     UNION ALL SELECT p_key, 't', g FROM generate_series(0, 7) g WHERE p_tpm IS NOT NULL
     ON CONFLICT (key, kind, n) DO NOTHING;
     DELETE FROM limit_cells WHERE key = p_key
-       AND ((kind = 'c' AND n >= coalesce(p_conc, 0) AND NOT held)
+       AND ((kind = 'c' AND n >= coalesce(p_conc, 0) AND (job_id IS NULL
+                OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = limit_cells.job_id AND j.status <> 'processing')))
             OR (kind = 'r' AND n >= coalesce(p_burst, 0)) OR (kind = 't' AND p_tpm IS NULL));
     IF old.rate_per_seconds IS DISTINCT FROM p_per OR old.rate_count IS DISTINCT FROM p_count
     THEN

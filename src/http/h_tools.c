@@ -49,6 +49,34 @@ static cJSON *bool_prop(const char *desc)
     return p;
 }
 
+/* `usage` (the disposition's, limits.h): what the item's model calls used, for the harness
+ * that knows it; a model without it leaves it out. */
+static cJSON *usage_prop(void)
+{
+    cJSON *p = cJSON_CreateObject(), *props = NULL, *n = NULL;
+    cJSON_AddStringToObject(p, "type", "object");
+    cJSON_AddStringToObject(p, "description",
+                            "Only when your runtime tells you: the tokens (and cost) this item's "
+                            "model calls used. Leave it out otherwise.");
+    props = cJSON_AddObjectToObject(p, "properties");
+    for (int i = 0; i < 2; i++) {
+        n = cJSON_AddObjectToObject(props, i ? "output_tokens" : "input_tokens");
+        cJSON_AddStringToObject(n, "type", "integer");
+        cJSON_AddNumberToObject(n, "minimum", 0);
+        cJSON_AddNumberToObject(n, "maximum", 1e9);
+    }
+    n = cJSON_AddObjectToObject(props, "cost_usd");
+    cJSON_AddStringToObject(n, "type", "number");
+    cJSON_AddNumberToObject(n, "minimum", 0);
+    cJSON_AddNumberToObject(n, "maximum", 1e6);
+    cJSON_AddItemToObject(props, "model", string_prop("The model's name.", 1, 200));
+    n = cJSON_AddArrayToObject(p, "required");
+    cJSON_AddItemToArray(n, cJSON_CreateString("input_tokens"));
+    cJSON_AddItemToArray(n, cJSON_CreateString("output_tokens"));
+    cJSON_AddFalseToObject(p, "additionalProperties");
+    return p;
+}
+
 /* An argument schema with no properties yet: {type: object, properties, required, no others}. */
 static cJSON *object_schema(cJSON **props, cJSON **req)
 {
@@ -60,10 +88,17 @@ static cJSON *object_schema(cJSON **props, cJSON **req)
     return s;
 }
 
+/* A disposition tool's schema: its own arguments and `usage`. */
+static cJSON *with_usage(cJSON *s)
+{
+    cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(s, "properties"), "usage", usage_prop());
+    return s;
+}
+
 static cJSON *schema_complete(void)
 {
     cJSON *props = NULL, *req = NULL;
-    return object_schema(&props, &req);
+    return with_usage(object_schema(&props, &req));
 }
 
 /* reason_code other needs evidence, unless force is true: {if, then} on the schema. */
@@ -103,7 +138,7 @@ static cJSON *schema_reject(void)
                                     "is the problem."));
     cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
     add_other_needs_evidence(s);
-    return s;
+    return with_usage(s);
 }
 
 static cJSON *schema_defer(void)
@@ -116,7 +151,7 @@ static cJSON *schema_defer(void)
     cJSON_AddItemToObject(props, "manual_review",
                           bool_prop("True when a person should look at the item first."));
     cJSON_AddItemToArray(req, cJSON_CreateString("reason_code"));
-    return s;
+    return with_usage(s);
 }
 
 static cJSON *schema_fail(void)
@@ -128,7 +163,7 @@ static cJSON *schema_fail(void)
     cJSON_AddItemToObject(props, "retry_after_seconds",
                           retry_after_prop("A provider's Retry-After, in seconds."));
     cJSON_AddItemToArray(req, cJSON_CreateString("error"));
-    return s;
+    return with_usage(s);
 }
 
 static cJSON *schema_request_review(void)

@@ -272,6 +272,10 @@ static void render_db(vd_buf *out, const vd_db_metrics *db)
                                 "Model tokens reported used by jobs holding a tokens_per_minute "
                                 "key.",
                                 "key", NULL},
+        [VD_DB_ITEM_USAGE] = {"verdict_item_usage_tokens_total", "counter",
+                              "Model tokens (input + output) dispositions reported as used, by "
+                              "flow step.",
+                              "flow_step_id", NULL},
         [VD_DB_REVIEW_QUESTIONS] = {"verdict_review_questions", "gauge",
                                     "Items in manual_review waiting on a model's question "
                                     "(request_review), by flow step.",

@@ -803,6 +803,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* $2, $3: the item states and job statuses of domain.h */
          " states AS (SELECT unnest($2::text[]) AS s),"
          " statuses AS (SELECT unnest($3::text[]) AS s),"
+         /* the model usage dispositions reported (sql/0038): per flow step (key '') and key */
+         " us AS MATERIALIZED (SELECT * FROM verdict_usage_sums($1)),"
          " per AS (SELECT fs.flow_step_id, json_build_object("
          "   'flow_step_id', fs.flow_step_id, 'paused', fs.paused,"
          "   'items', (SELECT json_object_agg(st.s, coalesce((SELECT n FROM ic WHERE"
@@ -815,12 +817,28 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "      - min(i.available_at)))::bigint FROM items i WHERE i.flow_step_id = fs.flow_step_id"
          "      AND i.state IN ('available', 'deferred') AND i.available_at <= now()),"
          "   'stuck_claims', (SELECT count(*) FROM items i WHERE i.flow_step_id = fs.flow_step_id"
-         "      AND i.state = 'claimed' AND i.lease_expires_at < now())) AS j FROM fs)"
+         "      AND i.state = 'claimed' AND i.lease_expires_at < now()),"
+         "   'usage', (SELECT json_build_object('jobs', coalesce(sum(us.jobs), 0),"
+         "      'input_tokens', coalesce(sum(us.input_tokens), 0),"
+         "      'output_tokens', coalesce(sum(us.output_tokens), 0),"
+         "      'cost_usd', coalesce(sum(us.cost_usd), 0)) FROM us"
+         "      WHERE us.flow_step_id = fs.flow_step_id AND us.key = '')) AS j FROM fs),"
+         " uk AS (SELECT json_build_object('key', us.key, 'jobs', sum(us.jobs),"
+         "   'input_tokens', sum(us.input_tokens), 'output_tokens', sum(us.output_tokens),"
+         "   'cost_usd', sum(us.cost_usd)) AS j, us.key FROM us"
+         "   WHERE us.key <> '' AND us.flow_step_id IN (SELECT flow_step_id FROM fs)"
+         "   GROUP BY us.key)"
          " SELECT json_build_object('generated_at', verdict_ts(now()),"
          "  'flow_steps', coalesce((SELECT json_agg(j ORDER BY flow_step_id) FROM per), "
          "'[]'::json),"
+         "  'usage_by_key', coalesce((SELECT json_agg(uk.j ORDER BY uk.key) FROM uk), '[]'::json),"
          "  'totals', json_build_object('items', (SELECT json_object_agg(st.s, coalesce("
-         "     (SELECT sum(n) FROM ic WHERE ic.state = st.s), 0)) FROM states st)))::text"},
+         "     (SELECT sum(n) FROM ic WHERE ic.state = st.s), 0)) FROM states st),"
+         "   'usage', (SELECT json_build_object('jobs', coalesce(sum(us.jobs), 0),"
+         "      'input_tokens', coalesce(sum(us.input_tokens), 0),"
+         "      'output_tokens', coalesce(sum(us.output_tokens), 0),"
+         "      'cost_usd', coalesce(sum(us.cost_usd), 0)) FROM us"
+         "      WHERE us.key = '' AND us.flow_step_id IN (SELECT flow_step_id FROM fs))))::text"},
 
     /* The samples of the database-derived /metrics families, one row each: (family, label a,
      * label b, value), families numbered as vd_db_family; $1 is the item states (domain.h).
@@ -854,13 +872,18 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM tool_incidents GROUP BY 2, 3"
          /* flow control (sql/0032_flow_control.sql), per limit key */
          " UNION ALL SELECT 5, l.key, NULL, (SELECT count(*) FROM limit_cells c"
-         "   WHERE c.key = l.key AND c.kind = 'c' AND c.held) FROM limits l"
+         "   JOIN jobs j ON j.id = c.job_id"
+         "   WHERE c.key = l.key AND c.kind = 'c' AND j.status = 'processing') FROM limits l"
          " UNION ALL SELECT 6, l.key, NULL, coalesce((l.throttled_until > now())::int, 0)"
          "  FROM limits l"
          " UNION ALL SELECT 7, l.key, NULL, (SELECT coalesce(sum(c.used_total), 0)"
          "   FROM limit_cells c WHERE c.key = l.key AND c.kind = 't') FROM limits l"
+         /* the model usage reported, per flow step (sql/0038: counters + unfolded rows) */
+         " UNION ALL SELECT 8, f.flow_step_id, NULL, coalesce((SELECT sum(u.input_tokens"
+         "   + u.output_tokens) FROM verdict_usage_sums(f.flow_step_id) u WHERE u.key = ''), 0)"
+         "  FROM flow_steps f"
          /* the review queue (items_flow_state, then each item's latest transition) */
-         " UNION ALL SELECT 8 + k.k, f.flow_step_id, NULL,"
+         " UNION ALL SELECT 9 + k.k, f.flow_step_id, NULL,"
          "  CASE WHEN k.k = 0 THEN rq.n ELSE rq.oldest END"
          "  FROM flow_steps f CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(floor(extract("
          "     epoch FROM now() - min(lt.at)))::bigint, 0) AS oldest"
@@ -872,7 +895,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " ORDER BY 1, 2, 3"},
 
     [VD_SQL_COMPACT_COUNTS] = {"compact_counts",
-                               "SELECT verdict_compact_counts(), verdict_rollup_job_counts()"},
+                               "SELECT verdict_compact_counts(), verdict_rollup_job_counts(),"
+                               " verdict_fold_usage()"},
 
     /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. Both
      * start from the BRIN index of the row's age (nothing old: a few blocks read) and look the
@@ -907,7 +931,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "         FROM items i WHERE i.id = j.item_id)"
          "  LIMIT $2)) RETURNING id, item_id),"
          " u AS (UPDATE items SET current_job_id = NULL FROM d"
-         "       WHERE items.id = d.item_id AND items.current_job_id = d.id)"
+         "       WHERE items.id = d.item_id AND items.current_job_id = d.id),"
+         /* a slot naming a job that is gone would look held for ever (sql/0038) */
+         " s AS (UPDATE limit_cells SET job_id = NULL"
+         "       WHERE kind = 'c' AND job_id IN (SELECT id FROM d))"
          " SELECT id FROM d"},
     /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
      * transaction after the job is locked: a deterministic tool failure, a retriable last

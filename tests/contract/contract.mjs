@@ -1388,7 +1388,7 @@ async function toolSchemas() {
     defs[format].tools.forEach((t, i) => check(isDeepStrictEqual(schemaOf(format, t), tools[i].schema) && nameOf(format, t) === tools[i].name,
       'getToolDefinitions', `${format} tool ${i} differs from the anthropic one`));
   const FS_TOOLS = `${FS}_tools`;
-  await call('registerItems', { expect: 200, json: { items: Array.from({ length: 60 }, (_, i) => ({ flow_step_id: FS_TOOLS, source_type: 'rss', item_identifier: `tool-${i}` })) } });
+  await call('registerItems', { expect: 200, json: { items: Array.from({ length: 150 }, (_, i) => ({ flow_step_id: FS_TOOLS, source_type: 'rss', item_identifier: `tool-${i}` })) } });
   let claim = null;
   const nextClaim = async () => {
     const r = await call('claimItems', { expect: 200, json: { flow_step_id: FS_TOOLS, worker_id: 'contract@tools', limit: 1 } });
@@ -1406,6 +1406,14 @@ async function toolSchemas() {
     }
     if (prop.type === 'integer') return [[prop.minimum, 'minimum'], [prop.maximum, 'maximum'], [prop.minimum - 1, 'below minimum'], [prop.maximum + 1, 'above maximum'], [1.5, 'fraction'], ['5', 'string']];
     if (prop.type === 'boolean') return [[true, 'true'], [false, 'false'], ['true', 'string'], [1, 'number']];
+    if (prop.type === 'number') return [[prop.minimum, 'minimum'], [prop.maximum, 'maximum'], [prop.minimum - 1, 'below minimum'], [prop.maximum * 2, 'above maximum'], [0.25, 'fraction'], ['5', 'string']];
+    if (prop.type === 'object') { // an object member (usage): its required members, then each member's variants
+      const ok = {};
+      for (const k of prop.required || []) ok[k] = variants(prop.properties[k])[0][0];
+      out.push([ok, 'required members'], [{}, 'empty object'], [{ ...ok, surprise: 1 }, 'unknown member'], ['x', 'string']);
+      for (const [k, p] of Object.entries(prop.properties || {})) for (const [v, note] of variants(p)) out.push([{ ...ok, [k]: v }, `.${k} ${note}`]);
+      return out;
+    }
     throw new Error(`no variants for ${JSON.stringify(prop)}`);
   };
   let agreed = 0;

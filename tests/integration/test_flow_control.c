@@ -6,7 +6,8 @@
  * a rate_limited deferral spends no budget and waits for the key; a long-poll claim on a full
  * key is woken by the notification when the key frees; a tool failure naming the key
  * throttles it and steers the model; the token window settles against reported usage; a
- * cost budget parks an item; priorities order the claims of a keyed flow step. */
+ * cost budget parks an item; priorities order the claims of a keyed flow step; usage is
+ * summed per flow step and key in stats and metrics. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -237,8 +238,8 @@ static void test_flow_control_concurrency_never_exceeded(void **state)
     assert_true(most <= CC_LIMIT);
     assert_int_equal(most, CC_LIMIT); /* the limit bound: it was reached */
     assert_int_equal(
-        vt_sql_long(
-            "SELECT count(*) FROM limit_cells WHERE key = 'model:cc' AND kind = 'c' AND held"),
+        vt_sql_long("SELECT count(*) FROM limit_cells c JOIN jobs j ON j.id = c.job_id"
+                    " WHERE c.key = 'model:cc' AND c.kind = 'c' AND j.status = 'processing'"),
         0);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'cc'"
                                  " AND state = 'processed'"),
@@ -256,8 +257,8 @@ static void test_flow_control_item_keys_skip(void **state)
     register_n("sk", "small", 2, "\"limit_keys\": [\"site:small\"]");
     assert_int_equal(claim_keys(&srv[0], "sk", 1, NULL, c), 1); /* a site:big item */
     assert_int_equal(
-        vt_sql_long(
-            "SELECT count(*) FROM limit_cells WHERE key = 'site:big' AND kind = 'c' AND held"),
+        vt_sql_long("SELECT count(*) FROM limit_cells c JOIN jobs j ON j.id = c.job_id"
+                    " WHERE c.key = 'site:big' AND c.kind = 'c' AND j.status = 'processing'"),
         1);
     int n = claim_keys(&srv[1], "sk", 8, NULL, d);
     assert_int_equal(n, 2); /* both site:small items, nothing more of site:big */
@@ -623,6 +624,61 @@ static void test_flow_control_cost_budget_parks(void **state)
     vt_resp_free(&r);
 }
 
+/* GET /v1/stats of a usage entry: per flow step and per key, in stats and /metrics. */
+static void expect_usage(const cJSON *u, long in, long out, double cost, long jobs)
+{
+    assert_non_null(u);
+    assert_int_equal((long)vt_num(u, "input_tokens"), in);
+    assert_int_equal((long)vt_num(u, "output_tokens"), out);
+    assert_true(vt_num(u, "cost_usd") > cost - 1e-9 && vt_num(u, "cost_usd") < cost + 1e-9);
+    assert_int_equal((long)vt_num(u, "jobs"), jobs);
+}
+
+/* The usage dispositions report is summed per flow step and per limit key of the job (the
+ * claim's and the item's) in GET /v1/stats, the same before and after the sweeper folds it,
+ * and counted in /metrics (verdict_item_usage_tokens_total, the limit families). */
+static void test_flow_control_usage_in_stats(void **state)
+{
+    (void)state;
+    vt_claim c[4];
+    put_limit("model:us", "{\"concurrency\": 5, \"tokens_per_minute\": 1000000}");
+    register_n("us", "us", 3, "\"limit_keys\": [\"site:us\"]");
+    assert_int_equal(claim_keys(&srv[0], "us", 3, "[\"model:us\"]", c), 3);
+    vt_resp r = vt_dispose(&srv[1], &c[0],
+                           "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 100,"
+                           " \"output_tokens\": 20, \"cost_usd\": 0.5, \"model\": \"m\"}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    r = vt_dispose(&srv[0], &c[1],
+                   "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 10,"
+                   " \"output_tokens\": 5}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    for (int pass = 0; pass < 2; pass++) { /* before and after the fold */
+        r = vt_http(&srv[pass], "GET", "/v1/stats?flow_step_id=us", VT_READER, NULL, NULL);
+        assert_int_equal(r.status, 200);
+        const cJSON *fs = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "flow_steps"), 0);
+        expect_usage(cJSON_GetObjectItem(fs, "usage"), 110, 25, 0.5, 2);
+        expect_usage(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "totals"), "usage"), 110, 25,
+                     0.5, 2);
+        const cJSON *keys = cJSON_GetObjectItem(r.json, "usage_by_key");
+        assert_int_equal(cJSON_GetArraySize(keys), 2);
+        assert_string_equal(vt_str(cJSON_GetArrayItem(keys, 0), "key"), "model:us");
+        expect_usage(cJSON_GetArrayItem(keys, 0), 110, 25, 0.5, 2);
+        assert_string_equal(vt_str(cJSON_GetArrayItem(keys, 1), "key"), "site:us");
+        expect_usage(cJSON_GetArrayItem(keys, 1), 110, 25, 0.5, 2);
+        vt_resp_free(&r);
+        free(vt_sql("SELECT verdict_fold_usage()"));
+    }
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM usage_deltas"), 0);
+    r = vt_http(&srv[0], "GET", "/metrics", VT_READER, NULL, NULL);
+    assert_non_null(strstr(r.body, "verdict_item_usage_tokens_total{flow_step_id=\"us\"} 135\n"));
+    assert_non_null(strstr(r.body, "verdict_limit_in_flight{key=\"model:us\"} 1\n"));
+    assert_non_null(strstr(r.body, "verdict_limit_throttled{key=\"model:us\"} 0\n"));
+    assert_non_null(strstr(r.body, "verdict_limit_tokens_used_total{key=\"model:us\"} 135\n"));
+    vt_resp_free(&r);
+}
+
 /* In a keyed flow step (claimed with limits) claims still go by priority, highest first. */
 static void test_flow_control_priorities_order_claims(void **state)
 {
@@ -665,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_flow_control_token_window_settles),
         cmocka_unit_test(test_flow_control_cost_budget_parks),
         cmocka_unit_test(test_flow_control_priorities_order_claims),
+        cmocka_unit_test(test_flow_control_usage_in_stats),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

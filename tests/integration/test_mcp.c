@@ -366,6 +366,34 @@ static void claim_two(void)
 
 VT_FIXTURE(.srv = {&srv}, .ready = claim_two)
 
+/* The disposition tools declare `usage` (what the item's model calls used) and pass it on: it is
+ * kept on the job, as a disposition over HTTP keeps it. */
+static void test_mcp_usage(void **state)
+{
+    (void)state;
+    vt_resp r = mcp_post(claim_hdr, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}",
+                         NULL, NULL);
+    assert_int_equal(r.status, 200);
+    const cJSON *tools = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "result"), "tools");
+    int with = 0;
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next)
+        with += vt_str(t, "inputSchema.properties.usage.type") != NULL;
+    assert_true(with >= 4); /* complete, reject, defer, fail */
+    vt_resp_free(&r);
+    r = mcp_post(claim_hdr,
+                 "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\":"
+                 " {\"name\": \"complete_item\", \"arguments\": {\"usage\": {\"input_tokens\": 70,"
+                 " \"output_tokens\": 7, \"model\": \"m\"}}}}",
+                 NULL, NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_string_equal(vt_item_state(&srv, claim_a.item_id), "processed");
+    assert_int_equal(vt_sql_long("SELECT usage_input_tokens * 1000 + usage_output_tokens FROM jobs"
+                                 " WHERE id = %lld AND usage_model = 'm'",
+                                 (long long)claim_a.job_id),
+                     70007);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_mcp_batches),
         cmocka_unit_test(test_mcp_initialize_negotiates),
         cmocka_unit_test(test_mcp_get_and_delete),
+        cmocka_unit_test(test_mcp_usage),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

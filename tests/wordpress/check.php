@@ -4,7 +4,7 @@
  * tests/wordpress/check.php BASE_URL KEY FLOW POSTS_FILE - what verdict says after the WP-Cron
  * run, read over its HTTP API with plain curl (not the client under test): every post's item
  * is in the state the verdict_process_item callback decided, the tool failure reached the
- * flaky item's job, and the completed job carries the callback's engine_data.
+ * flaky item's job, and the completed job carries the callback's engine_data and model usage.
  */
 
 declare(strict_types=1);
@@ -85,6 +85,8 @@ expect(
 expect($flaky['reason_code'] === 'tool_error', 'the flaky item was deferred as tool_error');
 $good = $jobOf('good news');
 expect(($good['engine_data']['post_id'] ?? null) !== null && $good['disposition'] === 'complete', 'the completed job carries the post id');
+expect(($good['usage']['input_tokens'] ?? null) === 120 && ($good['usage']['output_tokens'] ?? null) === 30
+    && ($good['usage']['model'] ?? null) === 'e2e-model', 'the completion reported the model usage (' . json_encode($good['usage'] ?? null) . ')');
 expect($jobOf('spam offer')['reason_code'] === 'spam', 'the spam source was rejected as spam');
 $undecided = $jobOf('undecided');
 expect(

@@ -42,7 +42,9 @@ add_filter('verdict_process_item', static function ($decision, array $item, \Ver
     $seen[] = $item['item_identifier'];
     update_option('verdict_e2e_seen', $seen, false);
     if (str_contains($title, 'good') || str_contains($title, 'outage')) {
-        return ['disposition' => 'complete', 'engine_data' => ['post_id' => $item['payload']['post_id']]];
+        // a model API's own usage object (OpenAI's names): the plugin reports it with the disposition
+        return ['disposition' => 'complete', 'engine_data' => ['post_id' => $item['payload']['post_id']],
+            'usage' => ['prompt_tokens' => 120, 'completion_tokens' => 30, 'model' => 'e2e-model']];
     }
     if (str_contains($title, 'spam')) {
         return \Verdict\Decision::reject('spam', 'casino links');

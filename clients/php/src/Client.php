@@ -223,7 +223,7 @@ final class Client
     /**
      * POST /v1/jobs/{id}/disposition: complete, reject_source, defer_item, fail.
      *
-     * @param array<string, mixed> $fields reason_code, reason, manual_review, retry_after_seconds, error, retryable, force, engine_data;
+     * @param array<string, mixed> $fields reason_code, reason, manual_review, retry_after_seconds, error, retryable, force, engine_data, usage;
      *        claim_next, lease_seconds, limit_keys (the worker's keys for those claims), estimated_tokens
      */
     public function disposition(Claim|int $job, string $disposition, array $fields = [], ?string $token = null): JobResult
@@ -233,27 +233,60 @@ final class Client
         return JobResult::fromArray($this->call('POST', "/v1/jobs/$id/disposition", $body, retryTransport: true));
     }
 
-    /** @param array<string, mixed> $engineData */
-    public function complete(Claim $claim, array $engineData = []): JobResult
+    /**
+     * The `usage` member a disposition may carry: the model tokens (and cost) the job spent.
+     * verdict settles the claim's token reservation against it, sums it on the item (a flow
+     * step's max_item_tokens / max_item_cost_usd) and shows it in stats per flow step and key.
+     *
+     * @return array{input_tokens: int, output_tokens: int, cost_usd?: float, model?: string}
+     */
+    public static function usage(int $inputTokens, int $outputTokens, ?float $costUsd = null, ?string $model = null): array
     {
-        return $this->disposition($claim, 'complete', $engineData ? ['engine_data' => $engineData] : []);
+        return ['input_tokens' => $inputTokens, 'output_tokens' => $outputTokens]
+            + array_filter(['cost_usd' => $costUsd, 'model' => $model], static fn ($v) => $v !== null);
     }
 
-    public function rejectSource(Claim $claim, string $reasonCode, ?string $reason = null): JobResult
+    /**
+     * @param array<string, mixed> $engineData
+     * @param array<string, mixed>|null $usage Client::usage(...)
+     */
+    public function complete(Claim $claim, array $engineData = [], ?array $usage = null): JobResult
     {
-        return $this->disposition($claim, 'reject_source', array_filter(['reason_code' => $reasonCode, 'reason' => $reason], static fn ($v) => $v !== null));
+        return $this->disposition($claim, 'complete', ($engineData ? ['engine_data' => $engineData] : []) + self::withUsage($usage));
     }
 
-    public function deferItem(Claim $claim, string $reasonCode, ?string $reason = null, bool $manualReview = false, ?int $retryAfterSeconds = null): JobResult
+    /** @param array<string, mixed>|null $usage Client::usage(...) */
+    public function rejectSource(Claim $claim, string $reasonCode, ?string $reason = null, ?array $usage = null): JobResult
+    {
+        return $this->disposition($claim, 'reject_source', array_filter(['reason_code' => $reasonCode, 'reason' => $reason], static fn ($v) => $v !== null) + self::withUsage($usage));
+    }
+
+    /**
+     * defer_item. With $reasonCode 'rate_limited' (after backoff() or a tool failure naming a
+     * limit key) the item waits until its keys reopen and no defer or failure budget is spent.
+     *
+     * @param array<string, mixed>|null $usage Client::usage(...)
+     */
+    public function deferItem(Claim $claim, string $reasonCode, ?string $reason = null, bool $manualReview = false, ?int $retryAfterSeconds = null, ?array $usage = null): JobResult
     {
         $f = ['reason_code' => $reasonCode, 'manual_review' => $manualReview];
         $f += array_filter(['reason' => $reason, 'retry_after_seconds' => $retryAfterSeconds], static fn ($v) => $v !== null);
-        return $this->disposition($claim, 'defer_item', $f);
+        return $this->disposition($claim, 'defer_item', $f + self::withUsage($usage));
     }
 
-    public function fail(Claim $claim, string $error, bool $retryable = true): JobResult
+    /** @param array<string, mixed>|null $usage Client::usage(...) */
+    public function fail(Claim $claim, string $error, bool $retryable = true, ?array $usage = null): JobResult
     {
-        return $this->disposition($claim, 'fail', ['error' => $error, 'retryable' => $retryable]);
+        return $this->disposition($claim, 'fail', ['error' => $error, 'retryable' => $retryable] + self::withUsage($usage));
+    }
+
+    /**
+     * @param array<string, mixed>|null $usage
+     * @return array<string, mixed>
+     */
+    private static function withUsage(?array $usage): array
+    {
+        return $usage !== null ? ['usage' => $usage] : [];
     }
 
     /**

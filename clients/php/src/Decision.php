@@ -37,6 +37,26 @@ final class Decision
         return new self('fail', ['error' => $error, 'retryable' => $retryable]);
     }
 
+    /**
+     * defer_item with reason_code rate_limited: the provider said 429 and the job's key was
+     * throttled (Client::backoff or a tool failure naming the key). The item waits until the
+     * key reopens; no defer or failure budget is spent.
+     */
+    public static function rateLimited(?string $reason = null): self
+    {
+        return self::defer('rate_limited', $reason);
+    }
+
+    /**
+     * The same decision reporting the model usage of the job (Client::usage): the claim's
+     * token reservation settles against it, and stats show it per flow step and key. A release
+     * carries none.
+     */
+    public function withUsage(int $inputTokens, int $outputTokens, ?float $costUsd = null, ?string $model = null): self
+    {
+        return new self($this->disposition, ['usage' => Client::usage($inputTokens, $outputTokens, $costUsd, $model)] + $this->fields);
+    }
+
     public static function release(?string $reason = null): self
     {
         return new self('release', $reason !== null ? ['reason' => $reason] : []);

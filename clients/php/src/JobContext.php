@@ -16,6 +16,8 @@ use Verdict\Model\ToolFailureEnvelope;
 final class JobContext
 {
     private float $lastBeat;
+    /** @var array<string, mixed>|null */
+    private ?array $usage = null;
 
     /** @param \Closure(): float $timeLeft */
     public function __construct(
@@ -66,6 +68,30 @@ final class JobContext
     public function toolFailure(string $tool, mixed $args, string $error, string $kind = 'unknown', bool $required = false): ToolFailureEnvelope
     {
         return $this->client->toolFailure($this->claim, $tool, $args, $error, $kind, $required);
+    }
+
+    /**
+     * Adds the tokens (and cost) of one model call to the job's usage. The Worker reports the
+     * sum with the disposition unless the decision carries its own usage.
+     */
+    public function reportUsage(int $inputTokens, int $outputTokens, ?float $costUsd = null, ?string $model = null): void
+    {
+        $u = $this->usage ?? ['input_tokens' => 0, 'output_tokens' => 0];
+        $u['input_tokens'] += $inputTokens;
+        $u['output_tokens'] += $outputTokens;
+        if ($costUsd !== null) {
+            $u['cost_usd'] = ($u['cost_usd'] ?? 0.0) + $costUsd;
+        }
+        if ($model !== null) {
+            $u['model'] = $model;
+        }
+        $this->usage = $u;
+    }
+
+    /** @return array<string, mixed>|null the usage reported so far (reportUsage), null when none */
+    public function usage(): ?array
+    {
+        return $this->usage;
     }
 
     /** Seconds before the worker's deadline (INF without a PHP time limit). */

@@ -24,6 +24,9 @@ use Verdict\Model\Claim;
 final class Worker
 {
     private int $limit;
+    /** @var list<string>|null */
+    private ?array $limitKeys;
+    private ?int $estimatedTokens;
     private ?int $leaseSeconds;
     private ?string $workerVersion;
     private float $heartbeatEvery;
@@ -36,7 +39,10 @@ final class Worker
 
     /**
      * @param array{limit?: int, lease_seconds?: int, heartbeat_every?: float, safety_margin?: float,
-     *              deadline?: float, time_limit?: int, worker_version?: string} $options
+     *              deadline?: float, time_limit?: int, worker_version?: string,
+     *              limit_keys?: list<string>, estimated_tokens?: int} $options limit_keys: the
+     *              keys every claim names (the worker's provider and model); estimated_tokens:
+     *              reserved per item on their tokens_per_minute
      */
     public function __construct(private readonly Client $client, private readonly string $flowStepId, private readonly string $workerId, array $options = [])
     {
@@ -44,6 +50,8 @@ final class Worker
         $this->leaseSeconds = isset($options['lease_seconds']) ? (int) $options['lease_seconds'] : null;
         $this->workerVersion = isset($options['worker_version']) ? (string) $options['worker_version'] : null;
         $this->heartbeatEvery = (float) ($options['heartbeat_every'] ?? 60.0);
+        $this->limitKeys = isset($options['limit_keys']) ? array_values($options['limit_keys']) : null;
+        $this->estimatedTokens = isset($options['estimated_tokens']) ? (int) $options['estimated_tokens'] : null;
         $margin = (float) ($options['safety_margin'] ?? 10.0);
         $limit = (int) ($options['time_limit'] ?? (int) ini_get('max_execution_time'));
         $start = (float) ($_SERVER['REQUEST_TIME_FLOAT'] ?? microtime(true));
@@ -74,7 +82,7 @@ final class Worker
                 $stopped = true;
                 break;
             }
-            $claims = $this->client->claim($this->flowStepId, $this->workerId, min($this->limit, $maxItems - $claimed), $this->leaseSeconds, workerVersion: $this->workerVersion);
+            $claims = $this->client->claim($this->flowStepId, $this->workerId, min($this->limit, $maxItems - $claimed), $this->leaseSeconds, workerVersion: $this->workerVersion, limitKeys: $this->limitKeys, estimatedTokens: $this->estimatedTokens);
             if (!$claims) {
                 break;
             }
@@ -123,7 +131,11 @@ final class Worker
                 $this->client->release($c, $decision->fields['reason'] ?? null);
                 $this->released[$c->item->id] = true;
             } else {
-                $this->client->disposition($c, $decision->disposition, $decision->fields);
+                $fields = $decision->fields;
+                if (!isset($fields['usage']) && $ctx->usage() !== null) {
+                    $fields['usage'] = $ctx->usage(); // what the callback's model calls used
+                }
+                $this->client->disposition($c, $decision->disposition, $fields);
             }
             return $decision->disposition;
         } catch (ClaimLostException $e) {

@@ -356,4 +356,53 @@ final class ClientTest extends TestCase
         $this->expectException(\Verdict\Exception\InvalidRequestException::class);
         $w->registerItem($flow, 'rss', 'https://too-high.example/', null, ['priority' => 1001]);
     }
+
+    public function testUsageLimitKeysAndRateLimited(): void
+    {
+        $admin = $this->client('admin');
+        $w = $this->client('worker');
+        $flow = $this->flow('usage');
+        $model = 'model:' . $flow;
+        $site = 'site:' . $flow;
+        $admin->putLimit($model, concurrency: 5, tokensPerMinute: 100000);
+        $this->seed($w, $flow, 5, ['limit_keys' => [$site]]);
+        $got = $w->claim($flow, 'php', 2, limitKeys: [$model], estimatedTokens: 500);
+        self::assertCount(2, $got);
+        self::assertSame([$model, $site], $got[0]->limitKeys); // the claim's and the item's, sorted
+        self::assertSame(1000, $w->getLimit($model)['tokens_reserved']);
+        $w->complete($got[0], ['ok' => true], usage: \Verdict\Client::usage(300, 100, 0.25, 'gpt-4o'));
+        self::assertSame(900, $w->getLimit($model)['tokens_reserved']); // its 500 settled to the 400 used
+        $w->fail($got[1], 'timeout', true, usage: \Verdict\Client::usage(10, 0));
+
+        // a Worker reports what its callback's model calls used with the decision
+        $worker = new \Verdict\Worker($w, $flow, 'php-w', ['limit' => 1, 'limit_keys' => [$model], 'estimated_tokens' => 50]);
+        $report = $worker->run(static function ($claim, \Verdict\JobContext $ctx) {
+            $ctx->reportUsage(20, 5, 0.01);
+            $ctx->reportUsage(30, 5, 0.01, 'gpt-4o-mini');
+            return \Verdict\Decision::complete();
+        }, 1);
+        self::assertSame(1, $report->claimed);
+        $report = $worker->run(static fn ($claim) => \Verdict\Decision::complete()->withUsage(1, 1), 1);
+        self::assertSame(1, $report->claimed);
+
+        $stats = $w->stats($flow);
+        $u = $stats->flowStep($flow)->usage;
+        self::assertSame(3 + 1, (int) $u['jobs']);
+        self::assertSame(300 + 10 + 50 + 1, (int) $u['input_tokens']);
+        self::assertSame(100 + 0 + 10 + 1, (int) $u['output_tokens']);
+        self::assertEqualsWithDelta(0.27, (float) $u['cost_usd'], 1e-9);
+        self::assertSame(361, (int) $stats->totalUsage['input_tokens']);
+        self::assertSame([$model, $site], array_column($stats->usageByKey, 'key'));
+        self::assertSame(472, (int) $stats->usageByKey[1]['input_tokens'] + (int) $stats->usageByKey[1]['output_tokens']);
+        self::assertStringContainsString('verdict_item_usage_tokens_total{flow_step_id="' . $flow . '"} 472', $admin->metrics());
+
+        // a provider's 429: backoff, then a rate_limited deferral that spends no budget
+        [$c] = $w->claim($flow, 'php', 1, limitKeys: [$model]);
+        self::assertTrue($w->backoff($model, 30, 'HTTP 429')['throttled']);
+        $r = $w->getItem($c->item->id);
+        $res = $w->disposition($c, 'defer_item', \Verdict\Decision::rateLimited('the provider answered 429')->withUsage(5, 0)->fields);
+        self::assertSame('deferred', $res->item->state);
+        self::assertSame($r->item->defers, $w->getItem($c->item->id)->item->defers);
+        self::assertSame([], $w->claim($flow, 'php', 1, limitKeys: [$model])); // throttled
+    }
 }

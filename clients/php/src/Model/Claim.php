@@ -21,6 +21,8 @@ final class Claim
         public readonly Item $item,
         public readonly ?array $previousCheckpoint = null,
         public readonly ?array $review = null,
+        /** @var list<string>|null the limit keys the job holds: the claim's and the item's */
+        public readonly ?array $limitKeys = null,
     ) {
     }
 
@@ -34,7 +36,8 @@ final class Claim
             (string) $a['lease_expires_at'],
             Item::fromArray($a['item']),
             \is_array($a['previous_checkpoint'] ?? null) ? $a['previous_checkpoint'] : null,
-            \is_array($a['review'] ?? null) ? $a['review'] : null
+            \is_array($a['review'] ?? null) ? $a['review'] : null,
+            \is_array($a['limit_keys'] ?? null) ? array_values($a['limit_keys']) : null
         );
     }
 }

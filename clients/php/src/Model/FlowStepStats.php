@@ -20,6 +20,8 @@ final class FlowStepStats
         public readonly array $jobsLastDay,
         public readonly ?int $oldestClaimableAgeSeconds,
         public readonly int $stuckClaims,
+        /** @var array{jobs?: int, input_tokens?: int, output_tokens?: int, cost_usd?: float|int} the model usage its dispositions reported */
+        public readonly array $usage = [],
     ) {
     }
 
@@ -33,7 +35,8 @@ final class FlowStepStats
             $a['jobs_last_hour'],
             $a['jobs_last_day'],
             isset($a['oldest_claimable_age_seconds']) ? (int) $a['oldest_claimable_age_seconds'] : null,
-            (int) $a['stuck_claims']
+            (int) $a['stuck_claims'],
+            $a['usage'] ?? []
         );
     }
 }

@@ -15,6 +15,10 @@ final class Stats
         public readonly string $generatedAt,
         public readonly array $flowSteps,
         public readonly array $totalItems,
+        /** @var array{jobs?: int, input_tokens?: int, output_tokens?: int, cost_usd?: float|int} usage of the flow steps shown */
+        public readonly array $totalUsage = [],
+        /** @var list<array{key: string, jobs: int, input_tokens: int, output_tokens: int, cost_usd: float|int}> per limit key */
+        public readonly array $usageByKey = [],
     ) {
     }
 
@@ -34,7 +38,9 @@ final class Stats
         return new self(
             (string) $a['generated_at'],
             array_map(static fn (array $f): FlowStepStats => FlowStepStats::fromArray($f), $a['flow_steps']),
-            $a['totals']['items'] ?? []
+            $a['totals']['items'] ?? [],
+            $a['totals']['usage'] ?? [],
+            $a['usage_by_key'] ?? []
         );
     }
 }

@@ -191,6 +191,9 @@ final class Verdict_Pipeline
          * Decide one claimed item. $ctx->toolFailure($tool, $args, $error, $kind, $required)
          * reports a failed tool (verdict answers the envelope for the model),
          * $ctx->heartbeat() keeps a long job's lease, $ctx->timeLeft() is the PHP time left.
+         * Model usage goes with the disposition: $ctx->reportUsage($in, $out, $cost, $model)
+         * after each model call, or a 'usage' member in the decision (verdict's input_tokens /
+         * output_tokens, or a model API's own usage object: prompt_tokens / completion_tokens).
          *
          * @param Decision|array|WP_Error|null $decision
          */
@@ -198,7 +201,28 @@ final class Verdict_Pipeline
         if (is_wp_error($decision)) {
             return Decision::fail($decision->get_error_code() . ': ' . $decision->get_error_message(), true);
         }
+        if (is_array($decision) && is_array($decision['usage'] ?? null)) {
+            $decision['usage'] = self::usage($decision['usage']);
+        }
         return $decision;
+    }
+
+    /**
+     * A model call's usage as verdict takes it: input_tokens / output_tokens (Anthropic's and
+     * verdict's names) or prompt_tokens / completion_tokens (OpenAI's), with cost_usd and
+     * model when given.
+     *
+     * @param array<string, mixed> $u
+     * @return array<string, mixed>
+     */
+    public static function usage(array $u): array
+    {
+        return \Verdict\Client::usage(
+            (int) ($u['input_tokens'] ?? $u['prompt_tokens'] ?? 0),
+            (int) ($u['output_tokens'] ?? $u['completion_tokens'] ?? 0),
+            isset($u['cost_usd']) ? (float) $u['cost_usd'] : null,
+            isset($u['model']) ? (string) $u['model'] : null
+        );
     }
 
     /** @param array<string, array<string, mixed>> $tests */

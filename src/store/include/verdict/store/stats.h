@@ -21,6 +21,7 @@ typedef enum vd_db_family {
     VD_DB_LIMIT_IN_FLIGHT,  /* a: limit key; jobs holding a concurrency slot */
     VD_DB_LIMIT_THROTTLED,  /* a: limit key; 1 while a backoff holds it closed */
     VD_DB_LIMIT_TOKENS,     /* a: limit key; usage reported on its token shards */
+    VD_DB_ITEM_USAGE,       /* a: flow_step_id; model tokens reported (input + output) */
     VD_DB_REVIEW_QUESTIONS, /* a: flow_step_id; items waiting on a model's question */
     VD_DB_REVIEW_OLDEST,    /* a: flow_step_id; seconds the oldest question waits (0: none) */
     VD_DB__MAX
