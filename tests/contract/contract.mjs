@@ -1176,7 +1176,7 @@ async function consoleOps() {
   }
   // the console's files
   const idx = await call('getConsole', { expect: 200 });
-  check(idx.text.includes('<script src="app.js"'), 'getConsole', 'the page does not load app.js');
+  check(idx.text.includes('<script type="module" src="app.js"'), 'getConsole', 'the page does not load app.js as a module');
   await call('getConsole', { expect: 304, headers: { 'If-None-Match': idx.headers.etag }, label: 'If-None-Match' });
   for (const a of ['app.js', 'app.css', 'favicon.svg', 'index.html']) await call('getConsoleAsset', { expect: 200, params: { asset: a } });
   const js = await call('getConsoleAsset', { expect: 200, params: { asset: 'app.js' }, label: 'again' });
