@@ -118,7 +118,7 @@ static void test_redrive_filters(void **state)
     int64_t f = item_through("rf", "f", "1.0.0", NULL, "failed");
     int64_t g = item_through("rf", "g", "1.0.0", "wiki_upsert", "deferred");
     int64_t h = item_through("rf", "h", "1.0.0", "wiki_upsert", "processed");
-    long before = vt_sql_long("SELECT count(*) FROM transitions");
+    long before = vt_sql_long("SELECT count(*) FROM audit");
     (void)f;
     /* the old single state still works */
     snprintf(w, sizeof(w), "%lld,%lld,%lld,%lld", (long long)a, (long long)c, (long long)e,
@@ -173,7 +173,7 @@ static void test_redrive_filters(void **state)
     /* nothing matches: an empty list */
     snprintf(body, sizeof(body), "%s, \"tool_failed\": \"no_such_tool\"", all);
     expect_dry(body, "");
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), before);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit"), before);
 }
 
 /* A dry run then the real run: the same ids, each requeued and audited in the statement. */
@@ -207,7 +207,7 @@ static void test_redrive_dry_then_real(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'dr' AND"
                                  " state = 'available' AND failures = 0 AND defers = 0"),
                      6);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'dr' AND"
                                  " t.cause = 'requeue' AND t.actor = 'ops' AND"
                                  " t.reason = 'fixed in 2.1.0' AND t.to_state = 'available'"),
@@ -296,7 +296,7 @@ static void test_redrive_bad_requests(void **state)
         {"\"state\": \"failed\", \"dry_run\": \"yes\"", "dry_run"},
     };
     char body[400];
-    long before = vt_sql_long("SELECT count(*) FROM transitions");
+    long before = vt_sql_long("SELECT count(*) FROM audit");
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         snprintf(body, sizeof(body), "{\"flow_step_id\": \"bad\", %s}", rows[i].members);
         vt_resp r = requeue(body);
@@ -313,7 +313,7 @@ static void test_redrive_bad_requests(void **state)
                 "{\"flow_step_id\": \"bad\", \"state\": \"failed\"}", NULL);
     vt_assert_error(&r, 403, "forbidden");
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), before);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit"), before);
 }
 
 VT_SERVER_FIXTURE(srv, NULL)
