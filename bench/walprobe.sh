@@ -139,7 +139,8 @@ L0=$("${P[@]}" -c "SELECT pg_current_wal_insert_lsn()")
 for _ in $(seq "$N"); do cycle; done
 L1=$("${P[@]}" -c "SELECT pg_current_wal_insert_lsn()")
 C1=$(pg_ticks)
-echo "PostgreSQL CPU per cycle (backends' user+system): $(( (C1 - C0) * 1000 / $(getconf CLK_TCK) / N )) ms" \
+echo "PostgreSQL CPU per cycle (backends' user+system):" \
+  "$(awk -v t=$((C1 - C0)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN { printf "%.2f", t * 1000 / hz / n }') ms" \
   "($(( (C1 - C0) * 1000 / $(getconf CLK_TCK) )) ms over $N cycles)"
 echo "statements per cycle (pg_stat_statements, top level and nested, by WAL bytes):"
 "${P[@]}" -F ' ' <<SQL | awk '{printf "%8s %6s %7s %7s  %s\n", $1, $2, $3, $4, substr($0, index($0, $5))}'
