@@ -3,7 +3,8 @@
 # history is large. Starts a throwaway PostgreSQL (scripts/lib.sh; fsync off: reads are
 # measured, not the disk; shared_buffers 512MB), migrates a database with VERDICTD, and seeds
 # directly in SQL (generate_series) ITEMS items (default 1,000,000) in four flow steps, one
-# finished job each (twenty workers), and TRANSITIONS transitions (default 10,000,000) spread
+# finished job each (twenty workers; its claim and end on its row, sql/0039: two more rows of
+# the history each), and TRANSITIONS transitions (default 10,000,000) spread
 # over the items, made one millisecond apart up to now. Then starts verdictd on it and times
 # each read REQS times (default 200) over HTTP with curl (time_total, one client, keep-alive
 # off), printing p50 / p99 / max in milliseconds, and the statement's own mean and max
@@ -49,23 +50,29 @@ SELECT g, 'bench_' || (g % 4),
        CASE WHEN g % 50 = 0 THEN 'available' WHEN g % 100 = 1 THEN 'rejected' ELSE 'processed' END,
        3, 3, 1, g, CASE WHEN g % 100 = 1 THEN 'spam' END, now() - interval '3 hours'
 FROM generate_series(1, :ni) g;
+-- each job records its claim and its end (sql/0039): claims numbered 1..ni, ends ni+1..2ni,
+-- the transitions after them (one sequence)
 INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, status, claim_token, claimed_at,
-                  lease_expires_at, finished_at, disposition, reason_code)
-OVERRIDING SYSTEM VALUE
+                  lease_expires_at, finished_at, disposition, reason_code, claim_from,
+                  claim_actor, finish_seq, finish_cause, finish_to, finish_actor, finish_forced,
+                  finish_lint_overridden)
 SELECT g, g, 'bench_' || (g % 4), 'w' || (g % 20), 1,
        CASE WHEN g % 100 = 1 THEN 'rejected' ELSE 'completed' END, gen_random_uuid(),
        now() - interval '4 hours' + g * interval '10 ms', now(),
        now() - interval '4 hours' + g * interval '10 ms',
        CASE WHEN g % 100 = 1 THEN 'reject_source' ELSE 'complete' END,
-       CASE WHEN g % 100 = 1 THEN 'spam' END
+       CASE WHEN g % 100 = 1 THEN 'spam' END, 'available', 'bench', :ni + g,
+       CASE WHEN g % 100 = 1 THEN 'reject_source' ELSE 'complete' END,
+       CASE WHEN g % 100 = 1 THEN 'rejected' ELSE 'processed' END, 'bench', false, false
 FROM generate_series(1, :ni) g;
-SELECT setval(pg_get_serial_sequence('jobs', 'id'), :ni) \gset
+UPDATE audit_floor SET job_id = 0;
+SELECT setval('transitions_id_seq', 2 * :ni) \gset
 INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause, actor, at,
                          logged_at)
 SELECT 1 + (g::bigint * 7919) % :ni, NULL, 'available', 'claimed', 'processing', 'claim', 'w1',
        now() - (:nt - g) * interval '1 ms', now() - (:nt - g) * interval '1 ms'
 FROM generate_series(1, :nt) g;
-UPDATE counts_folded SET transition_id = (SELECT max(id) FROM transitions);
+UPDATE counts_folded SET transition_id = (SELECT max(id) FROM audit);
 SQL
 P -c "VACUUM ANALYZE"
 echo "seeded $NI items, $NT transitions in $(($(date +%s) - t0)) s" >&2
@@ -81,7 +88,7 @@ VERDICT_DATABASE_URL="$URL" VERDICT_API_KEYS="bench:admin:$TOKEN" VERDICT_LOG_LE
   VERDICT_LISTEN="127.0.0.1:$PORT" "$VD" serve >"$D/verdictd.log" 2>&1 &
 VP=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
-LAST=$(P -Atc "SELECT max(id) FROM transitions")
+LAST=$(P -Atc "SELECT max(id) FROM audit")
 probe() {
   local name=$1 path=$2 f="$D/times"
   : >"$f"

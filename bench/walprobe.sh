@@ -4,7 +4,9 @@
 # synchronous_commit, full_page_writes on), a verdictd on it, registers CYCLES + 50 items, runs
 # CYCLES cycles with curl from one client (`single`: POST /v1/claims + complete; `next`:
 # complete with claim_next 1), after a CHECKPOINT, and reads that LSN range with pg_waldump.
-# Prints WAL bytes per cycle (insert LSN delta) and the records per cycle by relation; counts
+# Prints WAL bytes per cycle (insert LSN delta), PostgreSQL's CPU per cycle (its backends' user
+# + system time), the statements per cycle (pg_stat_statements: WAL bytes and records, execution
+# ms, calls) and the records per cycle by relation; counts
 # include the full-page images the first touch of each page after the checkpoint pays, and
 # whatever autovacuum wrote meanwhile (catalog relations such as pg_statistic). Stops and
 # removes everything at the end. Needs curl and python3. PAYLOAD_BYTES=N pads each item's
@@ -23,7 +25,8 @@ D=$(mktemp -d /tmp/walprobe.XXXXXX)
 VP=
 cleanup() { [ -n "$VP" ] && kill "$VP" 2>/dev/null; vd_pg_stop "$D"; rm -rf "$D"; }
 trap cleanup EXIT
-vd_pg_start "$D" -c shared_buffers=256MB -c max_wal_size=2GB -c wal_compression=lz4
+vd_pg_start "$D" -c shared_buffers=256MB -c max_wal_size=2GB -c wal_compression=lz4 \
+  -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all
 PORT=$(vd_free_port)
 TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 VERDICT_DATABASE_URL="$VD_PG_URL" VERDICT_API_KEYS="bench:admin:$TOKEN" \
@@ -118,10 +121,37 @@ cycle() {
 "${P[@]}" -c "VACUUM ANALYZE" >/dev/null
 MODE_SAVED=$MODE; MODE=single; for _ in 1 2 3; do cycle; done; MODE=$MODE_SAVED  # warm
 [ "$MODE" = next ] && claim
+"${P[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+# PostgreSQL's CPU: user + system ticks of the postmaster's children (verdictd keeps its
+# connections, so its backends live through the run)
+pg_ticks() {
+  local pm; pm=$(head -1 "$D/data/postmaster.pid")
+  local t=0 p
+  for p in $(pgrep -P "$pm"); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
 "${P[@]}" -c "CHECKPOINT" >/dev/null
+"${P[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
+C0=$(pg_ticks)
 L0=$("${P[@]}" -c "SELECT pg_current_wal_insert_lsn()")
 for _ in $(seq "$N"); do cycle; done
 L1=$("${P[@]}" -c "SELECT pg_current_wal_insert_lsn()")
+C1=$(pg_ticks)
+echo "PostgreSQL CPU per cycle (backends' user+system):" \
+  "$(awk -v t=$((C1 - C0)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN { printf "%.2f", t * 1000 / hz / n }') ms" \
+  "($(( (C1 - C0) * 1000 / $(getconf CLK_TCK) )) ms over $N cycles)"
+echo "statements per cycle (pg_stat_statements, top level and nested, by WAL bytes):"
+"${P[@]}" -F ' ' <<SQL | awk '{printf "%8s %6s %7s %7s  %s\n", $1, $2, $3, $4, substr($0, index($0, $5))}'
+SELECT 'B/cycle', 'rec', 'ms', 'calls', 'statement'
+UNION ALL (SELECT round(wal_bytes / $N)::text, round(wal_records::numeric / $N, 2)::text,
+  round((total_exec_time / $N)::numeric, 3)::text, round(calls::numeric / $N, 2)::text,
+  left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+  FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'
+   AND query NOT LIKE '%pg_current_wal%' AND (wal_bytes > 0 OR total_exec_time / $N > 0.01)
+  ORDER BY wal_bytes DESC, total_exec_time DESC LIMIT 14)
+SQL
 "${P[@]}" -c "SELECT pg_switch_wal()" >/dev/null
 "${P[@]}" -c "SELECT relfilenode || ' ' || relname FROM pg_class WHERE relfilenode <> 0" >"$D/rel.txt"
 vd_pg_as "$VD_PG_BIN/pg_waldump" -p "$D/data/pg_wal" -s "$L0" -e "$L1" >"$D/dump.txt" 2>/dev/null || true
@@ -141,7 +171,10 @@ for line in open(dump):
     a = agg[key]
     a[0] += 1; a[1] += int(m.group(2)); a[2] += 'FPW' in line
     total += int(m.group(2))
-print(f"records per cycle by relation (pg_waldump; {total / n:.0f} B per cycle in records)")
+own = sum(b for (name, kind), (c, b, f) in agg.items()
+          if name != '-' and not name.isdigit() and not name.startswith('pg_'))
+print(f"records per cycle by relation (pg_waldump; {total / n:.0f} B per cycle in records,"
+      f" {own / n:.0f} B to verdict's own relations)")
 print(f"{'B/cycle':>8} {'rec':>6} {'FPI':>5}  relation / record")
 for (name, kind), (c, b, f) in sorted(agg.items(), key=lambda x: -x[1][1]):
     if b / n >= 5:

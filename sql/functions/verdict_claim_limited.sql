@@ -72,7 +72,7 @@ BEGIN
         keys := CASE WHEN c.limit_keys IS NULL THEN p_keys
                      ELSE verdict_keys_union(p_keys, c.limit_keys) END;
         -- the job's id comes first: its slots name it (sql/0038_slots_held_by_jobs.sql)
-        job := nextval(pg_get_serial_sequence('jobs', 'id'));
+        job := nextval('transitions_id_seq'); -- the jobs' ids and the audit's share it
         cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est, job) END;
         IF cells IS NULL AND c.limit_keys IS NULL THEN
             EXIT; -- the claim's own keys are closed: no other item can pass either

@@ -23,11 +23,13 @@ BEGIN
      j AS (
       INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, claim_token,
                         lease_expires_at, worker_version, limit_keys, limit_cells,
-                        estimated_tokens, lease_seconds, claim_trace_id, claim_span_id)
-      OVERRIDING SYSTEM VALUE -- the id the limited claim allocated (its slots name it)
-      SELECT c.job, c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
+                        estimated_tokens, lease_seconds, claim_trace_id, claim_span_id,
+                        claim_from, claim_actor)
+      -- the id the limited claim allocated (its slots name it), else the sequence's next
+      SELECT coalesce(c.job, nextval('transitions_id_seq')), c.id, p_fs, p_worker, c.attempts + 1, gen_random_uuid(),
              now() + p_lease * interval '1 second', p_version, c.keys, c.cells,
-             CASE WHEN c.keys IS NOT NULL THEN p_est END, p_lease, p_trace, p_span
+             CASE WHEN c.keys IS NOT NULL THEN p_est END, p_lease, p_trace, p_span,
+             c.state, p_actor
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),
      u AS (
@@ -39,11 +41,7 @@ BEGIN
       -- an editor's answer reaches the next attempt, as in the plain claim
       RETURNING i.id, verdict_item_json(i, s) AS item,
         CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')
-          THEN verdict_item_review(i.id) END AS review),
-     t AS (
-      INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause, actor)
-      SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', p_actor
-      FROM cand c JOIN j ON j.item_id = c.id)
+          THEN verdict_item_review(i.id) END AS review)
     SELECT json_build_object('claims', coalesce(json_agg(json_build_object(
        'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,
        'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,

@@ -27,7 +27,7 @@ BEGIN
                i.flow_step_id AS item_flow, t.from_state, t.to_state,
                j.flow_step_id AS job_flow, j.minute, t.job_status, t.cause,
                count(*) AS n, max(t.id) AS upto
-        FROM transitions t
+        FROM audit t
         LEFT JOIN LATERAL (SELECT j.flow_step_id, date_trunc('minute', j.claimed_at) AS minute
                            FROM jobs j WHERE j.id = t.job_id AND t.job_status IS NOT NULL
                            OFFSET 0) AS j ON true
@@ -36,7 +36,7 @@ BEGIN
                                             (SELECT i.flow_step_id FROM items i
                                              WHERE i.id = t.item_id)) AS flow_step_id) AS i
         WHERE t.id > done
-          AND t.id < coalesce((SELECT min(u.id) FROM transitions u
+          AND t.id < coalesce((SELECT min(u.id) FROM audit u
                                WHERE u.id > done
                                  AND (u.logged_at >= bound OR u.logged_at IS NULL)),
                               9223372036854775807)

@@ -241,8 +241,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_ITEM_GET] =
         {"item_get",
          "SELECT json_build_object('item', verdict_item_json(i, s), 'transitions',"
-         "  (SELECT coalesce(json_agg(verdict_transition_json(t) ORDER BY (t).id DESC), '[]'::json)"
-         "   FROM (SELECT tr AS t FROM transitions tr WHERE tr.item_id = i.id"
+         "  (SELECT coalesce(json_agg(verdict_audit_json(t) ORDER BY (t).id DESC), '[]'::json)"
+         "   FROM (SELECT tr AS t FROM audit tr WHERE tr.item_id = i.id"
          "         ORDER BY tr.id DESC LIMIT 100) s))::text"
          " FROM items i JOIN item_sources s ON s.id = i.id WHERE i.id = $1"},
 
@@ -291,11 +291,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ORDER BY verdict_claim_rank(available_at, priority), id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
+         /* the job's row records the claim (claim_from, claim_actor: sql/0039) */
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
          "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
-         "                    claim_span_id)"
+         "                    claim_span_id, claim_from, claim_actor)"
          "  SELECT c.id, $1, $2, c.attempts + 1, gen_random_uuid(),"
-         "         now() + $4 * interval '1 second', $6, $4::integer, $7, $8 FROM cand c"
+         "         now() + $4 * interval '1 second', $6, $4::integer, $7, $8, c.state, $5"
+         "  FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
          "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
@@ -309,12 +311,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
           * for an item whose last change may be a review (last_reason_code is the one before
           * this claim: the claim does not set it) */
          "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
-         "      THEN verdict_item_review(i.id) END AS review),"
-         " t AS ("
-         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-         "                           actor)"
-         "  SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', $5"
-         "  FROM cand c JOIN j ON j.item_id = c.id)"
+         "      THEN verdict_item_review(i.id) END AS review)"
          /* NULL for a keyed flow step that is not paused: the store claims with limits */
          " SELECT CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
          "                          AND f.keyed AND NOT f.paused) THEN NULL"
@@ -442,6 +439,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " uj AS ("
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
          "    reason_code = $7, reason = $8, disposition_trace_id = $25,"
+         /* the job's row records its end, in the transitions' order (sql/0039) */
+         "    finish_seq = nextval('transitions_id_seq'), finish_cause = $5, finish_to = $3,"
+         "    finish_forced = $12, finish_actor = $13, finish_lint_overridden = $20,"
+         "    finish_evidence = $21,"
          "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
          "    adjudication = coalesce($15::text::jsonb, j.adjudication),"
          /* the answer is kept compactly in the job's row (sql/0021_compact_answers.sql,
@@ -460,11 +461,6 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
          "  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std) tr"
          "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
-         " t AS ("
-         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-         "                           reason_code, reason, forced, actor, lint_overridden,"
-         "                           evidence)"
-         "  VALUES ($2, $1, 'claimed', $3, $4, $5, $7, $8, $12, $13, $20, $21)),"
          " a AS ("
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
          "    AS answer"
@@ -519,6 +515,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
          "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
          "    disposition_trace_id = $2::text,"
+         /* each end recorded by its job's row, in job id order (sql/0039) */
+         "    finish_seq = sq.seq, finish_cause = r.cause, finish_to = r.to_state,"
+         "    finish_forced = r.forced, finish_actor = r.actor,"
+         "    finish_lint_overridden = r.lint_overridden, finish_evidence = r.evidence,"
          "    engine_data = j.engine_data || coalesce(r.engine_data, '{}'::jsonb),"
          "    adjudication = coalesce(r.adjudication::jsonb, j.adjudication),"
          /* kept compactly in the job's row, as job_finish keeps it */
@@ -531,15 +531,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
          "  FROM r JOIN ui ON ui.id = r.item_id"
+         "  JOIN (SELECT o.job_id, nextval('transitions_id_seq') AS seq"
+         "        FROM (SELECT job_id FROM r ORDER BY job_id) o) sq ON sq.job_id = r.job_id"
          "  WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT job_id FROM r))"
-         "  RETURNING j.id, verdict_job_json(j) AS job),"
-         " t AS ("
-         "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
-         "                           reason_code, reason, forced, actor, lint_overridden,"
-         "                           evidence)"
-         "  SELECT r.item_id, r.job_id, 'claimed', r.to_state, r.job_status, r.cause,"
-         "         r.reason_code, r.reason, r.forced, r.actor, r.lint_overridden, r.evidence"
-         "  FROM r ORDER BY r.job_id)"
+         "  RETURNING j.id, verdict_job_json(j) AS job)"
          " SELECT r.job_id, verdict_job_answer(r.answer_disposition, r.answer_adjudication,"
          "   r.adjudication, uj.job, ui.item, r.deprecation_hint, r.tool_result_text,"
          "   r.tool_result_terminal)"
@@ -609,13 +604,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), "
          "'[]'::json),"
          "  'next_after', coalesce(max(s.id), $1),"
-         "  'last_id', (SELECT coalesce(max(id), 0) FROM transitions))::text"
-         " FROM (SELECT w.id, verdict_transition_json(w.t)::jsonb || jsonb_build_object("
+         "  'last_id', (SELECT coalesce(max(id), 0) FROM audit))::text"
+         " FROM (SELECT w.id, verdict_audit_json(w.t)::jsonb || jsonb_build_object("
          "         'flow_step_id', s.flow_step_id, 'source_type', s.source_type,"
          "         'item_identifier', s.item_identifier) AS j"
          "       FROM (SELECT t, t.id, count(*) FILTER (WHERE t.logged_at >= h.at)"
          "               OVER (ORDER BY t.id) AS late"
-         "             FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, transitions t"
+         "             FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t"
          "             WHERE t.id > $1) w"
          "       JOIN item_sources s ON s.id = (w.t).item_id"
          "       WHERE w.late = 0 AND ($2::text IS NULL OR s.flow_step_id = $2)"
@@ -712,8 +707,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * resolve): what VERDICT_MAX_RELEASES counts (transitions_item serves both scans). */
     [VD_SQL_ITEM_RELEASES] =
         {"item_releases",
-         "SELECT count(*) FROM transitions t WHERE t.item_id = $1 AND t.cause = 'release'"
-         "   AND t.id > coalesce((SELECT max(v.id) FROM transitions v WHERE v.item_id = $1"
+         "SELECT count(*) FROM audit t WHERE t.item_id = $1 AND t.cause = 'release'"
+         "   AND t.id > coalesce((SELECT max(v.id) FROM audit v WHERE v.item_id = $1"
          "     AND v.cause NOT IN ('register', 'claim', 'release', 'admin_release',"
          "                         'lease_expired')), 0)"},
     /* A reported success of tool $2 in job $1 clears its earlier failures in the job
@@ -887,7 +882,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  CASE WHEN k.k = 0 THEN rq.n ELSE rq.oldest END"
          "  FROM flow_steps f CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(floor(extract("
          "     epoch FROM now() - min(lt.at)))::bigint, 0) AS oldest"
-         "    FROM items i CROSS JOIN LATERAL (SELECT t.cause, t.at FROM transitions t"
+         "    FROM items i CROSS JOIN LATERAL (SELECT t.cause, t.at FROM audit t"
          "      WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
          "    WHERE i.flow_step_id = f.flow_step_id AND i.state = 'manual_review'"
          "      AND lt.cause = 'request_review') rq"
@@ -924,6 +919,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT j.id FROM jobs j"
          "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
          "    AND j.finished_at < now() - $1 * interval '1 day'"
+         /* never a job whose end (sql/0039) the counters have not taken yet */
+         "    AND coalesce(j.finish_seq, 0) <= (SELECT transition_id FROM counts_folded)"
          "    AND (SELECT i.state IN ('processed', 'rejected')"
          "                AND i.updated_at < now() - $1 * interval '1 day'"
          /* never a job a transition still names (sql/0022) */
@@ -1087,7 +1084,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "WITH inc AS (SELECT * FROM tool_incidents WHERE id = $1),"
          " cand AS ("
          "  SELECT x.item_id AS id FROM tool_incident_items x WHERE x.incident_id = $1"
-         "  UNION SELECT tr.item_id FROM transitions tr JOIN items it ON it.id = tr.item_id,"
+         "  UNION SELECT tr.item_id FROM audit tr JOIN items it ON it.id = tr.item_id,"
          "   inc WHERE it.flow_step_id = inc.flow_step_id AND tr.to_state = 'rejected'"
          /* logged_at >= at (clock_timestamp() vs the transaction's now()): the BRIN index
           * transitions_logged_at finds the recent rows (transitions_at is gone, 0018) */
@@ -1233,7 +1230,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    lt.job_id, lt.actor"
          "  FROM items i JOIN item_sources s ON s.id = i.id"
          "  CROSS JOIN LATERAL (SELECT t.cause, t.reason, t.at, t.job_id, t.actor"
-         "    FROM transitions t WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
+         "    FROM audit t WHERE t.item_id = i.id ORDER BY t.id DESC LIMIT 1) lt"
          "  WHERE i.state = 'manual_review' AND ($1::text IS NULL OR s.flow_step_id = $1))"
          " SELECT json_build_object("
          "  'flow_steps', (SELECT coalesce(json_agg(json_build_object("

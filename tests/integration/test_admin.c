@@ -56,8 +56,7 @@ static void test_resolve_one(void **state)
     (void)state;
     char path[96];
     int64_t id = parked_review("res_one", "a");
-    long before =
-        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)id);
+    long before = vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld", (long long)id);
     snprintf(path, sizeof(path), "/v1/items/%lld/resolve", (long long)id);
     vt_resp r = post(path, VT_WORKER, "{\"outcome\": \"rejected\", \"reason\": \"junk\"}");
     vt_assert_error(&r, 403, "forbidden");
@@ -85,10 +84,9 @@ static void test_resolve_one(void **state)
     long tid = (long)vt_num(r.json, "transition.id");
     vt_resp_free(&r);
     /* stored: exactly one more transition, the one answered, and the item's state */
-    assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)id),
-        before + 1);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE id = %ld AND cause ="
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld", (long long)id),
+                     before + 1);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE id = %ld AND cause ="
                                  " 'resolve' AND actor = 'ops' AND to_state = 'rejected'",
                                  tid),
                      1);
@@ -133,7 +131,7 @@ static void test_resolve_bulk_dry_run(void **state)
         ids[i] = parked_review("res_bulk", ident);
     }
     parked_failed("res_bulk", "f0");
-    long trans = vt_sql_long("SELECT count(*) FROM transitions");
+    long trans = vt_sql_long("SELECT count(*) FROM audit");
     const char *sel = "{\"flow_step_id\": \"res_bulk\", \"state\": \"manual_review\","
                       " \"outcome\": \"rejected\", \"reason\": \"junk\", \"limit\": 3";
     char body[512];
@@ -147,7 +145,7 @@ static void test_resolve_bulk_dry_run(void **state)
         assert_int_equal((int64_t)cJSON_GetArrayItem(list, i)->valuedouble, ids[i]);
     vt_resp_free(&r);
     /* nothing changed */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), trans);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit"), trans);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'res_bulk'"
                                  " AND state = 'manual_review'"),
                      4);
@@ -161,7 +159,7 @@ static void test_resolve_bulk_dry_run(void **state)
                                  " state = 'rejected' AND last_reason_code = 'spam'",
                                  (long long)ids[0], (long long)ids[1], (long long)ids[2]),
                      3);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE cause = 'resolve' AND"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE cause = 'resolve' AND"
                                  " item_id IN (%lld, %lld, %lld)",
                                  (long long)ids[0], (long long)ids[1], (long long)ids[2]),
                      3);
@@ -191,14 +189,14 @@ static void test_requeue_bulk_dry_run(void **state)
     (void)state;
     parked_failed("rq_dry", "a");
     parked_failed("rq_dry", "b");
-    long trans = vt_sql_long("SELECT count(*) FROM transitions");
+    long trans = vt_sql_long("SELECT count(*) FROM audit");
     vt_resp r = post("/v1/items/requeue", VT_ADMIN,
                      "{\"flow_step_id\": \"rq_dry\", \"state\": \"failed\", \"dry_run\": true}");
     assert_int_equal(r.status, 200);
     assert_int_equal((long)vt_num(r.json, "would_requeue"), 2);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "dry_run")));
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), trans);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit"), trans);
     r = post("/v1/items/requeue", VT_ADMIN,
              "{\"flow_step_id\": \"rq_dry\", \"state\": \"failed\"}");
     assert_int_equal(r.status, 200);
@@ -243,12 +241,12 @@ static void test_feed_keyset(void **state)
     parked_review("feed_a", "x");
     parked_failed("feed_b", "y");
     int n = read_feed(0, NULL, ids, 4096);
-    assert_int_equal(n, vt_sql_long("SELECT count(*) FROM transitions"));
+    assert_int_equal(n, vt_sql_long("SELECT count(*) FROM audit"));
     for (int i = 1; i < n; i++)
         assert_true(ids[i] > ids[i - 1]);
-    assert_int_equal(ids[n - 1], vt_sql_long("SELECT max(id) FROM transitions"));
+    assert_int_equal(ids[n - 1], vt_sql_long("SELECT max(id) FROM audit"));
     int m = read_feed(0, "feed_a", ids, 4096);
-    assert_int_equal(m, vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(m, vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                     " i.id = t.item_id WHERE i.flow_step_id = 'feed_a'"));
     assert_int_equal(m, 3); /* register, claim, defer to manual_review */
     vt_resp r = vt_http(&srv, "GET", "/v1/transitions?limit=1001", VT_READER, NULL, NULL);
@@ -263,7 +261,7 @@ static void test_feed_waits_for_open_writer(void **state)
     (void)state;
     static int64_t ids[4096];
     int64_t item = vt_register(&srv, "feed_open", "a", NULL);
-    int64_t start = vt_sql_long("SELECT max(id) FROM transitions");
+    int64_t start = vt_sql_long("SELECT max(id) FROM audit");
     PGconn *c = PQconnectdb(vt_db_setup_url());
     assert_int_equal(PQstatus(c), CONNECTION_OK);
     PQclear(vt_pq_ok(c, "BEGIN"));
@@ -276,7 +274,7 @@ static void test_feed_waits_for_open_writer(void **state)
     int64_t held = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     vt_register(&srv, "feed_open", "b", NULL); /* commits held + 1 */
-    int64_t later = vt_sql_long("SELECT max(id) FROM transitions");
+    int64_t later = vt_sql_long("SELECT max(id) FROM audit");
     assert_true(later > held);
     int n = read_feed(start, NULL, ids, 4096);
     for (int i = 0; i < n; i++)

@@ -92,7 +92,7 @@ static void test_claim_next_single_shape(void **state)
                                      " AND now() + interval '61 s'",
                                      (long long)n.job_id),
                          1);
-        assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld"
+        assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld"
                                      " AND cause = 'claim' AND actor = 'bot'",
                                      (long long)n.job_id),
                          1);
@@ -319,7 +319,7 @@ static void test_claim_next_concurrency(void **state)
                                  " AND state = 'processed'"),
                      ITEMS);
     assert_int_equal(jobs_of("cn_load"), ITEMS);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i"
                                  " ON i.id = t.item_id WHERE i.flow_step_id = 'cn_load'"),
                      2 * ITEMS);
 }

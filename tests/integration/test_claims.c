@@ -52,7 +52,7 @@ static void test_claims_register_idempotent(void **state)
             cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "items"), i), "created")));
     vt_resp_free(&r);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'reg'"), 2);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'reg'"),
                      2);
     /* a processed item is never revived by registration */
@@ -434,7 +434,7 @@ static void test_claims_lease_expiry(void **state)
     r = vt_dispose(&srv, &again, "\"disposition\": \"complete\"");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld"
                                  " AND cause = 'lease_expired'",
                                  (long long)id),
                      1);

@@ -153,7 +153,7 @@ static void run_load(const char *flow, int nservers)
                      ITEMS);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '%s'", flow),
                      ITEMS);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM (SELECT item_id FROM transitions t"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM (SELECT item_id FROM audit t"
                                  " JOIN items i ON i.id = t.item_id WHERE i.flow_step_id = '%s'"
                                  " AND t.cause = 'complete' GROUP BY item_id"
                                  " HAVING count(*) <> 1) x",
@@ -298,7 +298,7 @@ static void race_identical(const char *flow, bool single)
     for (int i = 0; i < OVERLAP_JOBS; i++)
         assert_int_equal(atomic_load(&o.applied[i]), 1);
     assert_int_equal(atomic_load(&o.replayed), OVERLAP_CLIENTS * calls - OVERLAP_JOBS);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i"
                                  " ON i.id = t.item_id WHERE i.flow_step_id = '%s'"
                                  " AND t.cause = 'complete'",
                                  flow),

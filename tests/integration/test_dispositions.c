@@ -82,7 +82,7 @@ static void test_dispositions_defer_keeps_item_eligible(void **state)
     vt_sql("UPDATE items SET available_at = now() WHERE id = %lld", (long long)id);
     vt_claim third = vt_claim1(&srv, "dfr");
     assert_int_equal(third.item_id, id);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld"
                                  " AND cause = 'skip_item' AND to_state = 'deferred'",
                                  (long long)id),
                      1);
@@ -224,7 +224,7 @@ static void test_dispositions_complete_once_and_replay(void **state)
     vt_resp_free(&r1);
     vt_resp_free(&r2);
     vt_resp_free(&r3);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld"
                                  " AND cause = 'complete'",
                                  (long long)id),
                      1);
@@ -347,7 +347,7 @@ static void test_dispositions_requeue(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'rqb' AND"
                                  " state = 'available'"),
                      3);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'rqb' AND"
                                  " t.cause = 'requeue' AND t.actor = 'ops'"),
                      3);
@@ -448,7 +448,7 @@ static void test_dispositions_bad_calls(void **state)
     vt_resp_free(&r);
     assert_string_equal(vt_item_state(&srv, cl.item_id), "claimed");
     assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)cl.item_id),
+        vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld", (long long)cl.item_id),
         2); /* register + claim only */
     dispose_ok(&cl, "\"disposition\": \"complete\"", "processed");
 }
@@ -468,7 +468,7 @@ static void test_dispositions_redaction(void **state)
     assert_null(strstr(stored, "s3cr3t"));
     assert_non_null(strstr(stored, "[REDACTED]"));
     free(stored);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE reason LIKE '%%abc.def%%'"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE reason LIKE '%%abc.def%%'"
                                  " OR reason LIKE '%%s3cr3t%%'"),
                      0);
 }
@@ -576,7 +576,7 @@ static void test_dispositions_batch_mixed(void **state)
     vt_resp tf = vt_http(&srv, "POST", path, VT_WORKER, body, NULL);
     assert_int_equal(tf.status, 200);
     vt_resp_free(&tf);
-    long before = vt_sql_long("SELECT count(*) FROM transitions");
+    long before = vt_sql_long("SELECT count(*) FROM audit");
     /* newest job first: the order of the answer is the order of the request */
     entry(entries, sizeof(entries), &c[4], "\"disposition\": \"skip_item\", \"reason\": \"spam\"");
     entry(entries, sizeof(entries), &c[3],
@@ -619,7 +619,7 @@ static void test_dispositions_batch_mixed(void **state)
     assert_string_equal(vt_str(e, "error"), "tool_failure_pending");
     assert_string_equal(vt_str(e, "field"), "dispositions[7].disposition");
     /* one transition per applied entry; the refused ones left their items claimed */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions") - before, 5);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit") - before, 5);
     assert_string_equal(vt_item_state(&srv, c[5].item_id), "claimed");
     assert_string_equal(vt_item_state(&srv, c[6].item_id), "claimed");
     /* the identical batch again: the applied ones replay their stored answers */
@@ -650,7 +650,7 @@ static void test_dispositions_batch_mixed(void **state)
                      1);
     result(&again, 5, 409);
     result(&again, 7, 409);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions") - before, 5);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit") - before, 5);
     vt_resp_free(&again);
     vt_resp_free(&r);
     /* ... and through the single endpoint (the entry without its job_id, keys in any order) */
@@ -672,7 +672,7 @@ static void test_dispositions_batch_mixed(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(result(&r, 0, 200), "replayed")));
     assert_string_equal(vt_str(result(&r, 1, 200), "item.state"), "rejected");
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld"
                                  " AND forced",
                                  (long long)c[6].job_id),
                      1);
@@ -749,9 +749,8 @@ static void test_dispositions_batch_bad_calls(void **state)
     }
     /* nothing was applied by any of them, not even the valid first entry */
     assert_string_equal(vt_item_state(&srv, c[0].item_id), "claimed");
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld",
-                                 (long long)c[0].item_id),
-                     2);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld", (long long)c[0].item_id), 2);
     /* a reader may not post dispositions */
     char body[600];
     snprintf(body, sizeof(body), "{\"dispositions\": [%s]}", ok);

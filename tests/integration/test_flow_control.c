@@ -222,7 +222,7 @@ static long max_in_flight(const char *flow, const char *key)
 {
     return vt_sql_long("SELECT max(n) FROM (SELECT sum(d) OVER (ORDER BY t.logged_at, d, t.id)"
                        " AS n FROM (SELECT t.*, CASE WHEN t.cause = 'claim' THEN 1 ELSE -1 END"
-                       " AS d FROM transitions t JOIN jobs j ON j.id = t.job_id"
+                       " AS d FROM audit t JOIN jobs j ON j.id = t.job_id"
                        " WHERE j.flow_step_id = '%s' AND j.limit_keys @> ARRAY['%s']"
                        " AND (t.cause = 'claim' OR t.from_state = 'claimed')) t) x",
                        flow, key);
@@ -429,7 +429,7 @@ static void test_flow_control_rate_limited_deferral(void **state)
                                      (long long)item),
                          0);
     }
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld"
                                  " AND reason_code = 'rate_limited' AND to_state = 'deferred'",
                                  (long long)item),
                      3);

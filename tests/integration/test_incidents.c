@@ -111,7 +111,7 @@ static void test_incidents_job640_story(void **state)
     assert_true(opened_at >= 0 && opened_at <= 4); /* open by the 5th item */
     assert_int_equal(open_incidents("wiki640"), 1);
     /* no item was rejected, ever */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'wiki640'"
                                  " AND t.to_state = 'rejected'"),
                      0);
@@ -157,7 +157,7 @@ static void test_incidents_job640_story(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'wiki640'"
                                  " AND state = 'available'"),
                      20);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'wiki640'"
                                  " AND t.cause = 'requeue' AND t.from_state = 'deferred'"
                                  " AND t.actor = 'ops'"),
@@ -354,7 +354,7 @@ static void test_incidents_guard_paths_and_force(void **state)
     if (r.status != 200)
         fail_msg("forced reject: %ld %s", r.status, r.body);
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT forced::int FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT forced::int FROM audit WHERE item_id = %lld"
                                  " AND to_state = 'rejected'",
                                  (long long)b.item_id),
                      1);

@@ -40,7 +40,7 @@ static void upsert_fails(const vt_claim *c)
 static void assert_suspect(const vt_claim *c, const char *members, const char *field)
 {
     long before =
-        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)c->item_id);
+        vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld", (long long)c->item_id);
     vt_resp r = vt_dispose(&srv, c, members);
     vt_assert_error(&r, 409, "rejection_suspect");
     assert_string_equal(vt_str(r.json, "field"), field);
@@ -48,7 +48,7 @@ static void assert_suspect(const vt_claim *c, const char *members, const char *f
     vt_resp_free(&r);
     assert_string_equal(vt_item_state(&srv, c->item_id), "claimed");
     assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld", (long long)c->item_id),
+        vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld", (long long)c->item_id),
         before);
 }
 
@@ -124,7 +124,7 @@ static void test_lint_tooling_reason(void **state)
     assert_null(cJSON_GetObjectItem(r.json, "lint"));
     vt_resp_free(&r);
     assert_last_transition(c.item_id, true, NULL);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld"
                                  " AND lint_overridden AND NOT forced",
                                  (long long)c.item_id),
                      1);

@@ -46,7 +46,7 @@ static const struct {
     /* done only through complete, reject (or skip-as-reject) or a succeeded session */
     {"done by a deciding cause",
      "SELECT count(*) FROM items i WHERE i.state IN ('processed', 'rejected') AND NOT EXISTS"
-     " (SELECT 1 FROM transitions t WHERE t.item_id = i.id AND t.to_state = i.state AND"
+     " (SELECT 1 FROM audit t WHERE t.item_id = i.id AND t.to_state = i.state AND"
      "  t.cause IN ('complete', 'reject_source', 'skip_item', 'session_outcome'))"},
     /* counters within budgets */
     {"counters within budgets",
@@ -62,9 +62,9 @@ static const struct {
     /* the transitions replay to the current state, each from where the last one left */
     {"last transition is the state",
      "SELECT count(*) FROM items i WHERE i.state IS DISTINCT FROM"
-     " (SELECT to_state FROM transitions t WHERE t.item_id = i.id ORDER BY id DESC LIMIT 1)"},
+     " (SELECT to_state FROM audit t WHERE t.item_id = i.id ORDER BY id DESC LIMIT 1)"},
     {"transitions chain", "SELECT count(*) FROM (SELECT from_state, lag(to_state) OVER"
-                          " (PARTITION BY item_id ORDER BY id) AS prev FROM transitions) x"
+                          " (PARTITION BY item_id ORDER BY id) AS prev FROM audit) x"
                           " WHERE prev IS NOT NULL AND from_state IS DISTINCT FROM prev"},
     /* parked and done items are never claimable; claimable ones are never parked */
     {"parked and done hold no lease",

@@ -161,7 +161,7 @@ static void test_outcomes_required_tool_guard(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(vt_str(r.json, "item.state"), "rejected");
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND forced",
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld AND forced",
                                  (long long)c.job_id),
                      1);
     /* defer_item is unaffected */
@@ -283,7 +283,7 @@ static void test_outcomes_session_apply(void **state)
     assert_int_equal(r.status, 200);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed")));
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND cause ="
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld AND cause ="
                                  " 'session_outcome'",
                                  (long long)c.job_id),
                      1);

@@ -154,7 +154,7 @@ static void test_pgbouncer_vanished_statements(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'vanish'"
                                  " AND status = 'completed'"),
                      20);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'vanish'"),
                      60);
     snprintf(cmd, sizeof(cmd), "test $(grep -c 'a prepared statement vanished' %s) -eq 1",

@@ -81,8 +81,7 @@ static void test_reconnect_requeue_not_sent_twice(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'rc_rq'"
                                  " AND state = 'available'"),
                      3);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE reason = 'drop-requeue'"),
-                     3);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE reason = 'drop-requeue'"), 3);
 }
 
 static void test_reconnect_tool_failure_counted_once(void **state)

@@ -158,14 +158,14 @@ static void test_redrive_filters(void **state)
         item_through("rf", "g", "1.0.0", "wiki_upsert", "deferred"),
         item_through("rf", "h", "1.0.0", "wiki_upsert", "processed"),
     };
-    long before = vt_sql_long("SELECT count(*) FROM transitions");
+    long before = vt_sql_long("SELECT count(*) FROM audit");
     vt_sql("UPDATE items SET updated_at = '2026-01-01T00:00:00Z' WHERE id IN (%lld, %lld)",
            (long long)ids[0], (long long)ids[1]);
     vt_sql("UPDATE items SET updated_at = '2026-02-01T00:00:00Z' WHERE id = %lld",
            (long long)ids[2]);
     for (size_t i = 0; i < sizeof(filter_rows) / sizeof(filter_rows[0]); i++)
         expect_dry(filter_rows[i].filters, ids_at(w, sizeof(w), ids, filter_rows[i].want));
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), before);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit"), before);
 }
 
 /* A dry run then the real run: the same ids, each requeued and audited in the statement. */
@@ -199,7 +199,7 @@ static void test_redrive_dry_then_real(void **state)
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'dr' AND"
                                  " state = 'available' AND failures = 0 AND defers = 0"),
                      6);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i ON"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i ON"
                                  " i.id = t.item_id WHERE i.flow_step_id = 'dr' AND"
                                  " t.cause = 'requeue' AND t.actor = 'ops' AND"
                                  " t.reason = 'fixed in 2.1.0' AND t.to_state = 'available'"),
@@ -288,7 +288,7 @@ static void test_redrive_bad_requests(void **state)
         {"\"state\": \"failed\", \"dry_run\": \"yes\"", "dry_run"},
     };
     char body[400];
-    long before = vt_sql_long("SELECT count(*) FROM transitions");
+    long before = vt_sql_long("SELECT count(*) FROM audit");
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         snprintf(body, sizeof(body), "{\"flow_step_id\": \"bad\", %s}", rows[i].members);
         vt_resp r = requeue(body);
@@ -305,7 +305,7 @@ static void test_redrive_bad_requests(void **state)
                 "{\"flow_step_id\": \"bad\", \"state\": \"failed\"}", NULL);
     vt_assert_error(&r, 403, "forbidden");
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions"), before);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit"), before);
 }
 
 VT_SERVER_FIXTURE(srv, NULL)

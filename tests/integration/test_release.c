@@ -59,7 +59,7 @@ static void test_release_holder(void **state)
     assert_null(cJSON_GetObjectItem(r.json, "disposition"));
     vt_resp_free(&r);
     /* one transition, audited; the claim token is cleared; available now */
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld AND"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld AND"
                                  " cause = 'release' AND job_status = 'released' AND"
                                  " to_state = 'available' AND actor = 'bot'",
                                  (long long)id),
@@ -164,7 +164,7 @@ static void test_release_admin(void **state)
     assert_string_equal(vt_str(r.json, "item.state"), "available");
     assert_int_equal((int)vt_num(r.json, "item.failures"), 0);
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld AND"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld AND"
                                  " job_id = %lld AND cause = 'admin_release' AND"
                                  " job_status = 'released' AND actor = 'ops' AND"
                                  " reason = 'worker host died'",

@@ -64,7 +64,7 @@ static void test_reviews_request_and_refusals(void **state)
     assert_string_equal(vt_str(r.json, "job.disposition"), "request_review");
     assert_string_equal(vt_str(r.json, "job.status"), "deferred");
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld AND cause "
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld AND cause "
                                  "= 'request_review' AND reason = '%s'",
                                  (long long)item, Q),
                      1);
@@ -165,7 +165,7 @@ static void test_reviews_batch_and_close(void **state)
     review(b, VT_ADMIN, "{\"decision\": \"rejected\"}", 200, NULL);
     assert_string_equal(vt_item_state(&srv, a), "processed");
     assert_string_equal(vt_item_state(&srv, b), "rejected");
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE cause = 'review' AND "
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE cause = 'review' AND "
                                  "actor = 'ops' AND item_id IN (%lld, %lld)",
                                  (long long)a, (long long)b),
                      2);

@@ -264,7 +264,7 @@ static void test_reject_repeats_tool_failure(void **state)
                   " \"reason\": \"Template 'rate-banner' not found in theme twentytwenty\","
                   " \"force\": true",
                   200, NULL, NULL);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE item_id = %lld"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE item_id = %lld"
                                  " AND lint_overridden",
                                  (long long)c.item_id),
                      1);
@@ -478,7 +478,7 @@ static void test_complete_after_write_failure(void **state)
                    " \"reason\": \"the editor published it by hand\"");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND forced"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld AND forced"
                                  " AND reason = 'the editor published it by hand'",
                                  (long long)c.job_id),
                      1);

@@ -142,7 +142,7 @@ static void assert_nowhere(const char *s)
     char cmd[600];
     long n = vt_sql_long(
         "SELECT (SELECT count(*) FROM tool_failures WHERE error LIKE '%%%s%%' OR args LIKE"
-        " '%%%s%%') + (SELECT count(*) FROM transitions WHERE reason LIKE '%%%s%%')"
+        " '%%%s%%') + (SELECT count(*) FROM audit WHERE reason LIKE '%%%s%%')"
         " + (SELECT count(*) FROM items WHERE last_reason LIKE '%%%s%%')"
         " + (SELECT count(*) FROM jobs WHERE reason LIKE '%%%s%%' OR engine_data::text LIKE"
         " '%%%s%%' OR adjudication::text LIKE '%%%s%%')"
@@ -495,7 +495,7 @@ static void test_secrets_required_tool_blocks_complete(void **state)
                    " \"reason\": \"the post was written by hand\"");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld AND"
                                  " forced AND cause = 'complete'",
                                  (long long)c.job_id),
                      1);
@@ -507,7 +507,7 @@ static void test_secrets_required_tool_blocks_complete(void **state)
     r = vt_dispose(&srv, &d, "\"disposition\": \"complete\"");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions WHERE job_id = %lld AND"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit WHERE job_id = %lld AND"
                                  " forced",
                                  (long long)d.job_id),
                      0);

@@ -26,7 +26,7 @@ static char *fingerprint(void)
     return vt_sql("SELECT concat_ws('|',"
                   " (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM items t),"
                   " (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM jobs t),"
-                  " (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM transitions t),"
+                  " (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM audit t),"
                   " (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM tool_failures t),"
                   " (SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) FROM tool_incidents t),"
                   " (SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) FROM flow_steps t),"
