@@ -320,6 +320,7 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
         .evidence = a->evidence[i],
         .tool_result_text = answers_disposition ? a->tool_text[i] : NULL,
         .tool_result_terminal = true, /* a disposition ends the job: the turn ends too */
+        .trace_id = w->trace_id,
     };
     a->fin_of[(*nfin)++] = i;
     return VD_OK;
