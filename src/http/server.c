@@ -374,10 +374,12 @@ static void serve_coalesced(void *arg, const char *group, void **items, size_t n
         reqs[i] = items[i];
         ctxs[i] = &reqs[i]->ctx;
     }
-    if (((vd_req *)items[0])->ctx.coalesce == VD_COALESCE_CLAIM)
+    bool claims = ((vd_req *)items[0])->ctx.coalesce == VD_COALESCE_CLAIM;
+    if (claims)
         vd_claims_serve(ctxs, n);
     else
         vd_dispositions_serve(ctxs, n);
+    vd_metrics_observe_coalesced(!claims, n);
     for (size_t i = 0; i < n; i++) /* r may be freed once resumed: nothing read after */
         coalesced_answered(reqs[i]);
 }

@@ -1,4 +1,4 @@
-/* test_coalesce.c - the coalescer (coalesce.h): a lone item goes at once; items of a group
+/* test_coalescer.c - the coalescer (coalesce.h): a lone item goes at once; items of a group
  * that arrive while its statement runs are served together by the next one, oldest first,
  * at most max_batch at a time; other groups are not held back; a group never has more than
  * max_in_flight statements running; every item is served exactly once, under many
