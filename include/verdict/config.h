@@ -69,11 +69,12 @@ typedef struct vd_config {
     int queue_depth;     /* requests waiting for a worker before 503 */
     int max_waiters;     /* long-poll claims parked at once; beyond, answered at once */
     int wait_retry_ms;   /* every parked claim is tried again at least this often */
-    int coalesce_runners; /* threads per coalescer (claims, dispositions); 0: no coalescing */
     char *tls_cert_file; /* PEM certificate chain; NULL: plain HTTP */
     char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
     char *tls_priority;  /* VERDICT_TLS_PRIORITY (GnuTLS priority string); NULL: the default */
     char *otlp_endpoint; /* VERDICT_OTLP_ENDPOINT: http://host:port[/path]; NULL: no export */
+    /* threads per coalescer (claims, dispositions; coalesce.h); 0: no coalescing */
+    int coalesce_runners;
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

@@ -142,9 +142,12 @@ vd_error vd_h_claims(vd_ctx *ctx)
  * it shares a statement with the other single-item claims of its flow step in flight. */
 static bool coalesces(vd_ctx *ctx, const claim_req *q)
 {
-    claim_req *copy;
-    if (!ctx->coalesce_on || q->limit != 1 || q->key || q->limit_keys ||
-        q->estimated_tokens >= 0 || q->wait > 0 || !(copy = malloc(sizeof(*copy))))
+    claim_req *copy = NULL;
+    if (!ctx->coalesce_on || q->limit != 1 || q->key || q->limit_keys || q->estimated_tokens >= 0 ||
+        q->wait > 0)
+        return false;
+    copy = malloc(sizeof(*copy));
+    if (!copy)
         return false;
     *copy = *q; /* its strings live in ctx->json, as long as the request */
     ctx->coalesce = VD_COALESCE_CLAIM;
@@ -174,17 +177,12 @@ void vd_claims_serve(vd_ctx **ctxs, size_t n)
 {
     vd_claim_one *reqs = calloc(n, sizeof(*reqs));
     vd_conn *c = NULL;
-    vd_error rc = reqs ? vd_db_acquire_until(ctxs[0]->db, ctxs[0]->deadline, &c)
-                       : VD_ERR_INTERNAL;
+    vd_error rc = reqs ? vd_db_acquire_until(ctxs[0]->db, ctxs[0]->deadline, &c) : VD_ERR_INTERNAL;
     for (size_t i = 0; reqs && i < n; i++) {
         const claim_req *q = ctxs[i]->coalesce_arg;
-        reqs[i] = (vd_claim_one){q->worker,
-                                 q->version,
-                                 ctxs[i]->actor,
-                                 ctxs[i]->trace.trace_id,
-                                 ctxs[i]->trace.span_id,
-                                 q->lease,
-                                 NULL};
+        reqs[i] = (vd_claim_one){
+            q->worker, q->version, ctxs[i]->actor, ctxs[i]->trace.trace_id, ctxs[i]->trace.span_id,
+            q->lease,  NULL};
     }
     if (rc == VD_OK)
         rc = vd_store_claim_many(c, ctxs[0]->coalesce_group, reqs, n);

@@ -102,7 +102,7 @@ struct vd_ctx {
     /* a request served by a coalesced statement (coalesce.h): the handler validated it and
      * left it, unanswered, to the coalescer of its kind; server.c submits it after the handler
      * returned, and the kind's serve function below answers it on a runner thread */
-    bool coalesce_on;    /* set by the server: the coalescers run (VERDICT_COALESCE) */
+    bool coalesce_on; /* set by the server: the coalescers run (VERDICT_COALESCE) */
     vd_coalesce_kind coalesce;
     const char *coalesce_group; /* the group key (in json or coalesce_arg) */
     void *coalesce_arg;         /* the handler's parsed request; freed by the serve function */

@@ -820,8 +820,8 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
     srv->otlp = vd_otlp_start(cfg->otlp_endpoint);
     if (cfg->coalesce_runners > 0) { /* a flow step's claims: one statement at a time */
-        srv->claims = vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH, 1,
-                                         serve_coalesced, srv);
+        srv->claims =
+            vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH, 1, serve_coalesced, srv);
         srv->disps = vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH,
                                         cfg->coalesce_runners, serve_coalesced, srv);
     }
@@ -874,7 +874,7 @@ void vd_server_stop(vd_server *srv)
     vd_store_listen_stop(srv->listener);
     srv->listener = NULL;
     vd_waiters_drain(srv->waiters);
-    vd_workers_stop(srv->workers); /* joined; vd_workers_push refuses from now on */
+    vd_workers_stop(srv->workers);  /* joined; vd_workers_push refuses from now on */
     vd_coalescer_stop(srv->claims); /* serves what the workers left to them */
     vd_coalescer_stop(srv->disps);
     await_answers(srv, srv->cfg->read_timeout_ms / 1000.0 + 5.0);

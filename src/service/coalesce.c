@@ -16,8 +16,8 @@ typedef struct group {
     void **items; /* waiting, oldest first */
     size_t count, cap;
     int in_flight;
-    bool ready;              /* on the ready list */
-    struct group *next;      /* in the coalescer's list of groups */
+    bool ready;               /* on the ready list */
+    struct group *next;       /* in the coalescer's list of groups */
     struct group *next_ready; /* on the ready list */
 } group;
 

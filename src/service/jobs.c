@@ -320,7 +320,6 @@ static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
         .evidence = a->evidence[i],
         .tool_result_text = answers_disposition ? a->tool_text[i] : NULL,
         .tool_result_terminal = true, /* a disposition ends the job: the turn ends too */
-        .trace_id = w->trace_id,
     };
     a->fin_of[(*nfin)++] = i;
     return VD_OK;
@@ -355,6 +354,8 @@ static vd_error apply_tx(vd_conn *c, void *arg)
         return VD_OK;
     if ((rc = claim_next(c, a, nfin)))
         return rc;
+    for (size_t k = 0; k < nfin; k++) /* each its request's trace (a coalesced batch) */
+        a->fin[k].trace_id = a->w[a->fin_of[k]].trace_id;
     /* the last statement: it commits, and its answers are the ones replays get */
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;

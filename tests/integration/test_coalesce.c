@@ -87,8 +87,9 @@ static void finish(const vt_server *s, const vt_claim *cl, int who, int cycle)
         vt_resp_free(&again);
     }
     if (cycle % 7 == 2) { /* another call on the finished job */
-        vt_resp other = vt_dispose(s, cl, "\"disposition\": \"fail\", \"error\": \"x\","
-                                          " \"retryable\": false");
+        vt_resp other = vt_dispose(s, cl,
+                                   "\"disposition\": \"fail\", \"error\": \"x\","
+                                   " \"retryable\": false");
         if (is_error(&other, 409, "job_finalized"))
             atomic_fetch_add(&R.finalized, 1);
         else
@@ -192,8 +193,8 @@ static void test_coalesced_cycles(void **state)
     long cr = metric("verdict_coalesced_requests_total", "claim");
     long ds = metric("verdict_coalesced_statements_total", "disposition");
     long dr = metric("verdict_coalesced_requests_total", "disposition");
-    print_message("claims: %ld requests in %ld statements; dispositions: %ld in %ld\n", cr, cs,
-                  dr, ds);
+    print_message("claims: %ld requests in %ld statements; dispositions: %ld in %ld\n", cr, cs, dr,
+                  ds);
     assert_true(cr >= ITEMS && cr > cs);
     assert_true(dr >= ITEMS && dr > ds);
 }

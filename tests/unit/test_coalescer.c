@@ -125,7 +125,7 @@ static void test_waiting_items_go_together(void **state)
     pthread_mutex_unlock(&s->mu);
     wait_calls(s, 3);
     assert_string_equal(s->group[2], "held");
-    assert_int_equal(s->n[2], 4); /* one statement for the four */
+    assert_int_equal(s->n[2], 4);     /* one statement for the four */
     assert_int_equal(s->first[2], 2); /* oldest first */
     vd_coalescer_free(c);
 }
