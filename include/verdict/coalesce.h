@@ -26,6 +26,13 @@ vd_coalescer *vd_coalescer_start(int runners, int max_batch, int max_in_flight, 
 /* Queue item in group: a runner takes it with the group's next statement. False (nothing
  * queued) when the coalescer is stopping or the key is too long. */
 bool vd_coalescer_submit(vd_coalescer *c, const char *group, void *item);
+/* Whether the caller may serve one item of group itself, now, on its own thread: true when the
+ * group has nothing waiting and nothing in flight (it then counts as a statement in flight; the
+ * caller must call vd_coalescer_led when done). A lone request so pays no hand-off; requests
+ * that arrive meanwhile wait and go to a runner together once it is done. */
+bool vd_coalescer_lead(vd_coalescer *c, const char *group);
+/* The caller's statement of vd_coalescer_lead is done (it served one item). */
+void vd_coalescer_led(vd_coalescer *c, const char *group);
 /* Refuse new items, serve every queued one and join the runners. NULL: no-op. */
 void vd_coalescer_stop(vd_coalescer *c);
 /* Stop (when not stopped yet) and free. NULL: no-op. */

@@ -384,14 +384,21 @@ static void serve_coalesced(void *arg, const char *group, void **items, size_t n
         coalesced_answered(reqs[i]);
 }
 
-/* Hand the request to its coalescer; one that is stopping: serve it here, alone. */
+/* Hand the request to its coalescer. Its group idle: serve it here at once (no hand-off),
+ * what arrives meanwhile waits for a runner; a coalescer that is stopping: serve it here. */
 static void coalesce_submit(vd_req *r)
 {
     vd_server *srv = r->srv;
     vd_coalescer *c = r->ctx.coalesce == VD_COALESCE_CLAIM ? srv->claims : srv->disps;
+    char group[VD_COALESCE_GROUP_MAX + 1];
     void *item = r;
-    if (!vd_coalescer_submit(c, r->ctx.coalesce_group, r))
-        serve_coalesced(srv, r->ctx.coalesce_group, &item, 1);
+    snprintf(group, sizeof(group), "%s", r->ctx.coalesce_group); /* r may be freed once served */
+    if (vd_coalescer_lead(c, group)) {
+        serve_coalesced(srv, group, &item, 1);
+        vd_coalescer_led(c, group);
+    } else if (!vd_coalescer_submit(c, group, r)) {
+        serve_coalesced(srv, group, &item, 1);
+    }
 }
 
 static void work(void *item)

@@ -189,6 +189,40 @@ bool vd_coalescer_submit(vd_coalescer *c, const char *group_key, void *item)
     return ok;
 }
 
+bool vd_coalescer_lead(vd_coalescer *c, const char *group_key)
+{
+    bool lead = false;
+    if (strlen(group_key) > VD_COALESCE_GROUP_MAX)
+        return false;
+    pthread_mutex_lock(&c->mu);
+    group *g = c->stopping ? NULL : find_group(c, group_key);
+    if (g && g->count == 0 && !g->ready && g->in_flight == 0) {
+        g->in_flight++;
+        lead = true;
+    }
+    if (g && !lead)
+        settle(c, g); /* a group it just made is freed again */
+    pthread_mutex_unlock(&c->mu);
+    return lead;
+}
+
+void vd_coalescer_led(vd_coalescer *c, const char *group_key)
+{
+    pthread_mutex_lock(&c->mu);
+    for (group *g = c->groups; g; g = g->next) {
+        if (strcmp(g->key, group_key) == 0) {
+            g->in_flight--;
+            c->stats.statements++;
+            c->stats.items++;
+            if (c->stats.largest < 1)
+                c->stats.largest = 1;
+            settle(c, g); /* what waited meanwhile goes to a runner */
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 void vd_coalescer_stop(vd_coalescer *c)
 {
     if (!c)

@@ -1,8 +1,9 @@
 /* test_coalescer.c - the coalescer (coalesce.h): a lone item goes at once; items of a group
  * that arrive while its statement runs are served together by the next one, oldest first,
  * at most max_batch at a time; other groups are not held back; a group never has more than
- * max_in_flight statements running; every item is served exactly once, under many
- * submitting threads (scripts/test.sh runs this under ThreadSanitizer too); stop serves what
+ * max_in_flight statements running; a caller may serve a lone item of an idle group itself
+ * (vd_coalescer_lead), and what arrives meanwhile waits for it; every item is served once, under
+ * many submitting threads (scripts/test.sh runs this under ThreadSanitizer too); stop serves what
  * is queued and refuses the rest. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -197,6 +198,30 @@ static void test_many_threads_each_item_once(void **state)
     vd_coalescer_free(c);
 }
 
+static void test_lead_when_idle(void **state)
+{
+    seen *s = seen_new();
+    (void)state;
+    vd_coalescer *c = vd_coalescer_start(1, 100, 1, record, s);
+    assert_true(vd_coalescer_lead(c, "g0"));  /* idle: the caller serves it itself */
+    assert_false(vd_coalescer_lead(c, "g0")); /* one statement in flight: no second leader */
+    assert_true(vd_coalescer_lead(c, "g1"));  /* another group is idle */
+    vd_coalescer_led(c, "g1");
+    for (intptr_t i = 1; i <= 3; i++)
+        assert_true(vd_coalescer_submit(c, "g0", (void *)i));
+    sleep_ms(20);
+    assert_int_equal(calls_of(s), 0);         /* they wait for the leader's statement */
+    assert_false(vd_coalescer_lead(c, "g0")); /* items wait: they go first */
+    vd_coalescer_led(c, "g0");
+    wait_calls(s, 1);
+    assert_int_equal(s->n[0], 3); /* together, on a runner */
+    vd_coalescer_stop(c);
+    vd_coalesce_stats st = vd_coalescer_stats(c);
+    assert_int_equal(st.statements, 3);
+    assert_int_equal(st.items, 5);
+    vd_coalescer_free(c);
+}
+
 static void test_long_key_refused(void **state)
 {
     seen *s = seen_new();
@@ -217,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_waiting_items_go_together),
         cmocka_unit_test(test_max_batch),
         cmocka_unit_test(test_many_threads_each_item_once),
+        cmocka_unit_test(test_lead_when_idle),
         cmocka_unit_test(test_long_key_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
