@@ -217,7 +217,9 @@ bool vb_env_server_start(vb_env *e, const vb_options *o)
     bool ok = false;
     vd_random_hex(e->token, 16);
     e->threads = o->threads;
-    e->db_pool = o->threads + 1; /* VERDICT_DB_POOL_SIZE's default, left alone */
+    /* VERDICT_DB_POOL_SIZE's default, left alone: threads + 1 + 2 x VERDICT_COALESCE_RUNNERS
+     * (default threads; a verdictd built before coalescing opens threads + 1) */
+    e->db_pool = 3 * o->threads + 1;
     e->port = vb_free_port();
     if (e->port <= 0 || access(o->verdictd, X_OK) != 0) {
         fprintf(stderr, "verdict-bench: %s: %s\n", o->verdictd,

@@ -317,7 +317,7 @@ void vb_report_text(const vb_run *r)
                          : "--database-url");
     if (o->matrix || o->stats_items > 0)
         printf("verdictd: VERDICT_THREADS=%d (its default, 1 x CPUs, unless --threads), DB pool %d "
-               "(VERDICT_DB_POOL_SIZE default threads+1), idle RSS %.1f MB\n",
+               "(VERDICT_DB_POOL_SIZE default threads+1+2x coalesce runners), idle RSS %.1f MB\n",
                r->e->threads, r->e->db_pool, r->e->rss_idle_kb / 1024.0);
     if (o->matrix) {
         printf("matrix: %ld claimable items kept in stock over %d flow steps; seeded %ld over "

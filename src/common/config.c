@@ -293,7 +293,8 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
         env_int(get, "VERDICT_HTTP_IDLE_SECONDS", 0, 0, 3600, &cfg->idle_seconds, err, errlen) &&
         env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen) &&
         env_int(get, "VERDICT_MAX_WAITERS", 1000, 0, 100000, &cfg->max_waiters, err, errlen) &&
-        env_int(get, "VERDICT_WAIT_RETRY_MS", 1000, 100, 60000, &cfg->wait_retry_ms, err, errlen);
+        env_int(get, "VERDICT_WAIT_RETRY_MS", 1000, 100, 60000, &cfg->wait_retry_ms, err, errlen) &&
+        env_int(get, "VERDICT_COALESCE_RUNNERS", -1, -1, 64, &cfg->coalesce_runners, err, errlen);
     if (ok)
         cfg->max_body_bytes = (size_t)body;
     return ok;
@@ -340,8 +341,10 @@ bool vd_config_load(vd_config *cfg, vd_env_getter get, char *err, size_t errlen)
     }
     cfg->db_pool_transaction = s && strcmp(s, "transaction") == 0;
     cfg->db_pool_forced = s && *s;
+    if (cfg->coalesce_runners < 0) /* one per worker thread for claims, one for dispositions */
+        cfg->coalesce_runners = cfg->threads;
     if (cfg->db_pool_size == 0)
-        cfg->db_pool_size = cfg->threads + 1;
+        cfg->db_pool_size = cfg->threads + 1 + 2 * cfg->coalesce_runners;
     if (cfg->queue_depth == 0)
         cfg->queue_depth = 64 * cfg->threads;
     if (!idle_limit(cfg, err, errlen))

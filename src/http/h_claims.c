@@ -14,6 +14,7 @@
 #include "verdict/semver.h"
 #include "verdict/store.h"
 #include "verdict/store/claims.h"
+#include "verdict/store/coalesce.h"
 #include "verdict/store/idempotency.h"
 #include "verdict/util.h"
 
@@ -84,6 +85,8 @@ static void claim_links(vd_ctx *ctx, vd_conn *c, const char *body)
         ctx->span_links = NULL;
 }
 
+static bool coalesces(vd_ctx *ctx, const claim_req *q);
+
 static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
 {
     vd_conn *c = NULL;
@@ -130,9 +133,71 @@ vd_error vd_h_claims(vd_ctx *ctx)
         (rc = vd_get_int(f, "estimated_tokens", false, 0, 100000000, -1, &q.estimated_tokens)) ||
         (rc = vd_get_limit_keys(f, &q.limit_keys)))
         return rc;
+    if (coalesces(ctx, &q))
+        return VD_OK; /* answered by vd_claims_serve */
     rc = run_claim(ctx, &q);
     free(q.limit_keys);
     return rc;
+}
+
+/* A claim of one item without key, limits, token estimate or wait is left to the coalescer:
+ * it shares a statement with the other single-item claims of its flow step in flight. */
+static bool coalesces(vd_ctx *ctx, const claim_req *q)
+{
+    claim_req *copy = NULL;
+    if (!ctx->coalesce_on || q->limit != 1 || q->key || q->limit_keys || q->estimated_tokens >= 0 ||
+        q->wait > 0)
+        return false;
+    copy = malloc(sizeof(*copy));
+    if (!copy)
+        return false;
+    *copy = *q; /* its strings live in ctx->json, as long as the request */
+    ctx->coalesce = VD_COALESCE_CLAIM;
+    ctx->coalesce_group = copy->fs;
+    ctx->coalesce_arg = copy;
+    return true;
+}
+
+/* One request's claim after claim_many answered it: its answer, or (in a keyed flow step,
+ * body NULL) the claim alone on the runner's connection. */
+static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
+{
+    const claim_req *q = ctx->coalesce_arg;
+    if (!body) {
+        vd_conn_set_trace(c, ctx->trace.trace_id, ctx->trace.span_id);
+        ctx->dbc = c;
+        ctx->err = run_claim(ctx, q);
+        ctx->dbc = NULL;
+        vd_conn_set_trace(c, NULL, NULL);
+        return;
+    }
+    claim_links(ctx, c, body);
+    ctx->err = vd_respond_owned(ctx, body);
+}
+
+void vd_claims_serve(vd_ctx **ctxs, size_t n)
+{
+    vd_claim_one *reqs = calloc(n, sizeof(*reqs));
+    vd_conn *c = NULL;
+    vd_error rc = reqs ? vd_db_acquire_until(ctxs[0]->db, ctxs[0]->deadline, &c) : VD_ERR_INTERNAL;
+    for (size_t i = 0; reqs && i < n; i++) {
+        const claim_req *q = ctxs[i]->coalesce_arg;
+        reqs[i] = (vd_claim_one){
+            q->worker, q->version, ctxs[i]->actor, ctxs[i]->trace.trace_id, ctxs[i]->trace.span_id,
+            q->lease,  NULL};
+    }
+    if (rc == VD_OK)
+        rc = vd_store_claim_many(c, ctxs[0]->coalesce_group, reqs, n);
+    for (size_t i = 0; i < n; i++) {
+        if (rc)
+            ctxs[i]->err = vd_store_fail(ctxs[i], rc, NULL);
+        else
+            claim_answer(ctxs[i], c, reqs[i].body);
+        free(ctxs[i]->coalesce_arg);
+        ctxs[i]->coalesce_arg = NULL;
+    }
+    vd_db_release(ctxs[0]->db, c);
+    free(reqs);
 }
 
 vd_error vd_h_heartbeat(vd_ctx *ctx)

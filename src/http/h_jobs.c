@@ -267,6 +267,123 @@ out:
     return rc;
 }
 
+/* A single disposition without claim_next, validated here (a 400 answers at once), is left
+ * to the coalescer: it shares the batch path's transaction with the dispositions in flight. */
+static vd_error coalesce_disposition(vd_ctx *ctx, int64_t job_id, const cJSON *body)
+{
+    disp_in *in = calloc(1, sizeof(*in));
+    vd_error rc = in ? VD_OK : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+    if (rc)
+        return rc;
+    in->w.job_id = job_id;
+    if ((rc = parse_disposition((vd_field){ctx, body, NULL}, in))) {
+        disp_cleanup(in);
+        free(in);
+        return rc;
+    }
+    in->w.request_json = ctx->body;
+    in->w.trace_id = ctx->trace.trace_id;
+    ctx->coalesce = VD_COALESCE_DISPOSITION;
+    ctx->coalesce_group = "";
+    ctx->coalesce_arg = in;
+    return VD_OK;
+}
+
+/* One request's answer from its write's answer (as vd_disposition_run answers). */
+static void disposition_answer(vd_ctx *ctx, const vd_job_answer *ans)
+{
+    const disp_in *in = ctx->coalesce_arg;
+    char *answer = NULL;
+    if (ans->rc) {
+        char msg[sizeof(ctx->err_message)];
+        const char *field = refusal(ans->rc, &in->w, ans, msg, sizeof(msg));
+        ctx->err = vd_fail(ctx, ans->rc, field, "%s", msg);
+        return;
+    }
+    answer = vd_job_reply(NULL, ans->kept, ans->replayed);
+    if (!answer) {
+        ctx->err = vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
+        return;
+    }
+    if (ans->lint_signal && !ans->replayed)
+        vd_metrics_observe_lint_signal(ans->lint_signal);
+    ctx->err = vd_respond_owned(ctx, answer);
+}
+
+/* Apply the writes of ctxs[0..n) (distinct jobs) in one transaction and answer each. A
+ * failure of the whole transaction is retried one by one when there were several, so that
+ * only the request that causes it gets it. */
+static void serve_round(vd_conn *c, vd_ctx **ctxs, size_t n, vd_job_write *w, vd_job_answer *ans)
+{
+    vd_error rc;
+    bool alone; /* one by one after a failure of all of them that one may have caused */
+    for (size_t i = 0; i < n; i++)
+        w[i] = ((const disp_in *)ctxs[i]->coalesce_arg)->w;
+    vd_conn_set_trace(c, ctxs[0]->trace.trace_id, ctxs[0]->trace.span_id);
+    rc = vd_job_apply_many(c, ctxs[0]->cfg, w, n, ans);
+    alone = rc && n > 1 && rc != VD_ERR_DATABASE_UNAVAILABLE;
+    for (size_t i = 0; i < n; i++) {
+        if (alone)
+            serve_round(c, &ctxs[i], 1, w, ans + i);
+        else if (rc)
+            ctxs[i]->err = vd_store_fail(ctxs[i], rc, NULL);
+        else
+            disposition_answer(ctxs[i], &ans[i]);
+        if (!alone) {
+            free(ans[i].kept);
+            ans[i].kept = NULL;
+        }
+    }
+}
+
+/* Whether ctxs[i]'s job is named by one of ctxs[0..i). */
+static bool job_repeats(vd_ctx **ctxs, size_t i)
+{
+    int64_t job = ((const disp_in *)ctxs[i]->coalesce_arg)->w.job_id;
+    for (size_t k = 0; k < i; k++) {
+        if (((const disp_in *)ctxs[k]->coalesce_arg)->w.job_id == job)
+            return true;
+    }
+    return false;
+}
+
+void vd_dispositions_serve(vd_ctx **ctxs, size_t n)
+{
+    vd_ctx **round = calloc(n, sizeof(*round)), **later = calloc(n, sizeof(*later));
+    vd_job_write *w = calloc(n, sizeof(*w));
+    vd_job_answer *ans = calloc(n, sizeof(*ans));
+    vd_conn *c = NULL;
+    vd_error rc = round && later && w && ans
+                      ? vd_db_acquire_until(ctxs[0]->db, ctxs[0]->deadline, &c)
+                      : VD_ERR_INTERNAL;
+    size_t left = n;
+    memcpy(later, ctxs, n * sizeof(*ctxs));
+    while (rc == VD_OK && left > 0) { /* a job named twice goes in the next round */
+        size_t k = 0, m = 0;
+        for (size_t i = 0; i < left; i++) {
+            round[k] = later[i];
+            if (job_repeats(round, k))
+                later[m++] = later[i];
+            else
+                k++;
+        }
+        serve_round(c, round, k, w, ans);
+        left = m;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rc)
+            ctxs[i]->err = vd_store_fail(ctxs[i], rc, NULL);
+        disp_cleanup(ctxs[i]->coalesce_arg);
+        free(ctxs[i]->coalesce_arg);
+        ctxs[i]->coalesce_arg = NULL;
+    }
+    vd_db_release(ctxs[0]->db, c);
+    free(round);
+    free(later);
+    free(w);
+    free(ans);
+}
+
 vd_error vd_h_disposition(vd_ctx *ctx)
 {
     static const vd_member members[] = {DISPOSITION_MEMBERS, NEXT_MEMBERS};
@@ -277,12 +394,18 @@ vd_error vd_h_disposition(vd_ctx *ctx)
     vd_error rc = vd_param_id(ctx, 0, "job", &job);
     if (rc || (rc = vd_body_object(ctx, &body)) ||
         (rc = VD_MEMBERS_CHECK(((vd_field){ctx, body, NULL}), members)) ||
-        (rc = parse_next(ctx, body, &next)) ||
-        (rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer))) {
+        (rc = parse_next(ctx, body, &next))) {
         free(next.limit_keys);
         return rc;
     }
+    if (ctx->coalesce_on && next.count == 0) { /* limit keys come only with claim_next */
+        free(next.limit_keys);
+        return coalesce_disposition(ctx, job, body);
+    }
+    rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer);
     free(next.limit_keys);
+    if (rc)
+        return rc;
     return vd_respond_owned(ctx, answer);
 }
 

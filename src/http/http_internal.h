@@ -25,6 +25,11 @@
 #define VD_JSON_MAX_EXACT 9007199254740991LL
 
 typedef struct vd_ctx vd_ctx;
+typedef enum vd_coalesce_kind {
+    VD_COALESCE_NONE = 0,
+    VD_COALESCE_CLAIM,       /* one item of one flow step, no key, no limits, no wait */
+    VD_COALESCE_DISPOSITION, /* one disposition without claim_next */
+} vd_coalesce_kind;
 typedef vd_error (*vd_handler)(vd_ctx *ctx);
 
 typedef struct vd_route {
@@ -94,7 +99,20 @@ struct vd_ctx {
     bool park;                  /* the handler found nothing: park it, no answer yet */
     int wait_runs;              /* how many times it claimed while it could still park */
     const char *wait_flow_step; /* the flow step it waits on (in json) */
+    /* a request served by a coalesced statement (coalesce.h): the handler validated it and
+     * left it, unanswered, to the coalescer of its kind; server.c submits it after the handler
+     * returned, and the kind's serve function below answers it on a runner thread */
+    bool coalesce_on; /* set by the server: the coalescers run (VERDICT_COALESCE) */
+    vd_coalesce_kind coalesce;
+    const char *coalesce_group; /* the group key (in json or coalesce_arg) */
+    void *coalesce_arg;         /* the handler's parsed request; freed by the serve function */
 };
+
+/* Answer ctxs[0..n) (all of one kind and group) with one statement of that kind: each gets
+ * its own answer or error envelope on ctx (ctx->err). h_claims.c: single-item claims of one
+ * flow step; h_jobs.c: single dispositions. */
+void vd_claims_serve(vd_ctx **ctxs, size_t n);
+void vd_dispositions_serve(vd_ctx **ctxs, size_t n);
 
 /* The request's database connection, acquired on first use. VD_ERR_DATABASE_UNAVAILABLE
  * (recorded on ctx) when none can be had. */

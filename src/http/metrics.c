@@ -351,6 +351,31 @@ void vd_metrics_waiters_add(int delta)
 
 static unsigned long evicted; /* atomic */
 
+/* coalesced statements and the requests they served, by kind (0 claims, 1 dispositions) */
+static unsigned long coalesced_stmts[2], coalesced_reqs[2]; /* atomic */
+
+void vd_metrics_observe_coalesced(bool dispositions, size_t requests)
+{
+    __atomic_fetch_add(&coalesced_stmts[dispositions], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&coalesced_reqs[dispositions], requests, __ATOMIC_RELAXED);
+}
+
+static void render_coalesced(vd_buf *out)
+{
+    static const char *const kinds[] = {"claim", "disposition"};
+    vd_buf_printf(out, "# HELP verdict_coalesced_statements_total Statements that served "
+                       "coalesced single-item requests, by kind.\n"
+                       "# TYPE verdict_coalesced_statements_total counter\n");
+    for (int k = 0; k < 2; k++)
+        vd_buf_printf(out, "verdict_coalesced_statements_total{kind=\"%s\"} %lu\n", kinds[k],
+                      __atomic_load_n(&coalesced_stmts[k], __ATOMIC_RELAXED));
+    vd_buf_printf(out, "# HELP verdict_coalesced_requests_total Requests those statements "
+                       "served, by kind.\n# TYPE verdict_coalesced_requests_total counter\n");
+    for (int k = 0; k < 2; k++)
+        vd_buf_printf(out, "verdict_coalesced_requests_total{kind=\"%s\"} %lu\n", kinds[k],
+                      __atomic_load_n(&coalesced_reqs[k], __ATOMIC_RELAXED));
+}
+
 void vd_metrics_connection_evicted(void)
 {
     __atomic_fetch_add(&evicted, 1, __ATOMIC_RELAXED);
@@ -385,6 +410,7 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   "verdict_http_connections_evicted_total %lu\n",
                   __atomic_load_n(&evicted, __ATOMIC_RELAXED));
     render_http(out);
+    render_coalesced(out);
     render_sweeper(out, in->sweeper);
     render_otlp(out);
     /* the database families are left out (not failed) while the database is down:

@@ -23,6 +23,8 @@ void vd_metrics_observe_label_disagreement(const char *label, const char *text);
 void vd_metrics_observe_lint_signal(const char *signal);
 /* Long-poll claims parked (verdict_claim_waiters) changed by delta (waiters.c). */
 void vd_metrics_waiters_add(int delta);
+/* One coalesced statement served `requests` single-item claims or dispositions (server.c). */
+void vd_metrics_observe_coalesced(bool dispositions, size_t requests);
 /* One connection closed to keep the global connection cap (guard.c). */
 void vd_metrics_connection_evicted(void);
 /* What one scrape shows besides the in-process counters. */

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "verdict/coalesce.h"
 #include "verdict/store.h"
 #include "verdict/store/listen.h"
 #include "verdict/server.h"
@@ -43,6 +44,8 @@ struct vd_server {
     vd_listener *listener; /* their notifications (store/listen.c) */
     int stopping;          /* vd_server_stop began: refuse new requests (atomic) */
     vd_otlp *otlp;         /* span export (VERDICT_OTLP_ENDPOINT), or NULL */
+    vd_coalescer *claims;  /* single-item claims, grouped by flow step (coalesce.h), or NULL */
+    vd_coalescer *disps;   /* single dispositions, one group */
 };
 
 typedef enum req_state {
@@ -61,6 +64,9 @@ typedef struct vd_req {
     vd_server *srv;
     vd_waiter waiter; /* while parked (a long-poll claim) */
 } vd_req;
+
+/* The most requests one coalesced statement serves. */
+#define VD_COALESCE_BATCH 100
 
 static void req_free(vd_req *r)
 {
@@ -312,7 +318,7 @@ static void run_request(vd_req *r)
     ctx->err = dispatch(ctx, r);
     vd_db_release(ctx->db, ctx->dbc); /* rolls back anything a failed handler left open */
     ctx->dbc = NULL;
-    if (ctx->park && ctx->err == VD_OK && !ctx->resp_body)
+    if ((ctx->park || ctx->coalesce) && ctx->err == VD_OK && !ctx->resp_body)
         return;
     ctx->park = false;
     if (ctx->err == VD_OK && !ctx->resp_body)
@@ -346,6 +352,56 @@ static vd_park park(vd_req *r, uint64_t seq, bool may_retry)
     return vd_waiters_park(r->srv->waiters, w, seq, may_retry);
 }
 
+/* A request its handler left to a coalescer, answered: resume it (on_access: finish()). */
+static void coalesced_answered(vd_req *r)
+{
+    vd_ctx *ctx = &r->ctx;
+    if (ctx->err == VD_OK && !ctx->resp_body)
+        vd_fail(ctx, VD_ERR_INTERNAL, NULL, "the handler produced no answer");
+    r->state = REQ_READY;
+    MHD_resume_connection(ctx->conn);
+}
+
+/* The coalescers' statement (coalesce.h): items are requests of one kind and group. */
+static void serve_coalesced(void *arg, const char *group, void **items, size_t n)
+{
+    vd_ctx *ctxs[VD_COALESCE_BATCH] = {0};
+    vd_req *reqs[VD_COALESCE_BATCH] = {0};
+    (void)arg;
+    (void)group; /* every request carries its own (coalesce_group) */
+    if (n == 0 || n > VD_COALESCE_BATCH)
+        return; /* the coalescer never hands out more than its max_batch */
+    for (size_t i = 0; i < n; i++) {
+        reqs[i] = items[i];
+        ctxs[i] = &reqs[i]->ctx;
+    }
+    bool claims = ((vd_req *)items[0])->ctx.coalesce == VD_COALESCE_CLAIM;
+    if (claims)
+        vd_claims_serve(ctxs, n);
+    else
+        vd_dispositions_serve(ctxs, n);
+    vd_metrics_observe_coalesced(!claims, n);
+    for (size_t i = 0; i < n; i++) /* r may be freed once resumed: nothing read after */
+        coalesced_answered(reqs[i]);
+}
+
+/* Hand the request to its coalescer. Its group idle: serve it here at once (no hand-off),
+ * what arrives meanwhile waits for a runner; a coalescer that is stopping: serve it here. */
+static void coalesce_submit(vd_req *r)
+{
+    vd_server *srv = r->srv;
+    vd_coalescer *c = r->ctx.coalesce == VD_COALESCE_CLAIM ? srv->claims : srv->disps;
+    char group[VD_COALESCE_GROUP_MAX + 1];
+    void *item = r;
+    snprintf(group, sizeof(group), "%s", r->ctx.coalesce_group); /* r may be freed once served */
+    if (vd_coalescer_lead(c, group)) {
+        serve_coalesced(srv, group, &item, 1);
+        vd_coalescer_led(c, group);
+    } else if (!vd_coalescer_submit(c, group, r)) {
+        serve_coalesced(srv, group, &item, 1);
+    }
+}
+
 static void work(void *item)
 {
     vd_req *r = item;
@@ -357,6 +413,10 @@ static void work(void *item)
         if (woken || runs > 0)
             rerun_reset(r);
         run_request(r);
+        if (r->ctx.coalesce && r->state != REQ_READY) { /* left to a coalescer */
+            coalesce_submit(r);
+            return;
+        }
         if (!r->ctx.park)
             break;
         vd_park p = park(r, seq, runs < 3);
@@ -461,6 +521,7 @@ static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *con
     ctx->method = method;
     ctx->path = url;
     ctx->deadline = r->started + srv->cfg->db_timeout_ms / 1000.0;
+    ctx->coalesce_on = srv->claims && srv->disps;
     vd_trace_begin(&ctx->trace, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
                    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate"));
     if (sane_request_id(rid))
@@ -705,6 +766,8 @@ static void server_free(vd_server *srv)
     vd_store_listen_stop(srv->listener);
     vd_waiters_drain(srv->waiters);
     vd_workers_free(srv->workers);
+    vd_coalescer_free(srv->claims); /* after the workers: they may still submit */
+    vd_coalescer_free(srv->disps);
     vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
@@ -764,6 +827,12 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     srv->guard = vd_guard_start(cfg->read_timeout_ms, cfg->idle_seconds * 1000);
     srv->waiters = vd_waiters_start(cfg->max_waiters, cfg->wait_retry_ms, wake, srv);
     srv->otlp = vd_otlp_start(cfg->otlp_endpoint);
+    if (cfg->coalesce_runners > 0) { /* a flow step's claims: one statement at a time */
+        srv->claims =
+            vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH, 1, serve_coalesced, srv);
+        srv->disps = vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH,
+                                        cfg->coalesce_runners, serve_coalesced, srv);
+    }
     if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
         server_free(srv);
@@ -813,7 +882,9 @@ void vd_server_stop(vd_server *srv)
     vd_store_listen_stop(srv->listener);
     srv->listener = NULL;
     vd_waiters_drain(srv->waiters);
-    vd_workers_stop(srv->workers); /* joined; vd_workers_push refuses from now on */
+    vd_workers_stop(srv->workers);  /* joined; vd_workers_push refuses from now on */
+    vd_coalescer_stop(srv->claims); /* serves what the workers left to them */
+    vd_coalescer_stop(srv->disps);
     await_answers(srv, srv->cfg->read_timeout_ms / 1000.0 + 5.0);
     MHD_stop_daemon(srv->daemon);
     if (lsock != MHD_INVALID_SOCKET)

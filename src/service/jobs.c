@@ -345,6 +345,8 @@ static vd_error apply_tx(vd_conn *c, void *arg)
         return VD_OK;
     if ((rc = claim_next(c, a, nfin)))
         return rc;
+    for (size_t k = 0; k < nfin; k++) /* each its request's trace (a coalesced batch) */
+        a->fin[k].trace_id = a->w[a->fin_of[k]].trace_id;
     /* the last statement: it commits, and its answers are the ones replays get */
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;

@@ -234,6 +234,10 @@ static cJSON *finish_row(const vd_job_finish *w)
         values[k] = json_value(&v[k]);
     }
     cJSON *row = cJSON_CreateObject();
+    if (row && w->trace_id && !cJSON_AddStringToObject(row, "trace_id", w->trace_id)) {
+        cJSON_Delete(row);
+        row = NULL;
+    }
     if (!add_all(row, names, values, NFINISH)) {
         cJSON_Delete(row);
         return NULL;
@@ -262,7 +266,7 @@ static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
     fvalue v[NFINISH];
     char text[NFINISH][32];
     const char *p[NFINISH + 1];
-    p[NFINISH] = c->trace_id[0] ? c->trace_id : NULL;
+    p[NFINISH] = w->trace_id ? w->trace_id : c->trace_id[0] ? c->trace_id : NULL;
     finish_values(w, v);
     for (int k = 0; k < NFINISH; k++) {
         p[k] = text[k];

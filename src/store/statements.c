@@ -23,7 +23,7 @@
     "r AS MATERIALIZED (SELECT *, verdict_tool_result_is_std(tool_result_text,"                    \
     "  tool_result_terminal, disposition, reason_code, to_state) AS tool_result_std"               \
     " FROM jsonb_to_recordset($1::jsonb) AS r(ord integer" VD_FINISH_COLUMNS(                      \
-        FINISH_COLUMN_DEF) "))"
+        FINISH_COLUMN_DEF) ", trace_id text))"
 
 /* The lock statements' view of the answer a finished job keeps (sql/0026_answers_in_jobs.sql):
  * whether `request` is the request it answered (jsonb equality by digest; the request, up to a
@@ -275,6 +275,60 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "       AND it.id < " ITEMS_BELOW " AND it.id >= (SELECT lo FROM w)"
          "       ORDER BY it.id DESC LIMIT $4) s"},
 
+    /* claim_many: the claims of one item each that many requests of one flow step made at
+     * once (service/coalesce.c), one statement: $2 holds one row per request (ord 0..n-1,
+     * its worker, version, lease, actor, trace and span), $3 is n. The n candidates are
+     * numbered in claim order and candidate k goes to request k: each gets its own job
+     * and token (the job's row records the claim), or nothing when fewer were claimable. One row per request: its
+     * ord and answer, the claim's answer for one item; NULL answers in a keyed flow step
+     * (each request then claims alone, with limits). */
+    [VD_SQL_CLAIM_MANY] =
+        {"claim_many",
+         "WITH r AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(ord integer,"
+         "  worker text, version text, lease integer, actor text, trace text, span text)),"
+         " locked AS ("
+         "  SELECT id, state, attempts, priority, available_at FROM items"
+         "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
+         "    AND available_at <= now()"
+         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         "                    AND (f.paused OR f.keyed))"
+         /* priority with aging: items_claimable (sql/0037_priority_fairness.sql) */
+         "  ORDER BY verdict_claim_rank(available_at, priority), id"
+         "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
+         " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"
+         "  (SELECT *, (row_number() OVER (ORDER BY verdict_claim_rank(available_at, priority),"
+         "   id) - 1)::integer AS n FROM locked) l JOIN r ON r.ord = l.n),"
+         " j AS ("
+         /* the job's row records the claim (claim_from, claim_actor: sql/0039), in ord order */
+         "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
+         "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
+         "                    claim_span_id, claim_from, claim_actor)"
+         "  SELECT c.id, $1, c.worker, c.attempts + 1, gen_random_uuid(),"
+         "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"
+         "         c.state, c.actor"
+         "  FROM cand c ORDER BY c.ord"
+         "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
+         " u AS ("
+         "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
+         "    claim_token = j.claim_token, current_job_id = j.id,"
+         "    lease_expires_at = j.lease_expires_at, updated_at = now()"
+         "  FROM j JOIN item_sources s ON s.id = j.item_id"
+         "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
+         "  RETURNING i.id, verdict_item_json(i, s) AS item,"
+         "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
+         "      THEN verdict_item_review(i.id) END AS review)"
+         " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         "                          AND f.keyed AND NOT f.paused) THEN NULL"
+         "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
+         "  ELSE json_build_object('claims', json_build_array(json_build_object("
+         "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
+         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
+         "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
+         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+         "   'review', u.review)))::text END"
+         " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"
+         " LEFT JOIN u ON u.id = c.id ORDER BY r.ord"},
+
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
      * database clock is used. A paused flow step yields nothing. */
@@ -514,7 +568,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " uj AS ("
          "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
          "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
-         "    disposition_trace_id = $2::text,"
+         "    disposition_trace_id = coalesce(r.trace_id, $2::text),"
          /* each end recorded by its job's row, in job id order (sql/0039) */
          "    finish_seq = sq.seq, finish_cause = r.cause, finish_to = r.to_state,"
          "    finish_forced = r.forced, finish_actor = r.actor,"

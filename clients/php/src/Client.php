@@ -221,15 +221,24 @@ final class Client
     }
 
     /**
-     * POST /v1/jobs/{id}/disposition: complete, reject_source, defer_item, fail.
+     * POST /v1/jobs/{id}/disposition: complete, reject_source, defer_item, fail. With
+     * $claimNext (1..100) the same call claims the next items of the job's flow step for the
+     * same worker, in the same transaction: JobResult::claims() (an identical repeat answers
+     * the same claims).
      *
      * @param array<string, mixed> $fields reason_code, reason, manual_review, retry_after_seconds, error, retryable, force, engine_data, usage;
      *        claim_next, lease_seconds, limit_keys (the worker's keys for those claims), estimated_tokens
      */
-    public function disposition(Claim|int $job, string $disposition, array $fields = [], ?string $token = null): JobResult
+    public function disposition(Claim|int $job, string $disposition, array $fields = [], ?string $token = null, int $claimNext = 0, ?int $leaseSeconds = null): JobResult
     {
         [$id, $body] = $this->jobBody($job, $token);
         $body = $body + ['disposition' => $disposition] + $fields;
+        if ($claimNext > 0) { // the next items of the job's flow step, in the same transaction
+            $body['claim_next'] = $claimNext;
+            if ($leaseSeconds !== null) {
+                $body['lease_seconds'] = $leaseSeconds;
+            }
+        }
         return JobResult::fromArray($this->call('POST', "/v1/jobs/$id/disposition", $body, retryTransport: true));
     }
 

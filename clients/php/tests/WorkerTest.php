@@ -44,6 +44,22 @@ final class WorkerTest extends TestCase
         self::assertStringContainsString('model timed out', (string) $c->getItem($ids[3])->item->lastReason);
     }
 
+    public function testTheLastDispositionOfABatchClaimsTheNext(): void
+    {
+        $t = new RecordingTransport();
+        $c = $this->client('worker', ['transport' => $t]);
+        $flow = $this->flow('next');
+        $this->seed($this->client(), $flow, 7);
+        $worker = new Worker($c, $flow, 'php-worker@3', ['limit' => 3, 'heartbeat_every' => 3600.0]);
+        $report = $worker->run(fn (Claim $cl): Decision => Decision::complete());
+        self::assertSame(7, $report->claimed);
+        self::assertSame(['complete' => 7], $report->dispositions);
+        $claims = \count(array_filter($t->sent, static fn (array $s): bool => str_ends_with($s['url'], '/v1/claims')));
+        self::assertSame(1, $claims, 'one claim call; every later batch came with a disposition (claim_next)');
+        $plain = new Worker($c, $flow, 'php-worker@4', ['claim_next' => false]);
+        self::assertSame(0, $plain->run(fn (Claim $cl): Decision => Decision::complete())->claimed);
+    }
+
     public function testReleasesHeldClaimsWhenTheTimeLimitIsNear(): void
     {
         $c = $this->client('worker');

@@ -39,6 +39,24 @@ final class JobResult
     }
 
     /**
+     * The claims a disposition with claim_next made for the same worker (its next items;
+     * empty when it asked for none or none was claimable).
+     *
+     * @return list<Claim>
+     */
+    public function claims(): array
+    {
+        $claims = $this->raw['claims'] ?? [];
+        return \is_array($claims) ? array_values(array_map(static fn (array $c): Claim => Claim::fromArray($c), $claims)) : [];
+    }
+
+    /** Whether the answer carries claim_next's claims (the call asked for some). */
+    public function hasClaims(): bool
+    {
+        return \is_array($this->raw['claims'] ?? null);
+    }
+
+    /**
      * The text to hand back to the model as the tool call's result (`tool_result.text`; null
      * when the answer has none: a session outcome or a release, or an older server).
      */

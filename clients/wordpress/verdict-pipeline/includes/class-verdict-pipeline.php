@@ -162,7 +162,8 @@ final class Verdict_Pipeline
             $client->client(),
             (string) self::setting('flow_step_id'),
             (string) self::setting('worker_id'),
-            ['limit' => (int) self::setting('batch'), 'safety_margin' => 10.0]
+            // dispose-and-claim-next: the last disposition of a batch claims the next batch
+            ['limit' => (int) self::setting('batch'), 'safety_margin' => 10.0, 'claim_next' => true]
         );
         try {
             $report = $worker->run([self::class, 'processItem'], (int) self::setting('max_items'));

@@ -73,6 +73,8 @@ typedef struct vd_config {
     char *tls_key_file;  /* its PEM private key; set exactly when tls_cert_file is */
     char *tls_priority;  /* VERDICT_TLS_PRIORITY (GnuTLS priority string); NULL: the default */
     char *otlp_endpoint; /* VERDICT_OTLP_ENDPOINT: http://host:port[/path]; NULL: no export */
+    /* threads per coalescer (claims, dispositions; coalesce.h); 0: no coalescing */
+    int coalesce_runners;
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

@@ -39,7 +39,9 @@ typedef struct vd_job_write {
      * copy of the write. It runs again when the transaction is retried. */
     vd_error (*decide)(vd_conn *c, const vd_job_snapshot *snap, struct vd_job_write *w, void *arg);
     void *decide_arg;
-    bool record_only; /* store the adjudication on the job; leave item and job status as is */
+    bool record_only;     /* store the adjudication on the job; leave item and job status as is */
+    const char *trace_id; /* the request's trace id when it is not the connection's (a
+                             coalesced disposition), or NULL */
 } vd_job_write;
 
 typedef struct vd_job_answer {

@@ -111,7 +111,8 @@ typedef struct vd_job_finish {
      * member when the text is NULL */
     const char *tool_result_text;
     bool tool_result_terminal;
-    const char *claims; /* claim_next's {"claims":[...]} closing the kept answer, or NULL */
+    const char *claims;   /* claim_next's {"claims":[...]} closing the kept answer, or NULL */
+    const char *trace_id; /* the finishing request's trace id; NULL: the connection's */
 } vd_job_finish;
 
 /* Apply w[0..n) (distinct jobs) in one statement and commit; answers[k] receives the kept

@@ -1,0 +1,86 @@
+/* coalesce.c - the store's side of coalesced requests (verdict/store/coalesce.h): many single-item
+ * claims of one flow step in one statement (claim_many), its requests as one JSON array. */
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "verdict/store/coalesce.h"
+
+static cJSON *str_or_null(const char *s)
+{
+    return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* claim_many's $2: [{"ord","worker","version","lease","actor","trace","span"}...]. */
+static char *claim_rows(const vd_claim_one *reqs, size_t n)
+{
+    static const char *const names[] = {"ord",   "worker", "version", "lease",
+                                        "actor", "trace",  "span"};
+    cJSON *rows = cJSON_CreateArray();
+    bool ok = rows != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        const vd_claim_one *q = &reqs[i];
+        cJSON *row = cJSON_CreateObject();
+        cJSON *values[] = {cJSON_CreateNumber((double)i),
+                           cJSON_CreateString(q->worker_id),
+                           str_or_null(q->worker_version),
+                           cJSON_CreateNumber((double)q->lease_seconds),
+                           cJSON_CreateString(q->actor),
+                           str_or_null(q->trace_id),
+                           str_or_null(q->trace_id && *q->trace_id ? q->span_id : NULL)};
+        ok = row != NULL;
+        for (int k = 0; k < 7; k++) {
+            if (values[k] && row)
+                cJSON_AddItemToObject(row, names[k], values[k]);
+            else {
+                cJSON_Delete(values[k]);
+                ok = false;
+            }
+        }
+        if (row)
+            cJSON_AddItemToArray(rows, row);
+    }
+    char *text = ok ? cJSON_PrintUnformatted(rows) : NULL;
+    cJSON_Delete(rows);
+    return text;
+}
+
+/* The answers of claim_many's rows (ord, answer) into reqs; all or none. */
+static vd_error read_answers(const PGresult *res, vd_claim_one *reqs, size_t n)
+{
+    vd_error rc = PQntuples(res) == (int)n ? VD_OK : VD_ERR_INTERNAL;
+    for (int r = 0; rc == VD_OK && r < PQntuples(res); r++) {
+        long i = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (i < 0 || (size_t)i >= n || reqs[i].body)
+            rc = VD_ERR_INTERNAL;
+        else if (!PQgetisnull(res, r, 1))
+            rc = vd_sql_dup(res, r, 1, &reqs[i].body);
+    }
+    for (size_t i = 0; rc && i < n; i++) {
+        free(reqs[i].body);
+        reqs[i].body = NULL;
+    }
+    return rc;
+}
+
+vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs, size_t n)
+{
+    char *rows = claim_rows(reqs, n);
+    vd_i64_text count = vd_i64_text_of((int64_t)n);
+    const char *p[] = {flow_step_id, rows, count.s};
+    PGresult *res = NULL;
+    vd_error rc = VD_ERR_INTERNAL;
+    for (size_t i = 0; i < n; i++)
+        reqs[i].body = NULL;
+    if (rows) /* alone: BEGIN, generic plan, the claim, COMMIT in one round trip */
+        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY, 3, p, &res);
+    free(rows);
+    if (rc == VD_OK)
+        rc = read_answers(res, reqs, n);
+    PQclear(res);
+    return rc;
+}

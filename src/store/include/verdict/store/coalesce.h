@@ -1,0 +1,27 @@
+/* store/coalesce.h - the store's statements for coalesced requests (store/coalesce.c): many
+ * single-item claims of one flow step in one statement. */
+#ifndef VERDICT_STORE_COALESCE_H
+#define VERDICT_STORE_COALESCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "verdict/error.h"
+#include "verdict/store.h"
+
+/* One request's claim of one item: what it asks for, and its answer. */
+typedef struct vd_claim_one {
+    const char *worker_id, *worker_version, *actor; /* worker_version: or NULL */
+    const char *trace_id, *span_id;                 /* the request's trace, or NULL */
+    int64_t lease_seconds;
+    char *body; /* out: the claim's answer {"claims":[...]} (malloc'd); NULL in a keyed flow step */
+} vd_claim_one;
+
+/* Claim one item for each of reqs[0..n) in flow_step_id, in one statement and transaction
+ * (claim_many): request k gets the k-th claimable item in claim order, or an answer without
+ * claims. A keyed flow step claims nothing and leaves every body NULL (the caller claims
+ * each alone, with limits). On an error no body is set. */
+VD_MUST_USE vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
+                                         size_t n);
+
+#endif

@@ -1,0 +1,227 @@
+/* test_coalesce.c - coalesced single-item claims and dispositions (coalesce.h) under many real
+ * concurrent clients on two verdictd replicas sharing the database: every item is handed out
+ * once, every request gets a job of its own (the job claimed for worker wN is the one wN
+ * finishes, with wN's token), a wrong token or a call on a finished job in the same group
+ * answers only its own request with its own error, an identical repeat replays, and the
+ * statements did serve several requests at once (verdict_coalesced_*_total). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vt.h"
+#include "vt_api.h"
+
+#define CLIENTS 48
+#define ITEMS 3000
+#define FLOW "co"
+
+static vt_server srv[2];
+
+typedef struct run {
+    _Atomic int claimed[ITEMS];
+    _Atomic long errors5xx, unexpected, completes, replays, lost, finalized;
+    int64_t first_id;
+    char first_error[400];
+    _Atomic int noted;
+} run;
+
+static run R;
+
+typedef struct client {
+    int index;
+} client;
+
+static void note(const char *what, const vt_resp *r)
+{
+    atomic_fetch_add(&R.unexpected, 1);
+    if (atomic_fetch_add(&R.noted, 1) == 0)
+        snprintf(R.first_error, sizeof(R.first_error), "%s: %ld %.300s", what, r->status,
+                 r->body ? r->body : "");
+}
+
+static bool is_error(const vt_resp *r, long status, const char *code)
+{
+    const char *error = vt_str(r->json, "error");
+    return r->status == status && error && strcmp(error, code) == 0;
+}
+
+/* One claimed job: sometimes a wrong token first, then the right call, then its identical
+ * repeat, sometimes a different call on the finished job. */
+static void finish(const vt_server *s, const vt_claim *cl, int who, int cycle)
+{
+    char members[160];
+    snprintf(members, sizeof(members),
+             "\"disposition\": \"complete\", \"engine_data\": {\"by\": \"w%d\"}", who);
+    if (cycle % 5 == 1) {
+        vt_claim bad = *cl;
+        snprintf(bad.token, sizeof(bad.token), "00000000-0000-4000-8000-000000000000");
+        vt_resp b = vt_dispose(s, &bad, members);
+        if (is_error(&b, 409, "claim_lost"))
+            atomic_fetch_add(&R.lost, 1);
+        else
+            note("wrong token", &b);
+        vt_resp_free(&b);
+    }
+    vt_resp d = vt_dispose(s, cl, members);
+    if (d.status >= 500 || d.status == 0)
+        atomic_fetch_add(&R.errors5xx, 1);
+    if (d.status == 200 && vt_num(d.json, "job.id") == (double)cl->job_id &&
+        !cJSON_IsTrue(cJSON_GetObjectItem(d.json, "replayed")))
+        atomic_fetch_add(&R.completes, 1);
+    else
+        note("complete", &d);
+    vt_resp_free(&d);
+    if (cycle % 3 == 0) { /* the identical call again: the kept answer */
+        vt_resp again = vt_dispose(&srv[(who + 1) % 2], cl, members);
+        if (again.status == 200 && cJSON_IsTrue(cJSON_GetObjectItem(again.json, "replayed")))
+            atomic_fetch_add(&R.replays, 1);
+        else
+            note("replay", &again);
+        vt_resp_free(&again);
+    }
+    if (cycle % 7 == 2) { /* another call on the finished job */
+        vt_resp other = vt_dispose(s, cl,
+                                   "\"disposition\": \"fail\", \"error\": \"x\","
+                                   " \"retryable\": false");
+        if (is_error(&other, 409, "job_finalized"))
+            atomic_fetch_add(&R.finalized, 1);
+        else
+            note("finalized", &other);
+        vt_resp_free(&other);
+    }
+}
+
+static void *client_main(void *p)
+{
+    const client *c = p;
+    const vt_server *s = &srv[c->index % 2];
+    char body[200];
+    int idle = 0;
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"" FLOW "\", \"worker_id\": \"w%d\", \"lease_seconds\": 600}",
+             c->index);
+    for (int cycle = 0; idle < 2; cycle++) {
+        vt_resp r = vt_http(s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+        const cJSON *claims = cJSON_GetObjectItem(r.json, "claims");
+        if (r.status >= 500 || r.status == 0)
+            atomic_fetch_add(&R.errors5xx, 1);
+        if (r.status != 200 || cJSON_GetArraySize(claims) > 1)
+            note("claim", &r);
+        if (r.status != 200 || cJSON_GetArraySize(claims) != 1) {
+            idle++;
+            vt_resp_free(&r);
+            continue;
+        }
+        const cJSON *j = cJSON_GetArrayItem(claims, 0);
+        vt_claim cl = {(int64_t)vt_num(j, "job_id"), (int64_t)vt_num(j, "item.id"), 1, ""};
+        snprintf(cl.token, sizeof(cl.token), "%s", vt_str(j, "claim_token"));
+        long idx = (long)(cl.item_id - R.first_id);
+        if (idx >= 0 && idx < ITEMS)
+            atomic_fetch_add(&R.claimed[idx], 1);
+        vt_resp_free(&r);
+        finish(s, &cl, c->index, cycle);
+    }
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* The sum of a counter's samples with the given label on both servers. */
+static long metric(const char *name, const char *kind)
+{
+    char prefix[160];
+    long sum = 0;
+    snprintf(prefix, sizeof(prefix), "%s{kind=\"%s\"} ", name, kind);
+    for (int i = 0; i < 2; i++) {
+        vt_resp r = vt_http(&srv[i], "GET", "/metrics", VT_READER, NULL, NULL);
+        const char *at = r.body ? strstr(r.body, prefix) : NULL;
+        assert_non_null(at);
+        sum += strtol(at + strlen(prefix), NULL, 10);
+        vt_resp_free(&r);
+    }
+    return sum;
+}
+
+static void test_coalesced_cycles(void **state)
+{
+    pthread_t t[CLIENTS];
+    client args[CLIENTS];
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" FLOW "')");
+    vt_seed_items(FLOW, "item-", ITEMS, 5, 3);
+    R.first_id = vt_sql_long("SELECT min(id) FROM items WHERE flow_step_id = '" FLOW "'");
+    for (int i = 0; i < CLIENTS; i++) {
+        args[i] = (client){i};
+        assert_int_equal(pthread_create(&t[i], NULL, client_main, &args[i]), 0);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(t[i], NULL);
+    if (atomic_load(&R.unexpected))
+        fail_msg("%ld unexpected answers; the first: %s", atomic_load(&R.unexpected),
+                 R.first_error);
+    assert_int_equal(atomic_load(&R.errors5xx), 0);
+    assert_int_equal(atomic_load(&R.completes), ITEMS);
+    assert_true(atomic_load(&R.lost) > 0 && atomic_load(&R.replays) > 0 &&
+                atomic_load(&R.finalized) > 0);
+    for (int i = 0; i < ITEMS; i++) {
+        if (atomic_load(&R.claimed[i]) != 1)
+            fail_msg("item %d was handed out %d times", i, atomic_load(&R.claimed[i]));
+    }
+    /* each job was finished by the worker it was claimed for, each item has one job */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '" FLOW "'"
+                                 " AND status = 'completed' AND engine_data->>'by' = worker_id"),
+                     ITEMS);
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs"
+                                 " WHERE flow_step_id = '" FLOW "'"),
+                     ITEMS);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i"
+                                 " ON i.id = t.item_id WHERE i.flow_step_id = '" FLOW "'"
+                                 " AND t.cause IN ('claim', 'complete')"),
+                     2 * ITEMS);
+    /* each job kept its own request's trace */
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT disposition_trace_id) FROM jobs"
+                                 " WHERE flow_step_id = '" FLOW "'"),
+                     ITEMS);
+    /* and the statements served several requests at once */
+    long cs = metric("verdict_coalesced_statements_total", "claim");
+    long cr = metric("verdict_coalesced_requests_total", "claim");
+    long ds = metric("verdict_coalesced_statements_total", "disposition");
+    long dr = metric("verdict_coalesced_requests_total", "disposition");
+    print_message("claims: %ld requests in %ld statements; dispositions: %ld in %ld\n", cr, cs, dr,
+                  ds);
+    assert_true(cr >= ITEMS && cr > cs);
+    assert_true(dr >= ITEMS && dr > ds);
+}
+
+static int setup(void **state)
+{
+    static const char *env[] = {"VERDICT_LOG_LEVEL=warn", NULL};
+    (void)state;
+    vt_db_setup();
+    vt_server_start(&srv[0], env);
+    vt_server_start(&srv[1], env);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    vt_server_stop(&srv[1]);
+    vt_server_stop(&srv[0]);
+    vt_db_teardown();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_coalesced_cycles),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
