@@ -279,9 +279,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * once (service/coalesce.c), one statement: $2 holds one row per request (ord 0..n-1,
      * its worker, version, lease, actor, trace and span), $3 is n. The n candidates are
      * numbered in claim order and candidate k goes to request k: each gets its own job
-     * and token (the job's row records the claim), or nothing when fewer were claimable. One row per request: its
-     * ord and answer, the claim's answer for one item; NULL answers in a keyed flow step
-     * (each request then claims alone, with limits). */
+     * and token (the job's row records the claim), or nothing when fewer were claimable. One row
+     * per request: its ord and answer, the claim's answer for one item; NULL answers in a keyed
+     * flow step (each request then claims alone, with limits). */
     [VD_SQL_CLAIM_MANY] =
         {"claim_many",
          "WITH r AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(ord integer,"

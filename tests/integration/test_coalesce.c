@@ -180,7 +180,7 @@ static void test_coalesced_cycles(void **state)
     assert_int_equal(vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs"
                                  " WHERE flow_step_id = '" FLOW "'"),
                      ITEMS);
-    assert_int_equal(vt_sql_long("SELECT count(*) FROM transitions t JOIN items i"
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN items i"
                                  " ON i.id = t.item_id WHERE i.flow_step_id = '" FLOW "'"
                                  " AND t.cause IN ('claim', 'complete')"),
                      2 * ITEMS);
