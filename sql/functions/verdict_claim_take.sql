@@ -28,7 +28,7 @@ BEGIN
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),
      u AS (
-      UPDATE items i SET state = 'claimed', attempts = j.attempt,
+      UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,
         claim_token = j.claim_token, current_job_id = j.id,
         lease_expires_at = j.lease_expires_at, updated_at = now()
       FROM j JOIN item_sources s ON s.id = j.item_id
@@ -39,7 +39,7 @@ BEGIN
           THEN verdict_item_review(i.id) END AS review),
      t AS (
       INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause, actor)
-      SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', p_actor
+      SELECT c.id, j.id, c.state, verdict_transition(c.state, 'claim'), 'processing', 'claim', p_actor
       FROM cand c JOIN j ON j.item_id = c.id)
     SELECT json_build_object('claims', coalesce(json_agg(json_build_object(
        'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,

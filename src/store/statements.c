@@ -122,7 +122,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ORDER BY i.lease_expires_at LIMIT $1 FOR NO KEY UPDATE OF dj, i SKIP LOCKED),"
          " u AS ("
          "  UPDATE items i SET"
-         "    state = CASE WHEN i.failures + 1 < i.max_attempts THEN 'deferred' ELSE 'failed' END,"
+         "    state = verdict_transition(i.state, 'lease_expired', i.failures, i.max_attempts),"
          "    failures = least(i.failures + 1, i.max_attempts), available_at = now(),"
          "    lease_expires_at = NULL,"
          "    claim_token = NULL, last_reason_code = 'lease_expired',"
@@ -291,7 +291,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "         now() + $4 * interval '1 second', $6, $4::integer, $7, $8 FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
-         "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
+         "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"
          "    claim_token = j.claim_token, current_job_id = j.id,"
          "    lease_expires_at = j.lease_expires_at, updated_at = now()"
          /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
@@ -306,7 +306,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           actor)"
-         "  SELECT c.id, j.id, c.state, 'claimed', 'processing', 'claim', $5"
+         "  SELECT c.id, j.id, c.state, verdict_transition(c.state, 'claim'), 'processing',"
+         "         'claim', $5"
          "  FROM cand c JOIN j ON j.item_id = c.id)"
          /* NULL for a keyed flow step that is not paused: the store claims with limits */
          " SELECT CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
@@ -620,7 +621,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"resolve_one",
          "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = $2, last_reason_code = $3, last_reason = $4,"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'resolve_' || $2::text),"
+         "    last_reason_code = $3, last_reason = $4,"
          "    updated_at = now()"
          "  FROM cur JOIN item_sources s ON s.id = cur.id"
          "  WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
@@ -628,7 +630,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
          "                                 reason, actor)"
-         "  SELECT u.id, cur.state, $2, 'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
+         "  SELECT u.id, cur.state, verdict_transition(cur.state, 'resolve_' || $2::text),"
+         "         'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
          "  RETURNING verdict_transition_json(tr) AS tj)"
          " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
          "                    FROM u, t) FROM cur"},
@@ -643,13 +646,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    AND ($3::text IS NULL OR last_reason_code = $3)"
          "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
          " u AS ("
-         "  UPDATE items i SET state = $5, last_reason_code = $6, last_reason = $7,"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'resolve_' || $5::text),"
+         "    last_reason_code = $6, last_reason = $7,"
          "    updated_at = now()"
          "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT cur.id, cur.state, $5, 'resolve', $6, $7, $8 FROM cur)"
+         "  SELECT cur.id, cur.state, verdict_transition(cur.state, 'resolve_' || $5::text),"
+         "         'resolve', $6, $7, $8 FROM cur)"
          " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
 
     /* What a bulk requeue or resolve would select now (dry run): ids, lowest first. */
@@ -663,7 +668,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"requeue_one",
          "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'requeue'),"
+         "    available_at = now(),"
          "    failures = CASE WHEN $2 THEN 0 ELSE i.failures END,"
          "    defers = CASE WHEN $2 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $3, updated_at = now()"
@@ -673,7 +679,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $3, $4"
+         "  SELECT u.id, cur.state, verdict_transition(cur.state, 'requeue'), 'requeue',"
+         "         'requeue', $3, $4"
          "  FROM u JOIN cur ON cur.id = u.id)"
          " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM "
          "u)," VD_SQL_ANNOUNCE("u", "") " FROM cur"},
@@ -684,7 +691,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT id, state FROM items" BULK_FILTER
          "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
          " u AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'requeue'),"
+         "    available_at = now(),"
          "    failures = CASE WHEN $9 THEN 0 ELSE i.failures END,"
          "    defers = CASE WHEN $9 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $10, updated_at = now()"
@@ -692,7 +700,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $10, $11"
+         "  SELECT u.id, cur.state, verdict_transition(cur.state, 'requeue'), 'requeue', 'requeue',"
+         "         $10, $11"
          "  FROM u JOIN cur ON cur.id = u.id)"
          " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text, " VD_SQL_ANNOUNCE(
              "u", "") " FROM u"},
@@ -735,7 +744,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_ITEM_RELEASE] =
         {"item_release",
          "WITH ui AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(i.state, 'admin_release'),"
+         "    available_at = now(),"
          "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
          "    last_reason = $3, updated_at = now()"
          "  FROM item_sources s WHERE i.id = $1 AND s.id = $1"
@@ -747,8 +757,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           reason_code, reason, actor)"
-         "  VALUES ($1, $2, 'claimed', 'available', 'released', 'admin_release',"
-         "          'admin_release', $3, $4))"
+         "  VALUES ($1, $2, 'claimed', verdict_transition('claimed', 'admin_release'), 'released',"
+         "          'admin_release', 'admin_release', $3, $4))"
          " SELECT json_build_object('job', uj.job, 'item', ui.item)::text,"
          "  '1 ' || ui.flow_step_id FROM ui, uj"},
 
@@ -1063,13 +1073,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "           AND i.state IN ('deferred', 'failed', 'manual_review', 'rejected')"
          "         ORDER BY i.id FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'requeue'),"
+         "    available_at = now(),"
          "    last_reason_code = 'requeue', last_reason = $2, updated_at = now()"
          "  FROM cur WHERE i.id = cur.id RETURNING i.id, i.flow_step_id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $2, $3 FROM cur)"
+         "  SELECT cur.id, cur.state, verdict_transition(cur.state, 'requeue'), 'requeue',"
+         "         'requeue', $2, $3 FROM cur)"
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
@@ -1168,7 +1180,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"review_one",
          "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = $2,"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'review_' || $2::text),"
          "    available_at = CASE WHEN $2 = 'available' THEN now() ELSE i.available_at END,"
          "    last_reason_code = 'review_answered', last_reason = $3, updated_at = now()"
          "  FROM cur JOIN item_sources s ON s.id = cur.id"
@@ -1177,7 +1189,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
          "                                 reason, actor)"
-         "  SELECT u.id, 'manual_review', $2, 'review', 'review_answered', $3, $4 FROM u"
+         "  SELECT u.id, 'manual_review', u.state, 'review', 'review_answered', $3, $4 FROM u"
          "  RETURNING verdict_transition_json(tr) AS tj)"
          " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
          "                    FROM u, t)," VD_SQL_ANNOUNCE(
