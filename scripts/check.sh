@@ -165,9 +165,10 @@ check_js() { eslint_files $(files 'tests/*.js' 'tests/*.mjs' 'tests/*.cjs' 'benc
 check_js_ui() { eslint_files $(files 'ui/*.js' 'ui/*.mjs'); }
 
 # sql/schema.sql made from the migrations there are now (no PostgreSQL: the MD5 of sql/0*.sql
-# it records; the full comparison is scripts/sql.sh check, the ctest integration.sql_schema)
+# it records; the full comparison is scripts/sql.sh check, the ctest integration.sql_schema),
+# and what transitions.def makes (verdict_transition.sql, docs/architecture.md's drawing)
 check_sql() {
-  scripts/sql.sh stamp
+  scripts/sql.sh stamp && scripts/transitions.sh check
 }
 
 checks=("$@")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/sql.sh - the SQL's generated files, made from a database migrated from zero.
 #
-#   scripts/sql.sh gen      write sql/schema.sql, sql/functions/<name>.sql (and statements)
+#   scripts/sql.sh gen      write sql/schema.sql, sql/functions/<name>.sql (and statements);
+#                           first scripts/transitions.sh gen (verdict_transition.sql)
 #   scripts/sql.sh check    fail when one is stale (needs PostgreSQL; exit 77 without one
 #                           when --need-url is given and VERDICT_TEST_DATABASE_URL is unset)
 #   scripts/sql.sh check --verdictd PATH
@@ -212,6 +213,7 @@ cmd_gen() {
   local prog=""
   [ "${1:-}" = --statements ] && prog=$2
   [ -z "$prog" ] && [ -x build/tests/sql_statements ] && prog=build/tests/sql_statements
+  scripts/transitions.sh gen # sql/functions/verdict_transition.sql from transitions.def
   pg_url
   local db="vd_sqlgen_$$"
   fresh "$db"
@@ -326,6 +328,7 @@ cmd_check() {
   diff -u "$SCHEMA" "$TMPDIR_SQL/schema.sql" ||
     { echo "$SCHEMA: stale (differs from a database migrated from zero): run scripts/sql.sh gen"; rc=1; }
   reconcile_all check "$db" || rc=1
+  scripts/transitions.sh check || rc=1
   fresh "$fdb"
   migrate_plain "$fdb"
   apply_files "$fdb" || { echo "sql/functions/: a file does not apply after the migrations"; rc=1; }
@@ -360,5 +363,5 @@ case ${1:-} in
   gen) shift; cmd_gen "$@" ;;
   check) shift; cmd_check "$@" ;;
   stamp) cmd_stamp ;;
-  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac

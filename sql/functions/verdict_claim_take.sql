@@ -33,7 +33,7 @@ BEGIN
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),
      u AS (
-      UPDATE items i SET state = 'claimed', attempts = j.attempt,
+      UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,
         claim_token = j.claim_token, current_job_id = j.id,
         lease_expires_at = j.lease_expires_at, updated_at = now()
       FROM j JOIN item_sources s ON s.id = j.item_id

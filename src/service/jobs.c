@@ -243,8 +243,9 @@ static vd_error release_churn(vd_conn *c, const vd_config *cfg, const vd_job_sna
 {
     int64_t before = 0, max = cfg->max_releases > 0 ? cfg->max_releases : 2 * snap->max_defers;
     vd_error rc = vd_store_item_releases(c, snap->item_id, &before);
-    if (rc == VD_OK && before + 1 >= max) {
-        o->to_state = VD_ITEM_MANUAL_REVIEW;
+    const vd_transition *churn = vd_transition_find(VD_ITEM_CLAIMED, VD_TR_RELEASE_CHURN, NULL);
+    if (rc == VD_OK && before + 1 >= max && churn) {
+        o->to_state = churn->to;
         o->reason_code = VD_REASON_CHURN;
     }
     return rc;

@@ -122,7 +122,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ORDER BY i.lease_expires_at LIMIT $1 FOR NO KEY UPDATE OF dj, i SKIP LOCKED),"
          " u AS ("
          "  UPDATE items i SET"
-         "    state = CASE WHEN i.failures + 1 < i.max_attempts THEN 'deferred' ELSE 'failed' END,"
+         "    state = verdict_transition(i.state, 'lease_expired', i.failures, i.max_attempts),"
          "    failures = least(i.failures + 1, i.max_attempts), available_at = now(),"
          "    lease_expires_at = NULL,"
          "    claim_token = NULL, last_reason_code = 'lease_expired',"
@@ -309,7 +309,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM cand c ORDER BY c.ord"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
-         "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
+         "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"
          "    claim_token = j.claim_token, current_job_id = j.id,"
          "    lease_expires_at = j.lease_expires_at, updated_at = now()"
          "  FROM j JOIN item_sources s ON s.id = j.item_id"
@@ -354,7 +354,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM cand c"
          "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
          " u AS ("
-         "  UPDATE items i SET state = 'claimed', attempts = j.attempt,"
+         "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"
          "    claim_token = j.claim_token, current_job_id = j.id,"
          "    lease_expires_at = j.lease_expires_at, updated_at = now()"
          /* the ANY keeps a generic plan (LIMIT $3 unknown) on items_pkey, not a seq scan */
@@ -676,7 +676,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"resolve_one",
          "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = $2, last_reason_code = $3, last_reason = $4,"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'resolve_' || $2::text),"
+         "    last_reason_code = $3, last_reason = $4,"
          "    updated_at = now()"
          "  FROM cur JOIN item_sources s ON s.id = cur.id"
          "  WHERE i.id = cur.id AND cur.state IN ('manual_review', 'failed')"
@@ -684,7 +685,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
          "                                 reason, actor)"
-         "  SELECT u.id, cur.state, $2, 'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
+         "  SELECT u.id, cur.state, verdict_transition(cur.state, 'resolve_' || $2::text),"
+         "         'resolve', $3, $4, $5 FROM u JOIN cur ON cur.id = u.id"
          "  RETURNING verdict_transition_json(tr) AS tj)"
          " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
          "                    FROM u, t) FROM cur"},
@@ -699,13 +701,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    AND ($3::text IS NULL OR last_reason_code = $3)"
          "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
          " u AS ("
-         "  UPDATE items i SET state = $5, last_reason_code = $6, last_reason = $7,"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'resolve_' || $5::text),"
+         "    last_reason_code = $6, last_reason = $7,"
          "    updated_at = now()"
          "  FROM cur WHERE i.id = cur.id RETURNING i.id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT cur.id, cur.state, $5, 'resolve', $6, $7, $8 FROM cur)"
+         "  SELECT cur.id, cur.state, verdict_transition(cur.state, 'resolve_' || $5::text),"
+         "         'resolve', $6, $7, $8 FROM cur)"
          " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text FROM u"},
 
     /* What a bulk requeue or resolve would select now (dry run): ids, lowest first. */
@@ -719,7 +723,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"requeue_one",
          "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'requeue'),"
+         "    available_at = now(),"
          "    failures = CASE WHEN $2 THEN 0 ELSE i.failures END,"
          "    defers = CASE WHEN $2 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $3, updated_at = now()"
@@ -729,7 +734,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $3, $4"
+         "  SELECT u.id, cur.state, verdict_transition(cur.state, 'requeue'), 'requeue',"
+         "         'requeue', $3, $4"
          "  FROM u JOIN cur ON cur.id = u.id)"
          " SELECT cur.state, (SELECT json_build_object('item', u.item)::text FROM "
          "u)," VD_SQL_ANNOUNCE("u", "") " FROM cur"},
@@ -740,7 +746,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  SELECT id, state FROM items" BULK_FILTER
          "  ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),"
          " u AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'requeue'),"
+         "    available_at = now(),"
          "    failures = CASE WHEN $9 THEN 0 ELSE i.failures END,"
          "    defers = CASE WHEN $9 THEN 0 ELSE i.defers END,"
          "    last_reason_code = 'requeue', last_reason = $10, updated_at = now()"
@@ -748,7 +755,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT u.id, cur.state, 'available', 'requeue', 'requeue', $10, $11"
+         "  SELECT u.id, cur.state, verdict_transition(cur.state, 'requeue'), 'requeue', 'requeue',"
+         "         $10, $11"
          "  FROM u JOIN cur ON cur.id = u.id)"
          " SELECT coalesce(json_agg(id ORDER BY id), '[]'::json)::text, " VD_SQL_ANNOUNCE(
              "u", "") " FROM u"},
@@ -791,7 +799,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_ITEM_RELEASE] =
         {"item_release",
          "WITH ui AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(i.state, 'admin_release'),"
+         "    available_at = now(),"
          "    lease_expires_at = NULL, claim_token = NULL, last_reason_code = 'admin_release',"
          "    last_reason = $3, updated_at = now()"
          "  FROM item_sources s WHERE i.id = $1 AND s.id = $1"
@@ -803,8 +812,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status, cause,"
          "                           reason_code, reason, actor)"
-         "  VALUES ($1, $2, 'claimed', 'available', 'released', 'admin_release',"
-         "          'admin_release', $3, $4))"
+         "  VALUES ($1, $2, 'claimed', verdict_transition('claimed', 'admin_release'), 'released',"
+         "          'admin_release', 'admin_release', $3, $4))"
          " SELECT json_build_object('job', uj.job, 'item', ui.item)::text,"
          "  '1 ' || ui.flow_step_id FROM ui, uj"},
 
@@ -1148,13 +1157,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "           AND i.state IN ('deferred', 'failed', 'manual_review', 'rejected')"
          "         ORDER BY i.id FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = 'available', available_at = now(),"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'requeue'),"
+         "    available_at = now(),"
          "    last_reason_code = 'requeue', last_reason = $2, updated_at = now()"
          "  FROM cur WHERE i.id = cur.id RETURNING i.id, i.flow_step_id),"
          " t AS ("
          "  INSERT INTO transitions (item_id, from_state, to_state, cause, reason_code, reason,"
          "                           actor)"
-         "  SELECT cur.id, cur.state, 'available', 'requeue', 'requeue', $2, $3 FROM cur)"
+         "  SELECT cur.id, cur.state, verdict_transition(cur.state, 'requeue'), 'requeue',"
+         "         'requeue', $2, $3 FROM cur)"
          " SELECT json_build_object('tool_incident', verdict_tool_incident_json(inc),"
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
@@ -1256,7 +1267,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"review_one",
          "WITH cur AS (SELECT id, state FROM items WHERE id = $1 FOR UPDATE),"
          " u AS ("
-         "  UPDATE items i SET state = $2,"
+         "  UPDATE items i SET state = verdict_transition(cur.state, 'review_' || $2::text),"
          "    available_at = CASE WHEN $2 = 'available' THEN now() ELSE i.available_at END,"
          "    last_reason_code = 'review_answered', last_reason = $3, updated_at = now()"
          "  FROM cur JOIN item_sources s ON s.id = cur.id"
@@ -1265,7 +1276,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " t AS ("
          "  INSERT INTO transitions AS tr (item_id, from_state, to_state, cause, reason_code,"
          "                                 reason, actor)"
-         "  SELECT u.id, 'manual_review', $2, 'review', 'review_answered', $3, $4 FROM u"
+         "  SELECT u.id, 'manual_review', u.state, 'review', 'review_answered', $3, $4 FROM u"
          "  RETURNING verdict_transition_json(tr) AS tj)"
          " SELECT cur.state, (SELECT json_build_object('item', u.item, 'transition', t.tj)::text"
          "                    FROM u, t)," VD_SQL_ANNOUNCE(

@@ -317,10 +317,94 @@ static void test_machine_required_tool_guard(void **state)
     }
 }
 
+/* Budgets a LEFT row applies to, and a SPENT row. */
+static const vd_budgets LEFT = {0, 0, 5, 5}, SPENT = {4, 4, 5, 5};
+
+static bool budget_is(vd_tr_budget b, bool spent)
+{
+    return spent ? b == VD_TR_BUDGET_FAILURE_SPENT || b == VD_TR_BUDGET_DEFER_SPENT
+                 : b == VD_TR_BUDGET_FAILURE_LEFT || b == VD_TR_BUDGET_DEFER_LEFT;
+}
+
+/* Every row of transitions.def names words of the domain and is the move its (from, event)
+ * finds for budgets its guard accepts. */
+static void test_machine_transitions_rows(void **state)
+{
+    (void)state;
+    assert_true(vd_transitions_n > 30);
+    for (size_t i = 0; i < vd_transitions_n; i++) {
+        const vd_transition *t = &vd_transitions[i];
+        if (t->from != VD_ITEM_NONE)
+            assert_non_null(vd_item_state_name(t->from));
+        assert_non_null(vd_item_state_name(t->to));
+        if (t->job_status != VD_JOB_NONE)
+            assert_non_null(vd_job_status_name(t->job_status));
+        assert_non_null(vd_cause_name(t->cause));
+        assert_non_null(vd_tr_event_name(t->event));
+        const vd_budgets *in = budget_is(t->budget, true) ? &SPENT : &LEFT;
+        if (vd_transition_find(t->from, t->event, in) != t)
+            fail_msg("row %zu (%s) is not found", i, vd_tr_event_name(t->event));
+    }
+}
+
+/* Every (from, event) pair the table has no row for is refused, whatever the budgets; a pair
+ * it has is one row, or two that split on the budget (LEFT and SPENT). */
+static void test_machine_transitions_refused(void **state)
+{
+    (void)state;
+    const vd_budgets *budgets[] = {&LEFT, &SPENT, NULL};
+    for (int from = -1; from < VD_ITEM__MAX; from++) {
+        for (int e = 0; e < VD_TR__MAX; e++) {
+            int rows = 0, guarded = 0;
+            for (size_t i = 0; i < vd_transitions_n; i++) {
+                const vd_transition *t = &vd_transitions[i];
+                if ((int)t->from == from && (int)t->event == e) {
+                    rows++;
+                    guarded += budget_is(t->budget, false) || budget_is(t->budget, true);
+                }
+            }
+            if (!(rows == 0 || (rows == 1 && guarded == 0) || (rows == 2 && guarded == 2)))
+                fail_msg("(%d, %s): %d rows, %d guarded", from, vd_tr_event_name(e), rows, guarded);
+            for (size_t b = 0; b < 3; b++) {
+                const vd_transition *t =
+                    vd_transition_find((vd_item_state)from, (vd_tr_event)e, budgets[b]);
+                if (rows == 0 && t)
+                    fail_msg("(%d, %s) is not in the table but accepted", from,
+                             vd_tr_event_name(e));
+                if (rows > 0 && b < 2 && !t)
+                    fail_msg("(%d, %s) is in the table but refused", from, vd_tr_event_name(e));
+            }
+        }
+    }
+}
+
+/* Whatever a holder sends, vd_machine_apply's outcome is a row of the table from claimed. */
+static void test_machine_transitions_apply(void **state)
+{
+    (void)state;
+    const vd_budgets *budgets[] = {&LEFT, &SPENT};
+    for (int k = 0; k < VD_EVENT__MAX; k++) {
+        for (int flags = 0; flags < 8; flags++) {
+            for (size_t b = 0; b < 2; b++) {
+                vd_event ev = {(vd_event_kind)k, flags & 1, (flags & 2) != 0, -1, (flags & 4) != 0};
+                vd_outcome o = vd_machine_apply(budgets[b], &ev, &B, 0.5);
+                const vd_transition *t =
+                    vd_transition_find(VD_ITEM_CLAIMED, vd_machine_event(&ev), budgets[b]);
+                assert_non_null(t);
+                assert_int_equal(o.to_state, t->to);
+                assert_int_equal(o.job_status, t->job_status);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_machine_table_rows),
+        cmocka_unit_test(test_machine_transitions_rows),
+        cmocka_unit_test(test_machine_transitions_refused),
+        cmocka_unit_test(test_machine_transitions_apply),
         cmocka_unit_test(test_machine_delays),
         cmocka_unit_test(test_machine_backoff),
         cmocka_unit_test(test_machine_rate_limited),
