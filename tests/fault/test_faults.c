@@ -149,7 +149,7 @@ static void verify_acks(const load *l, const char *url)
     for (long i = 0; i < l->n_acks; i++) {
         char sql[300];
         snprintf(sql, sizeof(sql),
-                 "SELECT 1 FROM jobs j JOIN items it ON it.id = j.item_id JOIN transitions t"
+                 "SELECT 1 FROM jobs j JOIN items it ON it.id = j.item_id JOIN audit t"
                  " ON t.job_id = j.id AND t.to_state = 'processed' WHERE j.id = %lld"
                  " AND j.status = 'completed' AND it.state = 'processed'",
                  l->acks[i]);
