@@ -9,9 +9,10 @@
 # each read REQS times (default 200) over HTTP with curl (time_total, one client, keep-alive
 # off), printing p50 / p99 / max in milliseconds, and the statement's own mean and max
 # execution time in PostgreSQL (pg_stat_statements; steadier than the HTTP times on a busy
-# machine: it leaves out the HTTP round trip, curl's start and the scheduler's waits):
+# machine: it leaves out the HTTP round trip, curl's start and the scheduler's waits) and its
+# shared buffers per call (hit + read: what the plan touches, whatever the load):
 #   the change feed from the start, from the middle, from the newest 50 (and each of those
-#   with a flow-step filter), and the item and job lists with each filter.
+#   with a flow-step filter), and the item and job lists with each filter, in both orders.
 # EXPLAIN=1 also prints the plans of the feed's statement (auto_explain of verdictd's session).
 # KEEP=1 leaves the cluster running (its directory is printed). Needs curl and python3.
 set -euo pipefail
@@ -98,17 +99,18 @@ probe() {
       "http://127.0.0.1:$PORT$path" >>"$f"
   done
   P -Atc "SELECT round(mean_exec_time::numeric, 2) || ' ' || round(max_exec_time::numeric, 2)
+                 || ' ' || (shared_blks_hit + shared_blks_read) / calls
           FROM pg_stat_statements WHERE calls >= $REQS AND query NOT LIKE '%pg_stat_statements%'
           ORDER BY total_exec_time DESC LIMIT 1" >"$D/db"
   python3 - "$name" "$f" "$D/body" "$D/db" <<'PY'
 import sys
 name, f = sys.argv[1], sys.argv[2]
-db = (open(sys.argv[4]).read().split() + ['-', '-'])[:2]
+db = (open(sys.argv[4]).read().split() + ['-', '-', '-'])[:3]
 rows = [l.split() for l in open(f)]
 codes = sorted({r[0] for r in rows})
 t = sorted(float(r[1]) * 1000 for r in rows)
 q = lambda p: t[min(len(t) - 1, int(p * len(t)))]
-print(f"{name:44s} p50 {q(0.5):7.2f} ms  p99 {q(0.99):7.2f} ms  max {t[-1]:7.2f} ms  db {db[0]} / {db[1]} ms  ({len(t)} x {','.join(codes)}, {len(open(sys.argv[3]).read())} B)")
+print(f"{name:44s} p50 {q(0.5):7.2f} ms  p99 {q(0.99):7.2f} ms  max {t[-1]:7.2f} ms  db {db[0]} / {db[1]} ms  {db[2]} buf  ({len(t)} x {','.join(codes)}, {len(open(sys.argv[3]).read())} B)")
 PY
 }
 probe "feed after=0" "/v1/transitions?after=0"
@@ -124,12 +126,18 @@ probe "items state=available" "/v1/items?state=available"
 probe "items reason_code=spam" "/v1/items?reason_code=spam"
 probe "items worker_id=w7" "/v1/items?worker_id=w7"
 probe "items order=desc worker_id=w7" "/v1/items?order=desc&worker_id=w7"
+probe "items after=middle" "/v1/items?after=$((NI / 2))"
+probe "items order=desc" "/v1/items?order=desc"
+probe "items identifier" "/v1/items?identifier=https://bench.example/4242"
+probe "items identifier_prefix" "/v1/items?identifier_prefix=https://bench.example/42"
 probe "jobs (no filter)" "/v1/jobs"
 probe "jobs flow_step_id" "/v1/jobs?flow_step_id=bench_1"
 probe "jobs status=rejected" "/v1/jobs?status=rejected"
 probe "jobs reason_code=spam" "/v1/jobs?reason_code=spam"
 probe "jobs worker_id=w7" "/v1/jobs?worker_id=w7"
 probe "jobs item_id" "/v1/jobs?item_id=4242"
+probe "jobs order=desc" "/v1/jobs?order=desc"
+probe "jobs trace_id" "/v1/jobs?trace_id=0123456789abcdef0123456789abcdef"
 probe "jobs since=1h ago" "/v1/jobs?since=$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)"
 [ -n "${EXPLAIN:-}" ] && grep -A30 'transitions_feed\|Query Text' "$D/postgres.log" | tail -80
 exit 0

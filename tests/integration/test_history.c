@@ -140,9 +140,9 @@ static void test_feed_reads_a_page(void **state)
 
 /* A filtered list reads a window of at most 10,000 rows past its cursor, however rare its
  * matches (30,000 items and jobs, a worker and a reason code that match none; items by
- * worker: 2,000): both orders, items and jobs; an empty page past a full window says where
- * to go on (next_after), and paging on reaches the end (null). One item's jobs come from
- * jobs_item. */
+ * worker: 2,000): both orders, items (and their sources, every filter) and jobs; an empty page past
+ * a full window says where to go on (next_after), and paging on reaches the end (null). One item's
+ * jobs come from jobs_item. */
 static void test_lists_read_a_window(void **state)
 {
     (void)state;
@@ -161,6 +161,20 @@ static void test_lists_read_a_window(void **state)
         double cap = i == 0 ? 2001 : 10001;
         if (a > cap || d > cap)
             fail_msg("items list %d read %.0f / %.0f rows", i, a, d);
+    }
+    /* item_sources too, by the same window (the planner carries no range across the join):
+     * unfiltered, by flow step, by identifier and its prefix, from the middle; both orders */
+    const char *sources[] = {"NULL, NULL, 0, 100, NULL, NULL, NULL, NULL",
+                             "'win', NULL, 0, 100, NULL, NULL, NULL, NULL",
+                             "NULL, 'available', 15000, 100, NULL, NULL, NULL, NULL",
+                             "NULL, NULL, 0, 100, NULL, NULL, 'nothing', NULL",
+                             "NULL, NULL, 0, 100, NULL, NULL, NULL, 'nothing/'"};
+    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        double a = plan_rows_read(VD_SQL_ITEMS_LIST, LIST_TYPES_ITEMS, sources[i], "item_sources");
+        double d =
+            plan_rows_read(VD_SQL_ITEMS_LIST_DESC, LIST_TYPES_ITEMS, sources[i], "item_sources");
+        if (a > 10001 || d > 10001)
+            fail_msg("items list %zu read %.0f / %.0f item sources", i, a, d);
     }
     const char *jobs[] = {"NULL, NULL, NULL, 0, 100, NULL, 'nobody', NULL, NULL",
                           "NULL, 'failed', NULL, 0, 100, 'no', NULL, NULL, NULL"};
