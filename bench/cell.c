@@ -493,8 +493,8 @@ bool vb_stock_refill(vb_env *e, const vb_options *o, long per_step)
             continue;
         add = per_step - have;
         /* what POST /v1/items writes (sql VD_SQL_ITEMS_INSERT): the item's source and queue
-         * rows (sql/0023_item_sources.sql) and its register transition, which the counters'
-         * fold takes (sql/0019) */
+         * rows (sql/migrations/0023_item_sources.sql) and its register transition, which the
+         * counters' fold takes (sql/migrations/0019) */
         snprintf(sql, sizeof(sql),
                  "WITH src AS (INSERT INTO item_sources (flow_step_id, source_type,"
                  " item_identifier, payload)"

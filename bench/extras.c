@@ -202,7 +202,7 @@ bool vb_stats_run(vb_env *e, const vb_options *o, vb_stats_result *out)
     if (!vb_env_sql(e, sql))
         return false;
     /* states spread over (g / k) so every flow step holds every state; ages over a day */
-    /* both rows of each item (sql/0023_item_sources.sql); the spread is over the id */
+    /* both rows of each item (sql/migrations/0023_item_sources.sql); the spread is over the id */
     snprintf(sql, sizeof(sql),
              "WITH s AS (INSERT INTO item_sources (flow_step_id, source_type, item_identifier,"
              " created_at)"
@@ -230,7 +230,7 @@ bool vb_stats_run(vb_env *e, const vb_options *o, vb_stats_result *out)
                        " FROM items WHERE flow_step_id LIKE 'stats\\_%'"
                        " AND state IN ('processed', 'rejected')") ||
         /* rows written by SQL have no transitions, from which the counters are folded
-         * (sql/0019): count them the way a migration counts what exists */
+         * (sql/migrations/0019): count them the way a migration counts what exists */
         !vb_env_sql(e, "INSERT INTO item_counts AS c SELECT flow_step_id, state, count(*)"
                        " FROM items WHERE flow_step_id LIKE 'stats\\_%' GROUP BY 1, 2"
                        " ON CONFLICT (flow_step_id, state) DO UPDATE SET n = c.n + EXCLUDED.n") ||

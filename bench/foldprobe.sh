@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/foldprobe.sh [VERDICTD] [UNFOLDED...]: what one fold of the counters costs
-# (verdict_compact_counts(), sql/0019 and sql/0024), 0019's function against the schema's own.
+# (verdict_compact_counts(), sql/migrations/0019 and sql/migrations/0024), 0019's function against the schema's own.
 # Starts a throwaway PostgreSQL (scripts/lib.sh; no fsync: the fold's CPU is measured, not the
 # disk), and for each UNFOLDED (default: 20000 100000) makes a database with VERDICTD migrate,
 # seeds BASE (default 200000) done items with a job and two transitions each, all folded, then
@@ -35,7 +35,7 @@ seed() {
   P "$1" -v base="$BASE" -v n="$2" -v tail=$(($2 * 2 / 5)) <<'SQL'
 INSERT INTO flow_steps (flow_step_id) SELECT 'step_' || g FROM generate_series(0, 4) g;
 -- the history, folded already: done items with a claim and a completion each
--- an item is two rows since sql/0023_item_sources.sql: its source, then its queue row
+-- an item is two rows since sql/migrations/0023_item_sources.sql: its source, then its queue row
 WITH s AS (
   INSERT INTO item_sources (flow_step_id, source_type, item_identifier, payload, created_at)
   SELECT 'step_' || (g % 5), 'bench', 'https://bench.example/' || g,

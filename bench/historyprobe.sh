@@ -3,7 +3,7 @@
 # history is large. Starts a throwaway PostgreSQL (scripts/lib.sh; fsync off: reads are
 # measured, not the disk; shared_buffers 512MB), migrates a database with VERDICTD, and seeds
 # directly in SQL (generate_series) ITEMS items (default 1,000,000) in four flow steps, one
-# finished job each (twenty workers; its claim and end on its row, sql/0039: two more rows of
+# finished job each (twenty workers; its claim and end on its row, sql/migrations/0039: two more rows of
 # the history each), and TRANSITIONS transitions (default 10,000,000) spread
 # over the items, made one millisecond apart up to now. Then starts verdictd on it and times
 # each read REQS times (default 200) over HTTP with curl (time_total, one client, keep-alive
@@ -51,7 +51,7 @@ SELECT g, 'bench_' || (g % 4),
        CASE WHEN g % 50 = 0 THEN 'available' WHEN g % 100 = 1 THEN 'rejected' ELSE 'processed' END,
        3, 3, 1, g, CASE WHEN g % 100 = 1 THEN 'spam' END, now() - interval '3 hours'
 FROM generate_series(1, :ni) g;
--- each job records its claim and its end (sql/0039): claims numbered 1..ni, ends ni+1..2ni,
+-- each job records its claim and its end (sql/migrations/0039): claims numbered 1..ni, ends ni+1..2ni,
 -- the transitions after them (one sequence)
 INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, status, claim_token, claimed_at,
                   lease_expires_at, finished_at, disposition, reason_code, claim_from,

@@ -164,7 +164,7 @@ eslint_files() {
 check_js() { eslint_files $(files 'tests/*.js' 'tests/*.mjs' 'tests/*.cjs' 'bench/*.js' 'bench/*.mjs'); }
 check_js_ui() { eslint_files $(files 'ui/*.js' 'ui/*.mjs'); }
 
-# sql/schema.sql made from the migrations there are now (no PostgreSQL: the MD5 of sql/0*.sql
+# sql/schema.sql made from the migrations there are now (no PostgreSQL: the MD5 of sql/migrations/0*.sql
 # it records; the full comparison is scripts/sql.sh check, the ctest integration.sql_schema),
 # and what transitions.def makes (verdict_transition.sql, docs/architecture.md's drawing)
 check_sql() {

@@ -8,7 +8,7 @@
 #   scripts/sql.sh check --verdictd PATH
 #                           also migrate a fresh database with verdictd itself (embedded
 #                           migrations, then the embedded functions/) and compare
-#   scripts/sql.sh stamp    fast, no PostgreSQL: fail when sql/0*.sql changed since gen
+#   scripts/sql.sh stamp    fast, no PostgreSQL: fail when sql/migrations/0*.sql changed since gen
 #   --statements PROGRAM    (gen and check) also sql/statements/<name>.sql, written by the
 #                           test build's sql_statements from src/store/statements.c; gen finds
 #                           build/tests/sql_statements by itself (build it first)
@@ -45,7 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-migrations() { ls sql/[0-9][0-9][0-9][0-9]_*.sql | LC_ALL=C sort; }
+migrations() { ls sql/migrations/[0-9][0-9][0-9][0-9]_*.sql | LC_ALL=C sort; }
 migrations_md5() { migrations | xargs cat | md5sum | cut -d' ' -f1; }
 
 PSQL="$VD_PG_BIN/psql"
@@ -355,7 +355,7 @@ cmd_stamp() {
   want=$(migrations_md5)
   have=$(sed -n 's/^-- migrations-md5: //p' "$SCHEMA" 2>/dev/null | head -1)
   [ "$want" = "$have" ] && return 0
-  echo "$SCHEMA: made from other migrations than sql/0*.sql now: run scripts/sql.sh gen"
+  echo "$SCHEMA: made from other migrations than sql/migrations/0*.sql now: run scripts/sql.sh gen"
   return 1
 }
 

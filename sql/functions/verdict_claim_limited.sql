@@ -24,7 +24,7 @@ BEGIN
     IF paused THEN
         RETURN '{"claims" : []}';
     END IF;
-    -- the passes (sql/0037_priority_fairness.sql): with a fair key, 1: the values no other
+    -- the passes (sql/migrations/0037_priority_fairness.sql): with a fair key, 1: the values no other
     -- claim is visiting, least recently visited first, up to ceil(limit / values) items of
     -- each by rank; 2: the same over the values the claim has not visited, locked or not;
     -- 3 (and the only one without a fair key): every item by rank
@@ -71,7 +71,7 @@ BEGIN
         END IF;
         keys := CASE WHEN c.limit_keys IS NULL THEN p_keys
                      ELSE verdict_keys_union(p_keys, c.limit_keys) END;
-        -- the job's id comes first: its slots name it (sql/0038_slots_held_by_jobs.sql)
+        -- the job's id comes first: its slots name it (sql/migrations/0038_slots_held_by_jobs.sql)
         job := nextval('transitions_id_seq'); -- the jobs' ids and the audit's share it
         cells := CASE WHEN keys IS NULL THEN '{}' ELSE verdict_limit_take(keys, p_est, job) END;
         IF cells IS NULL AND c.limit_keys IS NULL THEN

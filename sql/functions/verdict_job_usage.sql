@@ -13,7 +13,7 @@ BEGIN
     UPDATE jobs SET usage_input_tokens = p_in, usage_output_tokens = p_out,
                     usage_cost_usd = p_cost, usage_model = p_model
      WHERE id = p_job RETURNING * INTO j;
-    -- the sums stats show: the flow step's (key '') and each key's (sql/0038)
+    -- the sums stats show: the flow step's (key '') and each key's (sql/migrations/0038)
     INSERT INTO usage_deltas (flow_step_id, key, input_tokens, output_tokens, cost_usd)
     SELECT j.flow_step_id, k, p_in, p_out, p_cost
       FROM unnest(ARRAY[''] || coalesce(j.limit_keys, '{}')) k;

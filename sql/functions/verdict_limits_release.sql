@@ -6,7 +6,7 @@ CREATE OR REPLACE FUNCTION public.verdict_limits_release()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    -- its slots are free now without a write: they name this job (sql/0038)
+    -- its slots are free now without a write: they name this job (sql/migrations/0038)
     IF EXISTS (SELECT 1 FROM limits l WHERE l.key = ANY (NEW.limit_keys)
                 AND l.waiting_at > now() - interval '30 seconds') THEN
         PERFORM pg_notify('verdict_claimable', '0 ' || NEW.flow_step_id);

@@ -69,7 +69,8 @@ static vd_error normalise_item(vd_ctx *ctx, const cJSON *in, int i, cJSON *batch
     cJSON_AddNumberToObject(o, "delay_seconds", (double)delay);
     cJSON_AddNumberToObject(o, "max_attempts", (double)maxa);
     cJSON_AddNumberToObject(o, "max_defers", (double)maxd);
-    if (keys) /* limit keys: the flow step is claimed with limits (sql/0032_flow_control.sql) */
+    if (keys) /* limit keys: the flow step is claimed with limits
+                 (sql/migrations/0032_flow_control.sql) */
         cJSON_AddItemToObject(o, "limit_keys", cJSON_Parse(keys));
     free(keys);
     cJSON_AddItemToArray(batch, o);
@@ -356,7 +357,7 @@ vd_error vd_h_flow_step_configure(vd_ctx *ctx)
         return rc;
     }
     ch.tools_json = tools;
-    /* a fair key first: the answer below shows it (sql/0037_priority_fairness.sql) */
+    /* a fair key first: the answer below shows it (sql/migrations/0037_priority_fairness.sql) */
     rc = fair ? vd_store_flow_step_fair_key(c, fs, fair) : VD_OK;
     if (rc == VD_OK)
         rc = vd_store_flow_step_configure(c, fs, &ch, &out);

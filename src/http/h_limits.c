@@ -1,7 +1,7 @@
 /* h_limits.c - flow control over HTTP: PUT/GET/DELETE /v1/limits/{key}, GET /v1/limits, and a
  * provider's backoff on a key (POST /v1/limits/{key}/backoff); also the reading of the
  * `limit_keys` member that items and claims carry. The rules live in SQL
- * (sql/0032_flow_control.sql); this file only validates and answers. */
+ * (sql/migrations/0032_flow_control.sql); this file only validates and answers. */
 #include "http_internal.h"
 
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * recorded and what happens to the item next, and a tool failure's hint. The texts speak to
  * the model ("Stop now.") because plugins hand them back verbatim as the tool call's result.
  * Pure; the caller stores the disposition's text in the kept answer so a replay says the same.
- * sql/0028_standard_tool_results.sql renders the texts without a delay in SQL too, and a job
- * keeps only a flag where both agree byte for byte: change a wording in both places
+ * sql/migrations/0028_standard_tool_results.sql renders the texts without a delay in SQL too, and a
+ * job keeps only a flag where both agree byte for byte: change a wording in both places
  * (test_dispositions_standard_tool_results fails when they differ). */
 #include "verdict/tool_result.h"
 

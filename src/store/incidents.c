@@ -1,6 +1,6 @@
-/* incidents.c - the store side of tooling incidents (incidents.h, sql/0014): look up the open
- * incident of a flow step, serialise one template's decisions, open or join an incident,
- * list, read, resolve and requeue. Every statement is in statements.c. */
+/* incidents.c - the store side of tooling incidents (incidents.h, sql/migrations/0014): look up the
+ * open incident of a flow step, serialise one template's decisions, open or join an incident, list,
+ * read, resolve and requeue. Every statement is in statements.c. */
 #include "store_internal.h"
 
 #include <inttypes.h>

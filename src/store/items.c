@@ -273,7 +273,7 @@ static vd_error claim_plain(vd_conn *c, claim_args *a, char **body);
 
 /* A claim naming limit keys or tokens runs claim_limited; any other runs the plain claim,
  * which answers NULL (VD_ERR_NOT_FOUND) in a keyed flow step, claiming nothing: then
- * claim_limited without keys (sql/0032_flow_control.sql). */
+ * claim_limited without keys (sql/migrations/0032_flow_control.sql). */
 static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
 {
     vd_error rc = VD_ERR_NOT_FOUND;

@@ -165,7 +165,7 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
     if (rc)
         return rc;
     /* a lock that waited for a finisher reads the finished row and its kept answer
-     * (sql/0026_answers_in_jobs.sql, verdict_kept_answer) */
+     * (sql/migrations/0026_answers_in_jobs.sql, verdict_kept_answer) */
     rc = read_snapshots(res, n, out);
     PQclear(res);
     return rc;

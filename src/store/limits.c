@@ -1,6 +1,6 @@
 /* limits.c - the store's side of flow control (limits.h): limits per key, a provider's
  * backoff, and the reopening delay of a rate_limited deferral. The claim with limits is in
- * items.c (claim_limited); the rules themselves are SQL (sql/0032_flow_control.sql). */
+ * items.c (claim_limited); the rules themselves are SQL (sql/migrations/0032_flow_control.sql). */
 #include "store_internal.h"
 
 #include <stdio.h>

@@ -18,17 +18,18 @@
 #define FINISH_COLUMN_DEF(col, type, kind, value) ", " #col " " type
 
 /* jobs_finish's input: one row per job with the columns of VD_FINISH_COLUMNS, and whether its
- * tool_result text is the standard one, kept as a flag (sql/0028_standard_tool_results.sql). */
+ * tool_result text is the standard one, kept as a flag
+ * (sql/migrations/0028_standard_tool_results.sql). */
 #define JOBS_FINISH_INPUT                                                                          \
     "r AS MATERIALIZED (SELECT *, verdict_tool_result_is_std(tool_result_text,"                    \
     "  tool_result_terminal, disposition, reason_code, to_state) AS tool_result_std"               \
     " FROM jsonb_to_recordset($1::jsonb) AS r(ord integer" VD_FINISH_COLUMNS(                      \
         FINISH_COLUMN_DEF) ", trace_id text))"
 
-/* The lock statements' view of the answer a finished job keeps (sql/0026_answers_in_jobs.sql):
- * whether `request` is the request it answered (jsonb equality by digest; the request, up to a
- * whole session report, is hashed only for a job that keeps one), and the answer (NULL: none
- * kept; PL/pgSQL entered only for a job that keeps one). */
+/* The lock statements' view of the answer a finished job keeps
+ * (sql/migrations/0026_answers_in_jobs.sql): whether `request` is the request it answered (jsonb
+ * equality by digest; the request, up to a whole session report, is hashed only for a job that
+ * keeps one), and the answer (NULL: none kept; PL/pgSQL entered only for a job that keeps one). */
 #define KEPT_ANSWER(request)                                                                       \
     "CASE WHEN j.answer_digest IS NULL THEN false"                                                 \
     "  ELSE coalesce(j.answer_digest = verdict_request_digest(" request "), false) END,"           \
@@ -174,7 +175,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
         {"items_insert",
          "WITH " ITEMS_INPUT ","
          /* the source row decides: its identity is unique by the identifier's digest
-          * (item_sources_identity, sql/0023_item_sources.sql); the first of duplicates wins */
+          * (item_sources_identity, sql/migrations/0023_item_sources.sql); the first of duplicates
+          * wins */
          " src AS ("
          "  INSERT INTO item_sources (flow_step_id, source_type, item_identifier, payload)"
          "  SELECT flow_step_id, source_type, item_identifier, payload FROM input ORDER BY ord"
@@ -192,7 +194,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   AND x.source_type = s.source_type AND x.item_identifier = s.item_identifier"
          "  ORDER BY s.id, x.ord"
          "  RETURNING id, flow_step_id, available_at, fair_value),"
-         /* the fair values of a flow step with a fair key (sql/0037_priority_fairness.sql) */
+         /* the fair values of a flow step with a fair key
+            (sql/migrations/0037_priority_fairness.sql) */
          " fv AS (INSERT INTO fair_values (flow_step_id, value)"
          "        SELECT DISTINCT flow_step_id, fair_value FROM ins WHERE fair_value IS NOT NULL"
          "        ON CONFLICT DO NOTHING),"
@@ -296,14 +299,15 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    AND available_at <= now()"
          "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
          "                    AND (f.paused OR f.keyed))"
-         /* priority with aging: items_claimable (sql/0037_priority_fairness.sql) */
+         /* priority with aging: items_claimable (sql/migrations/0037_priority_fairness.sql) */
          "  ORDER BY verdict_claim_rank(available_at, priority), id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"
          "  (SELECT *, (row_number() OVER (ORDER BY verdict_claim_rank(available_at, priority),"
          "   id) - 1)::integer AS n FROM locked) l JOIN r ON r.ord = l.n),"
          " j AS ("
-         /* the job's row records the claim (claim_from, claim_actor: sql/0039), in ord order */
+         /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039), in ord
+            order */
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
          "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
          "                    claim_span_id, claim_from, claim_actor)"
@@ -345,11 +349,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* a keyed flow step (items with limit keys) is claimed by claim_limited */
          "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
          "                    AND (f.paused OR f.keyed))"
-         /* priority with aging: items_claimable (sql/0037_priority_fairness.sql) */
+         /* priority with aging: items_claimable (sql/migrations/0037_priority_fairness.sql) */
          "  ORDER BY verdict_claim_rank(available_at, priority), id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " j AS ("
-         /* the job's row records the claim (claim_from, claim_actor: sql/0039) */
+         /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039) */
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
          "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
          "                    claim_span_id, claim_from, claim_actor)"
@@ -365,9 +369,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM j JOIN item_sources s ON s.id = j.item_id"
          "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
          "  RETURNING i.id, i.priority, i.available_at, verdict_item_json(i, s) AS item,"
-         /* an editor's answer reaches the next attempt (sql/0034_traces_reviews.sql); read only
-          * for an item whose last change may be a review (last_reason_code is the one before
-          * this claim: the claim does not set it) */
+         /* an editor's answer reaches the next attempt (sql/migrations/0034_traces_reviews.sql);
+          * read only for an item whose last change may be a review (last_reason_code is the one
+          * before this claim: the claim does not set it) */
          "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
          "      THEN verdict_item_review(i.id) END AS review)"
          /* NULL for a keyed flow step that is not paused: the store claims with limits */
@@ -384,9 +388,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   ORDER BY verdict_claim_rank(u.available_at, u.priority), u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
 
-    /* A claim with limits (sql/0032_flow_control.sql): $7 the claim's limit keys (a JSON
+    /* A claim with limits (sql/migrations/0032_flow_control.sql): $7 the claim's limit keys (a JSON
      * array of strings, sorted, or NULL), $8 the tokens each item reserves (or NULL), $9 and
-     * $10 the request's trace and span ids (or NULL; sql/0036_limited_claim_traces.sql). */
+     * $10 the request's trace and span ids (or NULL; sql/migrations/0036_limited_claim_traces.sql).
+     */
     [VD_SQL_CLAIM_LIMITED] = {"claim_limited",
                               "SELECT verdict_claim_limited($1, $2, $3::int, $4::int, $5, $6,"
                               " (SELECT array_agg(DISTINCT e ORDER BY e)"
@@ -434,7 +439,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  CASE WHEN NOT f.paused THEN '0 ' || f.flow_step_id END"},
 
     /* PATCH /v1/flow-steps/{id}: the settings given ($2..$5, NULL = keep), the flow step
-     * created with the defaults for the rest when unknown (sql/0013_flow_step_settings.sql). */
+     * created with the defaults for the rest when unknown
+     * (sql/migrations/0013_flow_step_settings.sql). */
     [VD_SQL_FLOW_STEP_CONFIGURE] =
         {"flow_step_configure",
          "INSERT INTO flow_steps AS f (flow_step_id, incident_min_items, incident_window_minutes,"
@@ -497,19 +503,21 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " uj AS ("
          "  UPDATE jobs j SET status = $4, finished_at = now(), disposition = $6,"
          "    reason_code = $7, reason = $8, disposition_trace_id = $25,"
-         /* the job's row records its end, in the transitions' order (sql/0039) */
+         /* the job's row records its end, in the transitions' order (sql/migrations/0039) */
          "    finish_seq = nextval('transitions_id_seq'), finish_cause = $5, finish_to = $3,"
          "    finish_forced = $12, finish_actor = $13, finish_lint_overridden = $20,"
          "    finish_evidence = $21,"
          "    engine_data = j.engine_data || coalesce($14::jsonb, '{}'::jsonb),"
          "    adjudication = coalesce($15::text::jsonb, j.adjudication),"
-         /* the answer is kept compactly in the job's row (sql/0021_compact_answers.sql,
-          * sql/0026_answers_in_jobs.sql): its head and tail members and the item's fields the
-          * job row does not say; with claim_next, $24 is the claim's answer {"claims" : [...]}:
-          * it closes the answer, and the kept tail ends with the claimed job ids, from which a
-          * replay renders the same claims (verdict_kept_answer, sql/0017_claim_next.sql) */
+         /* the answer is kept compactly in the job's row (sql/migrations/0021_compact_answers.sql,
+          * sql/migrations/0026_answers_in_jobs.sql): its head and tail members and the item's
+          * fields the job row does not say; with claim_next, $24 is the claim's answer {"claims" :
+          * [...]}: it closes the answer, and the kept tail ends with the claimed job ids, from
+          * which a replay renders the same claims (verdict_kept_answer,
+          * sql/migrations/0017_claim_next.sql) */
          "    answer_digest = verdict_request_digest($16::jsonb),"
-         /* a standard tool_result text is kept as a flag (sql/0028_standard_tool_results.sql) */
+         /* a standard tool_result text is kept as a flag
+            (sql/migrations/0028_standard_tool_results.sql) */
          "    answer_tool_result_std = tr.std,"
          "    answer_head = verdict_answer_head($17, $18, $15::text,"
          "      CASE WHEN tr.std THEN NULL ELSE $22 END, $23),"
@@ -573,7 +581,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  UPDATE jobs j SET status = r.job_status, finished_at = now(),"
          "    disposition = r.disposition, reason_code = r.reason_code, reason = r.reason,"
          "    disposition_trace_id = coalesce(r.trace_id, $2::text),"
-         /* each end recorded by its job's row, in job id order (sql/0039) */
+         /* each end recorded by its job's row, in job id order (sql/migrations/0039) */
          "    finish_seq = sq.seq, finish_cause = r.cause, finish_to = r.to_state,"
          "    finish_forced = r.forced, finish_actor = r.actor,"
          "    finish_lint_overridden = r.lint_overridden, finish_evidence = r.evidence,"
@@ -652,8 +660,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
      * and identifiers. A scan of transitions_pkey from $1 joined to item_sources_pkey: its cost is
      * the transitions read after $1 until the page is full, filtered or not, never the size
      * of the history. It stops at the first row made after the oldest open writing
-     * transaction began (sql/0008_feed.sql): a smaller id may still commit there. The horizon
-     * is computed once (a one-row subquery kept apart by OFFSET 0) and the stop is a window
+     * transaction began (sql/migrations/0008_feed.sql): a smaller id may still commit there. The
+     * horizon is computed once (a one-row subquery kept apart by OFFSET 0) and the stop is a window
      * run condition (a running count of the rows made after it must stay 0): the scan ends at
      * that row instead of filtering every later one. next_after is the last id returned, or $1
      * when none (a poller passes it back as is). */
@@ -844,9 +852,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT coalesce(json_agg(adjudication ORDER BY id DESC), '[]'::json)::text FROM jobs"
          " WHERE item_id = $1 AND id < $2 AND adjudication IS NOT NULL"},
 
-    /* SPEC §8 /v1/stats from the counters of sql/0002_stats.sql, folded from the transitions
-     * (the *_deltas views: the ones not folded yet, sql/0019): cost independent of the
-     * number of items. Every state and status key is present, zero included. */
+    /* SPEC §8 /v1/stats from the counters of sql/migrations/0002_stats.sql, folded from the
+     * transitions (the *_deltas views: the ones not folded yet, sql/migrations/0019): cost
+     * independent of the number of items. Every state and status key is present, zero included. */
     [VD_SQL_STATS] =
         {"stats",
          "WITH fs AS (SELECT flow_step_id, paused FROM flow_steps"
@@ -865,7 +873,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* $2, $3: the item states and job statuses of domain.h */
          " states AS (SELECT unnest($2::text[]) AS s),"
          " statuses AS (SELECT unnest($3::text[]) AS s),"
-         /* the model usage dispositions reported (sql/0038): per flow step (key '') and key */
+         /* the model usage dispositions reported (sql/migrations/0038): per flow step (key '') and
+            key */
          " us AS MATERIALIZED (SELECT * FROM verdict_usage_sums($1)),"
          " per AS (SELECT fs.flow_step_id, json_build_object("
          "   'flow_step_id', fs.flow_step_id, 'paused', fs.paused,"
@@ -932,7 +941,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          /* every (flow step, tool) that had an incident: 0 once all are resolved */
          " UNION ALL SELECT 4, flow_step_id, tool, count(*) FILTER (WHERE state = 'open')"
          "  FROM tool_incidents GROUP BY 2, 3"
-         /* flow control (sql/0032_flow_control.sql), per limit key */
+         /* flow control (sql/migrations/0032_flow_control.sql), per limit key */
          " UNION ALL SELECT 5, l.key, NULL, (SELECT count(*) FROM limit_cells c"
          "   JOIN jobs j ON j.id = c.job_id"
          "   WHERE c.key = l.key AND c.kind = 'c' AND j.status = 'processing') FROM limits l"
@@ -940,7 +949,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  FROM limits l"
          " UNION ALL SELECT 7, l.key, NULL, (SELECT coalesce(sum(c.used_total), 0)"
          "   FROM limit_cells c WHERE c.key = l.key AND c.kind = 't') FROM limits l"
-         /* the model usage reported, per flow step (sql/0038: counters + unfolded rows) */
+         /* the model usage reported, per flow step (sql/migrations/0038: counters + unfolded rows)
+          */
          " UNION ALL SELECT 8, f.flow_step_id, NULL, coalesce((SELECT sum(u.input_tokens"
          "   + u.output_tokens) FROM verdict_usage_sums(f.flow_step_id) u WHERE u.key = ''), 0)"
          "  FROM flow_steps f"
@@ -963,7 +973,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     /* Retention (VERDICT_RETENTION_DAYS): history of done items only, in small batches. Both
      * start from the BRIN index of the row's age (nothing old: a few blocks read) and look the
      * item up per candidate (a sub-select, which PostgreSQL keeps a per-row lookup instead of
-     * joining all items; sql/0027_retention_by_age.sql). */
+     * joining all items; sql/migrations/0027_retention_by_age.sql). */
     [VD_SQL_RETENTION_TRANSITIONS] =
         {"retention_transitions",
          "DELETE FROM transitions WHERE id = ANY (ARRAY("
@@ -974,36 +984,37 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "                AND i.updated_at < now() - $1 * interval '1 day'"
          "         FROM items i WHERE i.id = t.item_id)"
          "  LIMIT $2))"
-         /* never a row the counters have not taken yet (sql/0019_counts_from_transitions.sql);
-          * checked on the rows found (inside, the generic plan walked the primary key up to
-          * it: 0.3 s over 400,000 transitions) */
+         /* never a row the counters have not taken yet
+          * (sql/migrations/0019_counts_from_transitions.sql); checked on the rows found (inside,
+          * the generic plan walked the primary key up to it: 0.3 s over 400,000 transitions) */
          "  AND id <= (SELECT transition_id FROM counts_folded)"},
     /* an item whose current job goes forgets it; jobs go after their item's transitions
-     * (sql/0022: no foreign key does either) */
+     * (sql/migrations/0022: no foreign key does either) */
     [VD_SQL_RETENTION_JOBS] =
         {"retention_jobs",
          "WITH d AS (DELETE FROM jobs WHERE id = ANY (ARRAY("
          "  SELECT j.id FROM jobs j"
          "  WHERE j.claimed_at < now() - $1 * interval '1 day'"
          "    AND j.finished_at < now() - $1 * interval '1 day'"
-         /* never a job whose end (sql/0039) the counters have not taken yet */
+         /* never a job whose end (sql/migrations/0039) the counters have not taken yet */
          "    AND coalesce(j.finish_seq, 0) <= (SELECT transition_id FROM counts_folded)"
          "    AND (SELECT i.state IN ('processed', 'rejected')"
          "                AND i.updated_at < now() - $1 * interval '1 day'"
-         /* never a job a transition still names (sql/0022) */
+         /* never a job a transition still names (sql/migrations/0022) */
          "                AND NOT EXISTS (SELECT 1 FROM transitions t WHERE t.item_id = i.id)"
          "         FROM items i WHERE i.id = j.item_id)"
          "  LIMIT $2)) RETURNING id, item_id),"
          " u AS (UPDATE items SET current_job_id = NULL FROM d"
          "       WHERE items.id = d.item_id AND items.current_job_id = d.id),"
-         /* a slot naming a job that is gone would look held for ever (sql/0038) */
+         /* a slot naming a job that is gone would look held for ever (sql/migrations/0038) */
          " s AS (UPDATE limit_cells SET job_id = NULL"
          "       WHERE kind = 'c' AND job_id IN (SELECT id FROM d))"
          " SELECT id FROM d"},
     /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
      * transaction after the job is locked: a deterministic tool failure, a retriable last
      * adjudication, the flow step's strict mode, and whether $2 (evidence, may be NULL) is
-     * quoted in the item's payload (verdict_payload_quotes, sql/0015_rejection_lint.sql). */
+     * quoted in the item's payload (verdict_payload_quotes,
+     * sql/migrations/0015_rejection_lint.sql). */
     [VD_SQL_REJECT_FACTS] =
         {"reject_facts",
          "SELECT EXISTS (SELECT 1 FROM tool_failures f"
@@ -1044,8 +1055,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  'review', verdict_item_review(j.item_id))::text"
          " FROM jobs j WHERE j.id = $1"},
 
-    /* Tooling incidents (sql/0014_tool_incidents.sql, service/incidents.c). The open incident
-     * of a flow step ($1, or the flow step of item $2), the one of tool $3 first. */
+    /* Tooling incidents (sql/migrations/0014_tool_incidents.sql, service/incidents.c). The open
+     * incident of a flow step ($1, or the flow step of item $2), the one of tool $3 first. */
     [VD_SQL_INCIDENT_OPEN] =
         {"incident_open", "SELECT t.id, t.tool, t.items FROM tool_incidents t"
                           " WHERE t.state = 'open'"
@@ -1174,8 +1185,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  'requeued', (SELECT coalesce(json_agg(id ORDER BY id), '[]'::json) FROM "
          "u))::text," VD_SQL_ANNOUNCE("u", "") " FROM inc"},
 
-    /* Failure templates (sql/0030, service/templates.c). The joins of one (flow step, shape)
-     * one at a time across replicas, until the transaction ends; sent in one pipeline with
+    /* Failure templates (sql/migrations/0030, service/templates.c). The joins of one (flow step,
+     * shape) one at a time across replicas, until the transaction ends; sent in one pipeline with
      * the candidates that follow, so they are read after the lock. */
     [VD_SQL_TEMPLATE_LOCK] = {"template_lock",
                               "SELECT pg_advisory_xact_lock(hashtextextended("
@@ -1224,8 +1235,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_TOOL_FAILURE_FINAL] = {"tool_failure_final",
                                    "UPDATE tool_failures SET kind = 'deterministic',"
                                    " retryable = false WHERE id = $1::bigint"},
-    /* Limits per key (sql/0032_flow_control.sql): PUT sets every setting ($2 concurrency,
-     * $3 per (seconds), $4 count, $5 burst, $6 tokens per minute; NULL: none) and the cells. */
+    /* Limits per key (sql/migrations/0032_flow_control.sql): PUT sets every setting ($2
+     * concurrency, $3 per (seconds), $4 count, $5 burst, $6 tokens per minute; NULL: none) and the
+     * cells. */
     [VD_SQL_LIMIT_PUT] = {"limit_put", "SELECT verdict_limit_put($1, $2::int, $3::int, $4::int,"
                                        " $5::int, $6::bigint)"},
     [VD_SQL_LIMIT_GET] = {"limit_get",
@@ -1255,7 +1267,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " RETURNING json_build_object('flow_step', verdict_flow_step_json(f)::jsonb"
          "  || jsonb_build_object('max_item_tokens', f.max_item_tokens,"
          "                        'max_item_cost_usd', f.max_item_cost_usd))::text"},
-    /* a flow step's fair key ($2; NULL: none): sql/0037_priority_fairness.sql */
+    /* a flow step's fair key ($2; NULL: none): sql/migrations/0037_priority_fairness.sql */
     [VD_SQL_FLOW_STEP_FAIR_KEY] = {"flow_step_fair_key",
                                    "SELECT verdict_fair_key_set($1, $2) IS NULL"},
     /* seconds until every key of job $1 is open again (rate_limited deferrals) */

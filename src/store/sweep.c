@@ -56,16 +56,16 @@ typedef struct retention_args {
 
 /* One retention batch in one transaction. Index scans only: the statements start from the
  * BRIN indexes of the rows' age and look each candidate's item up by primary key
- * (sql/0027_retention_by_age.sql), so a pass that finds nothing old reads a few blocks however
- * large the tables grow; a sequential scan, which the planner may prefer for a range it cannot
- * size, would read them all on every pass. */
+ * (sql/migrations/0027_retention_by_age.sql), so a pass that finds nothing old reads a few blocks
+ * however large the tables grow; a sequential scan, which the planner may prefer for a range it
+ * cannot size, would read them all on every pass. */
 static vd_error retention_tx(vd_conn *c, void *arg)
 {
     retention_args *a = arg;
     PGresult *res = NULL;
     vd_error rc = vd_sql_prefer_indexes(c);
     a->deleted = 0; /* vd_store_tx may run this again after a retriable failure */
-    /* transitions first: a job is deleted only once its item has none (sql/0022) */
+    /* transitions first: a job is deleted only once its item has none (sql/migrations/0022) */
     if (rc || (rc = vd_sql_exec(c, VD_SQL_RETENTION_TRANSITIONS, 2, a->p, &res)))
         return rc;
     a->deleted += strtol(PQcmdTuples(res), NULL, 10);

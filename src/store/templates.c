@@ -1,6 +1,6 @@
-/* templates.c - the store side of failure templates (templates.h, sql/0030): the templates of
- * one (flow step, shape) under an advisory lock, their save, and the tool-failure row with its
- * template. Every statement is in statements.c. */
+/* templates.c - the store side of failure templates (templates.h, sql/migrations/0030): the
+ * templates of one (flow step, shape) under an advisory lock, their save, and the tool-failure row
+ * with its template. Every statement is in statements.c. */
 #include "store_internal.h"
 
 #include <inttypes.h>

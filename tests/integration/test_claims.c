@@ -295,8 +295,8 @@ static void test_claims_pause_resume(void **state)
     assert_int_equal(vt_claim_n(&srv, "pz", 4, 60, c), 1);
 }
 
-/* PATCH /v1/flow-steps/{id}: the agent-safety settings (sql/0013), partial changes keep the
- * rest, bounds and unknown members are refused naming the field, admin only. */
+/* PATCH /v1/flow-steps/{id}: the agent-safety settings (sql/migrations/0013), partial changes keep
+ * the rest, bounds and unknown members are refused naming the field, admin only. */
 static void test_flow_step_settings(void **state)
 {
     (void)state;
@@ -452,7 +452,7 @@ static char *plan_indexed(const char *settings, const char *name, const char *ty
                         " EXPLAIN (FORMAT JSON) EXECUTE %s (%s)",
                         settings, name, types, vd_sql_statements[sql].text, name, args);
     assert_non_null(plan);
-    /* items or item_sources (sql/0023_item_sources.sql) */
+    /* items or item_sources (sql/migrations/0023_item_sources.sql) */
     assert_non_null(strstr(plan, "\"Relation Name\": \"item"));
     for (const char *p = strstr(plan, "\"Seq Scan\""); p; p = strstr(p + 1, "\"Seq Scan\"")) {
         const char *rel = strstr(p, "\"Relation Name\": \"");
@@ -473,7 +473,7 @@ static void assert_generic_plan_indexed(const char *name, const char *types, con
 
 /* The sweeper's retention runs every pass with index scans only (vd_store_retention): every
  * node reading items must look it up by key (an Index Cond), never walk all of it, whatever
- * the size of the tables (sql/0027_retention_by_age.sql). */
+ * the size of the tables (sql/migrations/0027_retention_by_age.sql). */
 static void assert_retention_plan(const char *name, vd_sql sql)
 {
     char *plan =

@@ -89,8 +89,8 @@ static void test_dispositions_defer_keeps_item_eligible(void **state)
     dispose_ok(&third, "\"disposition\": \"complete\"", "processed");
 }
 
-/* The kept answer is compact (sql/0021): no job, no item, no payload in its row; a replay
- * renders the same answer from the rows even after the item moved on (requeued, claimed by
+/* The kept answer is compact (sql/migrations/0021): no job, no item, no payload in its row; a
+ * replay renders the same answer from the rows even after the item moved on (requeued, claimed by
  * another job, finished again). */
 static void test_dispositions_replay_after_item_moved(void **state)
 {
@@ -131,8 +131,8 @@ static void test_dispositions_replay_after_item_moved(void **state)
 }
 
 /* A standard tool_result text (every state but deferred) is kept as a flag, not as text
- * (sql/0028_standard_tool_results.sql); a replay answers the first answer, byte for byte. A
- * deferral names its delay: its text is kept whole. */
+ * (sql/migrations/0028_standard_tool_results.sql); a replay answers the first answer, byte for
+ * byte. A deferral names its delay: its text is kept whole. */
 static void test_dispositions_standard_tool_results(void **state)
 {
     (void)state;
@@ -628,7 +628,7 @@ static void test_dispositions_batch_mixed(void **state)
         const cJSON *a = result(&again, i, 200), *b = result(&r, i, 200);
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(a, "replayed")));
         /* every member as the first answer had it, tool_result included (a standard one is
-         * kept as a flag, sql/0028_standard_tool_results.sql) */
+         * kept as a flag, sql/migrations/0028_standard_tool_results.sql) */
         cJSON *ca = cJSON_Duplicate(a, true), *cb = cJSON_Duplicate(b, true);
         cJSON_DeleteItemFromObject(ca, "replayed");
         cJSON_DeleteItemFromObject(cb, "replayed");

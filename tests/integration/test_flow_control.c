@@ -219,8 +219,8 @@ static void run_clients(const char *flow, const char *keys, int clients, int tar
 /* The most jobs of flow holding key at once, replayed from the audit in the order it was
  * written (logged_at): +1 at a claim, -1 when the job ended. A claim's time is when its job's
  * row was written, after it saw the slot free; an end's is its transaction's start, before
- * its commit (sql/0040_claim_time_when_written.sql), so a claim that found the slot freed
- * comes after the end that freed it. */
+ * its commit (sql/migrations/0040_claim_time_when_written.sql), so a claim that found the slot
+ * freed comes after the end that freed it. */
 static long max_in_flight(const char *flow, const char *key)
 {
     return vt_sql_long("SELECT max(n) FROM (SELECT sum(d) OVER (ORDER BY t.logged_at, d, t.id)"

@@ -182,7 +182,7 @@ static void test_foundation_upgrade_keeps_replays(void **state)
         pg, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"));
     for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof(path), "%s/../sql/%s", VERDICT_TEST_DATA_DIR, before[i]);
+        snprintf(path, sizeof(path), "%s/../sql/migrations/%s", VERDICT_TEST_DATA_DIR, before[i]);
         char *text = read_file(path);
         PQclear(vt_pq_ok(pg, "BEGIN"));
         PQclear(vt_pq_ok(pg, text));
@@ -244,7 +244,8 @@ static void test_foundation_upgrade_keeps_replays(void **state)
     r = vt_http(&up, "POST", path, VT_WORKER, body, NULL);
     vt_assert_error(&r, 409, "job_finalized");
     vt_resp_free(&r);
-    /* item ids go on after the items kept (sql/0023_item_sources.sql restarts the sequence) */
+    /* item ids go on after the items kept (sql/migrations/0023_item_sources.sql restarts the
+     * sequence) */
     assert_int_equal(vt_register(&up, "up", "b", NULL), 2);
     vt_server_stop(&up);
     vt_sql("DROP DATABASE %s WITH (FORCE)", name);

@@ -74,7 +74,7 @@ static double plan_rows_read(vd_sql sql, const char *types, const char *args, co
 }
 
 /* The feed's generic plan with after, flow step (SQL literal) and limit: the most rows a
- * node read of transitions or of jobs (claims and ends, sql/0039). */
+ * node read of transitions or of jobs (claims and ends, sql/migrations/0039). */
 static double feed_rows_read(long after, const char *flow, int limit)
 {
     char args[128];

@@ -2,8 +2,8 @@
  * claims and dispositions; keyset pagination returns every row exactly once under
  * concurrent inserts; a real /metrics scrape passes `promtool check metrics`; retention
  * deletes only the history of done items; the counters, folded from the transitions
- * (sql/0019), stay exact under concurrent writers and never fold past a transition that is
- * still uncommitted. */
+ * (sql/migrations/0019), stay exact under concurrent writers and never fold past a transition that
+ * is still uncommitted. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -346,8 +346,8 @@ static void test_stats_exact_under_concurrent_writers(void **state)
 }
 
 /* Folds the transitions made since the last fold while no one else can: the test holds the
- * fold's advisory lock (sql/0019) on conn, so the sweeper skips its folds, and only the calls
- * made on conn fold (a session may take its own lock again). */
+ * fold's advisory lock (sql/migrations/0019) on conn, so the sweeper skips its folds, and only the
+ * calls made on conn fold (a session may take its own lock again). */
 static void fold_on(PGconn *conn, long upto)
 {
     for (int i = 0; i < 50 && folded() < upto; i++) {
@@ -358,12 +358,12 @@ static void fold_on(PGconn *conn, long upto)
     assert_true(folded() >= upto);
 }
 
-/* One fold (sql/0024) takes, in three flow steps at once: registrations and an admin's requeue
- * (transitions without a job status), claims, one finish of each kind, a claim still open.
+/* One fold (sql/migrations/0024) takes, in three flow steps at once: registrations and an admin's
+ * requeue (transitions without a job status), claims, one finish of each kind, a claim still open.
  * The counters equal the truth before the fold (read through the views) and after it (the
  * counters alone): the item's deltas of the job-less transitions are counted and every row of
  * the audit counts once. (A job deleted by hand takes its claim and its end with it since
- * sql/0039: the fold has no transition naming a gone job to skip.) */
+ * sql/migrations/0039: the fold has no transition naming a gone job to skip.) */
 static void test_stats_fold_one_pass(void **state)
 {
     (void)state;
@@ -443,7 +443,7 @@ static void test_stats_retention(void **state)
     assert_int_equal(
         vt_sql_long("SELECT count(*) FROM jobs WHERE item_id = %lld", (long long)done_id), 0);
     assert_string_equal(vt_item_state(&srv, done_id), "processed"); /* the item itself stays */
-    /* and forgets its deleted job (no foreign key does it since sql/0022) */
+    /* and forgets its deleted job (no foreign key does it since sql/migrations/0022) */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE id = %lld"
                                  " AND current_job_id IS NULL",
                                  (long long)done_id),

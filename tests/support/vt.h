@@ -48,8 +48,8 @@ char *vt_sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long vt_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Write n items of flow step `flow` straight into the database (identifiers prefix1 ..
  * prefixN, source type rss, the budgets given), both rows as the registration writes them
- * (sql/0023_item_sources.sql) but without register transitions: a test that needs many items
- * fast. The flow step must exist. */
+ * (sql/migrations/0023_item_sources.sql) but without register transitions: a test that needs many
+ * items fast. The flow step must exist. */
 void vt_seed_items(const char *flow, const char *prefix, int n, int max_attempts, int max_defers);
 /* Sleep for ms milliseconds (a test waiting for a server-side timer; never an assertion). */
 void vt_sleep_ms(long ms);

@@ -252,7 +252,7 @@ async function adminRun(releaseLanded) {
   check((await page.locator('h1 + .badge, .view-head .badge').first().innerText()) === 'manual review', 'Escape cancelled the dialog');
   await page.locator('button[data-action="resolve"]').click();
   // another writer holds a transaction open across the action: the feed holds the resolve's
-  // row back until it ends (sql/0008), and the console waits for it (app.js transitionsSince)
+  // row back until it ends (sql/migrations/0008), and the console waits for it (app.js transitionsSince)
   const holder = spawn('psql', ['-X', '-q', '-d', `${DB_BASE} dbname=${DB_NAME}`, '-c',
     'BEGIN; SELECT txid_current(); SELECT pg_sleep(2); COMMIT;'], { stdio: 'ignore' });
   const held = new Promise((done) => holder.on('exit', done));

@@ -1,5 +1,6 @@
 /* test_limit_keys.c - limits.h: which limit keys are accepted (a table of good and bad
- * forms; the SQL CHECK of sql/0032_flow_control.sql holds the database to the same rule). */
+ * forms; the SQL CHECK of sql/migrations/0032_flow_control.sql holds the database to the same
+ * rule). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

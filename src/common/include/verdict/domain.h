@@ -11,7 +11,7 @@
 
 #include "verdict/error.h"
 
-/* items.state (sql/0001_init.sql) */
+/* items.state (sql/migrations/0001_init.sql) */
 #define VD_ITEM_STATE_MAP(XX)                                                                      \
     XX(VD_ITEM_AVAILABLE, "available")                                                             \
     XX(VD_ITEM_CLAIMED, "claimed")                                                                 \
@@ -21,7 +21,7 @@
     XX(VD_ITEM_MANUAL_REVIEW, "manual_review")                                                     \
     XX(VD_ITEM_FAILED, "failed")
 
-/* jobs.status, transitions.job_status (sql/0006_vocabulary.sql) */
+/* jobs.status, transitions.job_status (sql/migrations/0006_vocabulary.sql) */
 #define VD_JOB_STATUS_MAP(XX)                                                                      \
     XX(VD_JOB_PROCESSING, "processing")                                                            \
     XX(VD_JOB_COMPLETED, "completed")                                                              \
@@ -31,7 +31,7 @@
     XX(VD_JOB_EXPIRED, "expired")                                                                  \
     XX(VD_JOB_RELEASED, "released")
 
-/* transitions.cause (sql/0034_traces_reviews.sql) */
+/* transitions.cause (sql/migrations/0034_traces_reviews.sql) */
 #define VD_CAUSE_MAP(XX)                                                                           \
     XX(VD_CAUSE_REGISTER, "register")                                                              \
     XX(VD_CAUSE_CLAIM, "claim")                                                                    \
@@ -49,8 +49,8 @@
     XX(VD_CAUSE_REQUEST_REVIEW, "request_review")                                                  \
     XX(VD_CAUSE_REVIEW, "review")
 
-/* jobs.disposition (sql/0034_traces_reviews.sql); VD_DISPOSITION_NONE is SQL NULL (no row, no
- * word). */
+/* jobs.disposition (sql/migrations/0034_traces_reviews.sql); VD_DISPOSITION_NONE is SQL NULL (no
+ * row, no word). */
 #define VD_DISPOSITION_MAP(XX)                                                                     \
     XX(VD_DISPOSITION_COMPLETE, "complete")                                                        \
     XX(VD_DISPOSITION_REJECT_SOURCE, "reject_source")                                              \

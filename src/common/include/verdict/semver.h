@@ -1,7 +1,7 @@
 /* semver.h - the text forms of redrive filters: a worker's semantic version (Semantic
  * Versioning 2.0.0: MAJOR.MINOR.PATCH, optional -pre-release and +build) and an RFC 3339
  * time. Validation and comparison only; pure, thread-safe. The database compares the stored
- * versions with the same rules (verdict_semver_cmp, sql/0016_checkpoints.sql). */
+ * versions with the same rules (verdict_semver_cmp, sql/migrations/0016_checkpoints.sql). */
 #ifndef VERDICT_SEMVER_H
 #define VERDICT_SEMVER_H
 

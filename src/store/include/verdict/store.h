@@ -1,6 +1,6 @@
 /* store.h - verdict's PostgreSQL store: a pool of libpq connections, the migrations, and the
  * data operations the service layer calls. Callers never see libpq: resources come back as
- * JSON text rendered by the database (sql/0001_init.sql's verdict_*_json functions) and
+ * JSON text rendered by the database (sql/migrations/0001_init.sql's verdict_*_json functions) and
  * failures as vd_error (SQLSTATE mapped in one place, store/sqlstate.c).
  *
  * Thread safety: the pool is thread-safe; one vd_conn belongs to one thread between

@@ -1,7 +1,7 @@
 /* store/flow_steps.h - the per-flow-step settings of the agent-safety features, stored
- * on flow_steps (sql/0013_flow_step_settings.sql) and set by PATCH /v1/flow-steps/{id}: when a
- * tool-failure signature becomes a tooling incident, whether opening one pauses the flow step,
- * and whether a rejection must quote evidence from the item's payload. */
+ * on flow_steps (sql/migrations/0013_flow_step_settings.sql) and set by PATCH /v1/flow-steps/{id}:
+ * when a tool-failure signature becomes a tooling incident, whether opening one pauses the flow
+ * step, and whether a rejection must quote evidence from the item's payload. */
 #ifndef VERDICT_STORE_FLOW_STEPS_H
 #define VERDICT_STORE_FLOW_STEPS_H
 

@@ -98,7 +98,7 @@ typedef struct vd_job_finish {
     const char *engine_data;  /* JSON object merged into the job, or NULL */
     const char *adjudication; /* JSON object, or NULL */
     const char *request_json; /* the finishing request, for replay */
-    /* The kept answer, built by the statement (verdict_job_answer, sql/0012_answer.sql):
+    /* The kept answer, built by the statement (verdict_job_answer, sql/migrations/0012_answer.sql):
      * {["disposition":<disposition>,]["adjudication":<adjudication>,]"job":…,"item":…
      *  [,"deprecated":true,"mapped_to":<disposition>,"hint":<deprecation_hint>]}, with
      * "tool_result" after the disposition when tool_result_text is set */
@@ -107,7 +107,7 @@ typedef struct vd_job_finish {
     const char *deprecation_hint; /* skip_item's: the call was mapped to the disposition */
     bool lint_overridden;         /* force let a rejection the lint refuses through */
     const char *evidence;         /* a rejection's quote of the payload (redacted), or NULL */
-    /* the answer's "tool_result": {"text", "terminal"} (sql/0015_rejection_lint.sql); no
+    /* the answer's "tool_result": {"text", "terminal"} (sql/migrations/0015_rejection_lint.sql); no
      * member when the text is NULL */
     const char *tool_result_text;
     bool tool_result_terminal;

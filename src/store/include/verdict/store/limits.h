@@ -1,7 +1,7 @@
 /* store/limits.h - flow control (docs/decisions/0050-limits-in-the-claim.md): limits per key
  * (concurrency, a GCRA rate, model tokens per minute), a provider's backoff on a key, and the
- * claim that honours them. The limits live in PostgreSQL (sql/0032_flow_control.sql); every
- * function takes a borrowed connection and returns VD_OK or an error of the one table.
+ * claim that honours them. The limits live in PostgreSQL (sql/migrations/0032_flow_control.sql);
+ * every function takes a borrowed connection and returns VD_OK or an error of the one table.
  * Strings returned are malloc'd JSON text the caller frees. */
 #ifndef VERDICT_STORE_LIMITS_H
 #define VERDICT_STORE_LIMITS_H
@@ -16,7 +16,8 @@
 /* The longest limit key, and the most keys an item or a claim may carry. */
 #define VD_LIMIT_KEY_MAX 200
 #define VD_LIMIT_KEYS_MAX 16
-/* An item's priority: a point is worth a minute of waiting (sql/0037_priority_fairness.sql). */
+/* An item's priority: a point is worth a minute of waiting
+ * (sql/migrations/0037_priority_fairness.sql). */
 #define VD_PRIORITY_MIN (-1000)
 #define VD_PRIORITY_MAX 1000
 /* The longest pause a streak of backoffs grows to (seconds). */
@@ -43,7 +44,7 @@ VD_MUST_USE vd_error vd_store_limits_list(vd_conn *c, char **out);
 /* {"deleted": key}; VD_ERR_NOT_FOUND when the key has no row. */
 VD_MUST_USE vd_error vd_store_limit_delete(vd_conn *c, const char *key, char **out);
 /* Throttle key for retry_after seconds, grown by a streak of backoffs up to
- * VD_LIMIT_BACKOFF_CAP (sql/0032_flow_control.sql, verdict_limit_backoff); reason may be
+ * VD_LIMIT_BACKOFF_CAP (sql/migrations/0032_flow_control.sql, verdict_limit_backoff); reason may be
  * NULL. *out {"limit": {...}}. */
 VD_MUST_USE vd_error vd_store_limit_backoff(vd_conn *c, const char *key, int64_t retry_after,
                                             const char *reason, char **out);
@@ -59,8 +60,8 @@ typedef struct vd_usage {
 } vd_usage;
 
 /* Keep u on the job, add it to the item's sums and settle the job's keys' token minute
- * against it (sql/0032_flow_control.sql, verdict_job_usage); *over: the item's summed usage
- * now passes its flow step's max_item_tokens or max_item_cost_usd. Inside the job's
+ * against it (sql/migrations/0032_flow_control.sql, verdict_job_usage); *over: the item's summed
+ * usage now passes its flow step's max_item_tokens or max_item_cost_usd. Inside the job's
  * transaction. */
 VD_MUST_USE vd_error vd_store_job_usage(vd_conn *c, int64_t job_id, const vd_usage *u, bool *over);
 
@@ -71,7 +72,7 @@ VD_MUST_USE vd_error vd_store_flow_step_budgets(vd_conn *c, const char *flow_ste
                                                 char **out);
 
 /* Set a flow step's fair key (NULL or "": none), made when unknown; a changed key gives its
- * items their fair values again (sql/0037_priority_fairness.sql). */
+ * items their fair values again (sql/migrations/0037_priority_fairness.sql). */
 VD_MUST_USE vd_error vd_store_flow_step_fair_key(vd_conn *c, const char *flow_step_id,
                                                  const char *fair_key);
 

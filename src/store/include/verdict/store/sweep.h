@@ -14,7 +14,7 @@
  * failure budget), one transition each. *closed receives how many. */
 VD_MUST_USE vd_error vd_store_sweep_leases(vd_conn *c, long limit, long *closed);
 
-/* Fold counter deltas into the counters (sql/0002_stats.sql). */
+/* Fold counter deltas into the counters (sql/migrations/0002_stats.sql). */
 VD_MUST_USE vd_error vd_store_compact_counts(vd_conn *c);
 /* Delete up to `limit` transitions and jobs of done items older than `days`; *deleted gets
  * how many rows went. */

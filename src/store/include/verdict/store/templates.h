@@ -1,6 +1,6 @@
 /* store/templates.h - a flow step's failure templates as rows (src/store/templates.c,
- * sql/0030), read and saved inside the tool-failure transaction. The miner itself is pure
- * (verdict/templates.h). */
+ * sql/migrations/0030), read and saved inside the tool-failure transaction. The miner itself is
+ * pure (verdict/templates.h). */
 #ifndef VERDICT_STORE_TEMPLATES_H
 #define VERDICT_STORE_TEMPLATES_H
 
