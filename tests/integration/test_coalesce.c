@@ -199,24 +199,7 @@ static void test_coalesced_cycles(void **state)
     assert_true(dr >= ITEMS && dr > ds);
 }
 
-static int setup(void **state)
-{
-    static const char *env[] = {"VERDICT_LOG_LEVEL=warn", NULL};
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv[0], env);
-    vt_server_start(&srv[1], env);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv[1]);
-    vt_server_stop(&srv[0]);
-    vt_db_teardown();
-    return 0;
-}
+VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
 {

@@ -22,23 +22,7 @@
 
 static vt_server srv[2];
 
-static int setup(void **state)
-{
-    (void)state;
-    vt_db_setup();
-    vt_server_start(&srv[0], NULL);
-    vt_server_start(&srv[1], NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vt_server_stop(&srv[1]);
-    vt_server_stop(&srv[0]);
-    vt_db_teardown();
-    return 0;
-}
+VT_FIXTURE(.srv = {&srv[0], &srv[1]})
 
 static void fair_key(const char *flow, const char *key)
 {
