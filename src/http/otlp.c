@@ -279,6 +279,7 @@ static bool parse_endpoint(vd_otlp *x, const char *url)
     x->host[hl] = '\0';
     snprintf(x->port, sizeof(x->port), "%.*s", colon ? (int)(end - colon - 1) : 2,
              colon ? colon + 1 : "80");
+    /* the collector's OTLP/HTTP path that verdictd posts to (not a route of verdictd) */
     snprintf(x->path, sizeof(x->path), "%s", slash && slash[1] ? slash : "/v1/traces");
     return x->port[0] != '\0';
 }

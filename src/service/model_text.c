@@ -50,6 +50,8 @@ static bool ends_with(const char *s, const char *tail)
 
 const char *vd_model_text_violation(const char *text, bool ends_turn)
 {
+    /* substrings a model cannot act on: an HTTP path or URL (not a route: text naming one is
+     * refused), an HTTP verb, a header, "claim new" */
     static const char *const undoable[] = {"/v1/",      "http://",   "https://",
                                            "GET ",      "POST ",     "PATCH ",
                                            "claim new", "Claim new", "X-Request-Id"};
