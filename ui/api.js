@@ -46,8 +46,8 @@ export async function transitionsSince(after, flowStepId, itemIds) {
     for (let page = 0; page < 20; page++) {
       const r = await api('GET', `/v1/transitions?${qs({ after, flow_step_id: flowStepId, limit: 500 })}`);
       out.push(...r.transitions);
-      if (r.transitions.length < 500) break;
       after = r.next_after;
+      if (r.caught_up) break;
     }
     if (!itemIds) return out;
     const list = out.filter((t) => itemIds.includes(t.item_id));

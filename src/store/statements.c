@@ -73,8 +73,11 @@
  * the upper bound of a newest-first page below `after` (0: from the newest), as an index
  * condition (an OR with the parameter could only filter). */
 #define VD_LIST_WINDOW "10000"
-/* Items filtered by worker look up each item's latest job: a window of 2,000 for them. */
-#define ITEMS_WINDOW "(CASE WHEN $6::text IS NULL THEN " VD_LIST_WINDOW " ELSE 2000 END)"
+/* Items filtered by their own row (state, reason code: an items_pkey probe per source row) or by
+ * worker (a jobs_pkey probe more): a window of 2,000 for them, ~3 ms at any size. */
+#define ITEMS_WINDOW                                                                               \
+    "(CASE WHEN $2::text IS NULL AND $5::text IS NULL AND $6::text IS NULL THEN " VD_LIST_WINDOW  \
+    " ELSE 2000 END)"
 #define ITEMS_BELOW "(CASE WHEN $3::bigint = 0 THEN 9223372036854775807 ELSE $3::bigint END)"
 #define JOBS_BELOW "(CASE WHEN $4::bigint = 0 THEN 9223372036854775807 ELSE $4::bigint END)"
 
@@ -107,6 +110,20 @@
 #define VD_SQL_ANNOUNCE(rows, where)                                                               \
     "(SELECT string_agg(an.n || ' ' || an.flow_step_id, E'\\n') FROM"                              \
     " (SELECT count(*) AS n, flow_step_id FROM " rows " " where " GROUP BY flow_step_id) an)"
+
+/* The change feed's scan (GET /v1/transitions): the audit rows after $1 in id order, stopping
+ * at the first row made after the oldest open writing transaction began (a smaller id may still
+ * commit there; sql/migrations/0008_feed.sql) and after VD_FEED_WINDOW rows. The horizon is
+ * computed once (a one-row subquery kept apart by OFFSET 0) and both stops are window run
+ * conditions (a running count of the late rows must stay 0, the row number within the window):
+ * the scan ends there instead of filtering every later row. A flow-step filter so reads a
+ * window, not the history after $1. */
+#define VD_FEED_WINDOW "2000"
+#define FEED_SCAN                                                                                  \
+    "(SELECT x.t, x.id FROM (SELECT t, t.id,"                                                      \
+    "   count(*) FILTER (WHERE t.logged_at >= h.at) OVER win AS late, row_number() OVER win AS n" \
+    "   FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t WHERE t.id > $1"           \
+    "   WINDOW win AS (ORDER BY t.id)) x WHERE x.late = 0 AND x.n <= " VD_FEED_WINDOW ")"
 
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_SCHEMA_VERSION] = {"schema_version",
@@ -656,30 +673,28 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " FROM (SELECT j FROM jobs j" JOBS_FILTER " AND j.item_id = $8"
          "       AND j.id < " JOBS_BELOW " ORDER BY j.id DESC LIMIT $5) s"},
 
-    /* The change feed: transitions after an id, oldest first, each with its item's flow step
-     * and identifiers. A scan of transitions_pkey from $1 joined to item_sources_pkey: its cost is
-     * the transitions read after $1 until the page is full, filtered or not, never the size
-     * of the history. It stops at the first row made after the oldest open writing
-     * transaction began (sql/migrations/0008_feed.sql): a smaller id may still commit there. The
-     * horizon is computed once (a one-row subquery kept apart by OFFSET 0) and the stop is a window
-     * run condition (a running count of the rows made after it must stay 0): the scan ends at
-     * that row instead of filtering every later one. next_after is the last id returned, or $1
-     * when none (a poller passes it back as is). */
+    /* The change feed: audit rows after an id, oldest first, each with its item's flow step
+     * and identifiers: FEED_SCAN joined to item_sources_pkey, until the page is full or the
+     * scan stops. Its cost is the rows read after $1 (at most VD_FEED_WINDOW), never the size
+     * of the history. next_after: the last id returned when the page is full, else the last
+     * id scanned (or $1 when none), so a filter with few matches pages on through windows;
+     * caught_up: the page is short and the scan stopped before its window's end (e's scan runs
+     * only then: its uses are behind the page's count). */
     [VD_SQL_TRANSITIONS_FEED] =
         {"transitions_feed",
-         "SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), "
+         "WITH e AS (SELECT count(*) AS n, max(w.id) AS hi FROM " FEED_SCAN " w)"
+         " SELECT json_build_object('transitions', coalesce(json_agg(s.j ORDER BY s.id), "
          "'[]'::json),"
-         "  'next_after', coalesce(max(s.id), $1),"
+         "  'next_after', CASE WHEN count(*) = $3 THEN max(s.id)"
+         "                     ELSE coalesce((SELECT hi FROM e), $1) END,"
+         "  'caught_up', count(*) < $3 AND (SELECT n FROM e) < " VD_FEED_WINDOW ","
          "  'last_id', (SELECT coalesce(max(id), 0) FROM audit))::text"
          " FROM (SELECT w.id, verdict_audit_json(w.t)::jsonb || jsonb_build_object("
          "         'flow_step_id', s.flow_step_id, 'source_type', s.source_type,"
          "         'item_identifier', s.item_identifier) AS j"
-         "       FROM (SELECT t, t.id, count(*) FILTER (WHERE t.logged_at >= h.at)"
-         "               OVER (ORDER BY t.id) AS late"
-         "             FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t"
-         "             WHERE t.id > $1) w"
+         "       FROM " FEED_SCAN " w"
          "       JOIN item_sources s ON s.id = (w.t).item_id"
-         "       WHERE w.late = 0 AND ($2::text IS NULL OR s.flow_step_id = $2)"
+         "       WHERE $2::text IS NULL OR s.flow_step_id = $2"
          "       ORDER BY w.id LIMIT $3) s"},
 
     /* An admin decides a parked item (manual_review or failed -> processed or rejected).
