@@ -76,7 +76,7 @@
 /* Items filtered by their own row (state, reason code: an items_pkey probe per source row) or by
  * worker (a jobs_pkey probe more): a window of 2,000 for them, ~3 ms at any size. */
 #define ITEMS_WINDOW                                                                               \
-    "(CASE WHEN $2::text IS NULL AND $5::text IS NULL AND $6::text IS NULL THEN " VD_LIST_WINDOW  \
+    "(CASE WHEN $2::text IS NULL AND $5::text IS NULL AND $6::text IS NULL THEN " VD_LIST_WINDOW   \
     " ELSE 2000 END)"
 #define ITEMS_BELOW "(CASE WHEN $3::bigint = 0 THEN 9223372036854775807 ELSE $3::bigint END)"
 #define JOBS_BELOW "(CASE WHEN $4::bigint = 0 THEN 9223372036854775807 ELSE $4::bigint END)"
@@ -121,8 +121,8 @@
 #define VD_FEED_WINDOW "2000"
 #define FEED_SCAN                                                                                  \
     "(SELECT x.t, x.id FROM (SELECT t, t.id,"                                                      \
-    "   count(*) FILTER (WHERE t.logged_at >= h.at) OVER win AS late, row_number() OVER win AS n" \
-    "   FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t WHERE t.id > $1"           \
+    "   count(*) FILTER (WHERE t.logged_at >= h.at) OVER win AS late, row_number() OVER win AS n"  \
+    "   FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t WHERE t.id > $1"            \
     "   WINDOW win AS (ORDER BY t.id)) x WHERE x.late = 0 AND x.n <= " VD_FEED_WINDOW ")"
 
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {

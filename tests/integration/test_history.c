@@ -120,7 +120,8 @@ static void test_feed_reads_a_page(void **state)
             fail_msg("feed case %zu read %.0f transitions", i, reads[i]);
     }
     /* a flow step with no rows at all: one window, from the start and from the middle */
-    double rare[] = {feed_rows_read(0, "'hist_none'", 100), feed_rows_read(mid, "'hist_none'", 100)};
+    double rare[] = {feed_rows_read(0, "'hist_none'", 100),
+                     feed_rows_read(mid, "'hist_none'", 100)};
     for (size_t i = 0; i < 2; i++) {
         if (rare[i] > 2010) /* the window, and the row past it that ends the scan */
             fail_msg("the feed of a flow step without rows read %.0f transitions", rare[i]);
