@@ -103,15 +103,17 @@ static vd_error parse_explicit(vd_field f, vd_disposition d, vd_job_write *w)
 typedef struct disp_in {
     vd_job_write w;
     char hint[200];
-    char *engine;   /* engine_data re-serialised, or NULL */
-    char *request;  /* a batch entry without its job_id, as JSON (replays compare it) */
-    vd_usage usage; /* the model usage it reports (limits.h) */
+    char *engine;       /* engine_data re-serialised, or NULL */
+    char *request;      /* a batch entry without its job_id, as JSON (replays compare it) */
+    vd_usage usage;     /* the model usage it reports (limits.h) */
+    vd_claim_next next; /* a coalesced single call's claim_next (w.next points here) */
 } disp_in;
 
 static void disp_cleanup(disp_in *in)
 {
     free(in->engine);
     free(in->request);
+    free(in->next.limit_keys);
 }
 
 /* Validate the fields of one disposition (the single call's body, or a batch entry: f.path
@@ -267,14 +269,18 @@ out:
     return rc;
 }
 
-/* A single disposition without claim_next, validated here (a 400 answers at once), is left
- * to the coalescer: it shares the batch path's transaction with the dispositions in flight. */
-static vd_error coalesce_disposition(vd_ctx *ctx, int64_t job_id, const cJSON *body)
+/* A single disposition, validated here (a 400 answers at once), is left to the coalescer: it
+ * shares the batch path's transaction with the dispositions in flight, and its claim_next (which
+ * it takes over, *next emptied) claims in that transaction. */
+static vd_error coalesce_disposition(vd_ctx *ctx, int64_t job_id, const cJSON *body,
+                                     vd_claim_next *next)
 {
     disp_in *in = calloc(1, sizeof(*in));
     vd_error rc = in ? VD_OK : vd_fail(ctx, VD_ERR_INTERNAL, NULL, "out of memory");
     if (rc)
         return rc;
+    in->next = *next;
+    next->limit_keys = NULL;
     in->w.job_id = job_id;
     if ((rc = parse_disposition((vd_field){ctx, body, NULL}, in))) {
         disp_cleanup(in);
@@ -283,6 +289,8 @@ static vd_error coalesce_disposition(vd_ctx *ctx, int64_t job_id, const cJSON *b
     }
     in->w.request_json = ctx->body;
     in->w.trace_id = ctx->trace.trace_id;
+    in->w.span_id = ctx->trace.span_id;
+    in->w.next = in->next.count > 0 ? &in->next : NULL;
     ctx->coalesce = VD_COALESCE_DISPOSITION;
     ctx->coalesce_group = "";
     ctx->coalesce_arg = in;
@@ -398,9 +406,10 @@ vd_error vd_h_disposition(vd_ctx *ctx)
         free(next.limit_keys);
         return rc;
     }
-    if (ctx->coalesce_on && next.count == 0) { /* limit keys come only with claim_next */
+    if (ctx->coalesce_on) {
+        rc = coalesce_disposition(ctx, job, body, &next);
         free(next.limit_keys);
-        return coalesce_disposition(ctx, job, body);
+        return rc;
     }
     rc = vd_disposition_run(ctx, job, body, ctx->body, &next, &answer);
     free(next.limit_keys);

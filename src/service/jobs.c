@@ -13,6 +13,7 @@
 #include "verdict/lint.h"
 #include "verdict/store.h"
 #include "verdict/store/claims.h"
+#include "verdict/store/coalesce.h"
 #include "verdict/store/idempotency.h"
 #include "verdict/store/incidents.h"
 #include "verdict/store/items.h"
@@ -38,6 +39,7 @@ typedef struct apply_ctx {
     char (*tool_text)[VD_TOOL_RESULT_MAX]; /* the tool_result texts, per write */
     const vd_claim_next *next;             /* claim_next, or NULL */
     char *claims;                          /* its claim's answer {"claims":[...]}, or NULL */
+    char **claims_of;                      /* fin[k]'s own claim_next answer (w->next), or NULL */
 } apply_ctx;
 
 char *vd_job_reply(const char *lead, const char *kept, bool replayed)
@@ -165,6 +167,10 @@ static void reset_run(apply_ctx *a)
     }
     free(a->claims);
     a->claims = NULL;
+    for (size_t k = 0; k < a->n; k++) {
+        free(a->claims_of[k]);
+        a->claims_of[k] = NULL;
+    }
 }
 
 /* claim_next: once a write of the call finishes, claim the next items of its job's flow step
@@ -190,6 +196,86 @@ static vd_error claim_next(vd_conn *c, apply_ctx *a, size_t nfin)
         for (size_t k = 0; k < nfin; k++)
             a->fin[k].claims = a->claims;
     return VD_OK;
+}
+
+/* Whether fin[k]'s write asks for claims of its own (a coalesced single call's claim_next). */
+static const vd_claim_next *own_next(const apply_ctx *a, size_t k)
+{
+    const vd_claim_next *next = a->w[a->fin_of[k]].next;
+    return next && next->count > 0 ? next : NULL;
+}
+
+/* One item, no limit keys, no token estimate: may share a claim_many with others. */
+static bool shares_claim(const vd_claim_next *next)
+{
+    return next && next->count == 1 && !next->limit_keys && next->estimated_tokens < 0;
+}
+
+/* fin[k]'s own claim_next, alone: as the single call claims (claim_next above). */
+static vd_error claim_own(vd_conn *c, apply_ctx *a, size_t k)
+{
+    const vd_job_write *w = &a->w[a->fin_of[k]];
+    const vd_job_snapshot *snap = &a->snap[a->fin_of[k]];
+    vd_claim_keys keys = {w->next->limit_keys, w->next->estimated_tokens};
+    vd_reply reply = {0};
+    if (w->trace_id)
+        vd_conn_set_trace(c, w->trace_id, w->span_id);
+    vd_error rc = vd_store_claim_keyed(c, snap->flow_step_id, snap->worker_id, snap->worker_version,
+                                       w->next->count, w->next->lease_seconds, w->actor, &keys,
+                                       false, NULL, &reply);
+    if (rc) {
+        free(reply.body);
+        return rc;
+    }
+    a->claims_of[k] = reply.body;
+    a->fin[k].claims = reply.body;
+    return VD_OK;
+}
+
+/* The writes from fin[k] on that share fin[k]'s flow step and claim one plain item: one
+ * claim_many for all of them, request m getting the m-th item. In a keyed flow step claim_many
+ * claims nothing and they are left to claim_own. */
+static vd_error claim_shared(vd_conn *c, apply_ctx *a, size_t k, size_t nfin)
+{
+    const char *fs = a->snap[a->fin_of[k]].flow_step_id;
+    vd_claim_one *reqs = calloc(nfin - k, sizeof(*reqs));
+    size_t *of = calloc(nfin - k, sizeof(*of)), n = 0;
+    vd_error rc = reqs && of ? VD_OK : VD_ERR_INTERNAL;
+    for (size_t m = k; rc == VD_OK && m < nfin; m++) {
+        const vd_job_write *w = &a->w[a->fin_of[m]];
+        const vd_job_snapshot *snap = &a->snap[a->fin_of[m]];
+        if (a->claims_of[m] || !shares_claim(own_next(a, m)) || strcmp(snap->flow_step_id, fs))
+            continue;
+        of[n] = m;
+        reqs[n++] = (vd_claim_one){snap->worker_id, snap->worker_version,   w->actor, w->trace_id,
+                                   w->span_id,      w->next->lease_seconds, NULL};
+    }
+    if (rc == VD_OK)
+        rc = vd_store_claim_many(c, fs, reqs, n);
+    for (size_t i = 0; rc == VD_OK && i < n && reqs[i].body; i++) {
+        a->claims_of[of[i]] = reqs[i].body;
+        a->fin[of[i]].claims = reqs[i].body;
+    }
+    free(reqs);
+    free(of);
+    return rc;
+}
+
+/* Each finished write's own claim_next (a coalesced group's single calls), in this
+ * transaction, before the finishing statement keeps each one's claims in its answer. */
+static vd_error claim_next_each(vd_conn *c, apply_ctx *a, size_t nfin)
+{
+    vd_error rc = VD_OK;
+    for (size_t k = 0; rc == VD_OK && k < nfin; k++) {
+        const vd_claim_next *next = own_next(a, k);
+        if (!next || a->claims_of[k])
+            continue;
+        if (shares_claim(next))
+            rc = claim_shared(c, a, k, nfin);
+        if (rc == VD_OK && !a->claims_of[k])
+            rc = claim_own(c, a, k);
+    }
+    return rc;
 }
 
 /* The rejection lint (lint.h) of a rejection that passed judge(): a refusal goes to out;
@@ -344,7 +430,8 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     }
     if (nfin == 0)
         return VD_OK;
-    if ((rc = claim_next(c, a, nfin)))
+    rc = a->next ? claim_next(c, a, nfin) : claim_next_each(c, a, nfin);
+    if (rc)
         return rc;
     for (size_t k = 0; k < nfin; k++) /* each its request's trace (a coalesced batch) */
         a->fin[k].trace_id = a->w[a->fin_of[k]].trace_id;
@@ -373,7 +460,7 @@ vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_wri
                            const vd_claim_next *next, vd_job_answer *out, char **claims)
 {
     apply_ctx a = {cfg,  w,    n,    out,  NULL, NULL, NULL, NULL,
-                   NULL, NULL, NULL, NULL, NULL, next, NULL};
+                   NULL, NULL, NULL, NULL, NULL, next, NULL, NULL};
     vd_error rc = VD_ERR_INTERNAL;
     memset(out, 0, n * sizeof(*out));
     a.wcopy = calloc(n, sizeof(*a.wcopy));
@@ -387,8 +474,9 @@ vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_wri
     a.evidence = calloc(n, sizeof(*a.evidence));
     a.answer = calloc(n, sizeof(*a.answer));
     a.tool_text = calloc(n, sizeof(*a.tool_text));
+    a.claims_of = calloc(n, sizeof(*a.claims_of));
     if (n > 0 && a.wcopy && a.key && a.snap && a.fin && a.fin_of && a.reason && a.evidence &&
-        a.answer && a.tool_text)
+        a.answer && a.tool_text && a.claims_of)
         rc = vd_store_tx(conn, apply_tx, &a);
     for (size_t i = 0; i < n; i++) {
         if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
@@ -405,7 +493,10 @@ vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_wri
             free(a.evidence[i]);
         if (a.answer)
             free(a.answer[i]);
+        if (a.claims_of)
+            free(a.claims_of[i]);
     }
+    free(a.claims_of);
     free(a.wcopy);
     free(a.key);
     free(a.snap);

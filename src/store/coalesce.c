@@ -76,8 +76,13 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
     vd_error rc = VD_ERR_INTERNAL;
     for (size_t i = 0; i < n; i++)
         reqs[i].body = NULL;
-    if (rows) /* alone: BEGIN, generic plan, the claim, COMMIT in one round trip */
+    if (rows && vd_in_tx(c)) { /* claim_next of coalesced dispositions: in their transaction */
+        rc = vd_sql_prefer_generic(c);
+        if (rc == VD_OK)
+            rc = vd_sql_exec(c, VD_SQL_CLAIM_MANY, 3, p, &res);
+    } else if (rows) { /* alone: BEGIN, generic plan, the claim, COMMIT in one round trip */
         rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY, 3, p, &res);
+    }
     free(rows);
     if (rc == VD_OK)
         rc = read_answers(res, reqs, n);

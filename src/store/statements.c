@@ -610,7 +610,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "    answer_head = verdict_answer_head(r.answer_disposition, r.answer_adjudication,"
          "      r.adjudication, CASE WHEN r.tool_result_std THEN NULL ELSE r.tool_result_text END,"
          "      r.tool_result_terminal),"
-         "    answer_tail = verdict_answer_tail(r.answer_disposition, r.deprecation_hint),"
+         "    answer_tail = verdict_answer_tail(r.answer_disposition, r.deprecation_hint)"
+         /* a coalesced single call's claim_next: kept as job_finish keeps it */
+         "      || CASE WHEN r.claims IS NULL THEN ''"
+         "         ELSE ',\"claimed\":' || verdict_claimed_ids(r.claims) END,"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
          "  FROM r JOIN ui ON ui.id = r.item_id"
@@ -618,10 +621,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "        FROM (SELECT job_id FROM r ORDER BY job_id) o) sq ON sq.job_id = r.job_id"
          "  WHERE j.id = r.job_id AND j.id = ANY (ARRAY(SELECT job_id FROM r))"
          "  RETURNING j.id, verdict_job_json(j) AS job)"
-         " SELECT r.job_id, verdict_job_answer(r.answer_disposition, r.answer_adjudication,"
-         "   r.adjudication, uj.job, ui.item, r.deprecation_hint, r.tool_result_text,"
-         "   r.tool_result_terminal)"
-         " FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id"},
+         " SELECT r.job_id, CASE WHEN r.claims IS NULL THEN a.answer"
+         "   ELSE left(a.answer, -1) || ',' || substr(r.claims, 2) END"
+         " FROM r JOIN uj ON uj.id = r.job_id JOIN ui ON ui.id = r.item_id,"
+         "   LATERAL (SELECT verdict_job_answer(r.answer_disposition, r.answer_adjudication,"
+         "     r.adjudication, uj.job, ui.item, r.deprecation_hint, r.tool_result_text,"
+         "     r.tool_result_terminal) AS answer) a"},
 
     [VD_SQL_JOB_GET] =
         {"job_get", "SELECT json_build_object('job', verdict_job_detail_json(j))::text FROM jobs j"

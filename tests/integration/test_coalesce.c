@@ -3,7 +3,8 @@
  * once, every request gets a job of its own (the job claimed for worker wN is the one wN
  * finishes, with wN's token), a wrong token or a call on a finished job in the same group
  * answers only its own request with its own error, an identical repeat replays, and the
- * statements did serve several requests at once (verdict_coalesced_*_total). */
+ * statements did serve several requests at once (verdict_coalesced_*_total); the same for
+ * single dispositions that claim the next item (claim_next). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -199,12 +200,124 @@ static void test_coalesced_cycles(void **state)
     assert_true(dr >= ITEMS && dr > ds);
 }
 
+#define NEXT_FLOW "co_next"
+#define NEXT_ITEMS 1500
+
+/* The claimed item of a disposition's claims (claim_next: 1), 0 when none; fills cl. */
+static int64_t next_claim(const cJSON *answer, vt_claim *cl)
+{
+    const cJSON *claims = cJSON_GetObjectItem(answer, "claims");
+    if (!cJSON_IsArray(claims) || cJSON_GetArraySize(claims) > 1) {
+        atomic_fetch_add(&R.unexpected, 1);
+        return 0;
+    }
+    const cJSON *j = cJSON_GetArrayItem(claims, 0);
+    if (!j)
+        return 0;
+    *cl = (vt_claim){(int64_t)vt_num(j, "job_id"), (int64_t)vt_num(j, "item.id"), 1, ""};
+    snprintf(cl->token, sizeof(cl->token), "%s", vt_str(j, "claim_token"));
+    long idx = (long)(cl->item_id - R.first_id);
+    if (idx >= 0 && idx < NEXT_ITEMS)
+        atomic_fetch_add(&R.claimed[idx], 1);
+    return cl->job_id;
+}
+
+/* A worker living on claim_next: one plain claim, then single dispositions that claim the
+ * next item, until one claims nothing; every third call is repeated on the other replica and
+ * must replay the same claim. */
+static void *next_client_main(void *p)
+{
+    const client *c = p;
+    const vt_server *s = &srv[c->index % 2];
+    char body[200], members[200];
+    vt_claim cl;
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"" NEXT_FLOW
+             "\", \"worker_id\": \"n%d\", \"lease_seconds\": 600}",
+             c->index);
+    snprintf(members, sizeof(members),
+             "\"disposition\": \"complete\", \"claim_next\": 1,"
+             " \"engine_data\": {\"by\": \"n%d\"}",
+             c->index);
+    vt_resp r = vt_http(s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+    int64_t job = r.status == 200 ? next_claim(r.json, &cl) : 0;
+    vt_resp_free(&r);
+    for (int cycle = 0; job; cycle++) {
+        vt_claim now = cl;
+        vt_resp d = vt_dispose(s, &now, members);
+        if (d.status >= 500 || d.status == 0)
+            atomic_fetch_add(&R.errors5xx, 1);
+        if (d.status != 200 || vt_num(d.json, "job.id") != (double)now.job_id) {
+            note("complete with claim_next", &d);
+            vt_resp_free(&d);
+            break;
+        }
+        atomic_fetch_add(&R.completes, 1);
+        job = next_claim(d.json, &cl);
+        vt_resp_free(&d);
+        if (cycle % 3 == 0) { /* the identical call again: the same claims */
+            vt_resp again = vt_dispose(&srv[(c->index + 1) % 2], &now, members);
+            const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(again.json, "claims"), 0);
+            int64_t replayed_job = first ? (int64_t)vt_num(first, "job_id") : 0;
+            if (again.status == 200 && cJSON_IsTrue(cJSON_GetObjectItem(again.json, "replayed")) &&
+                replayed_job == job)
+                atomic_fetch_add(&R.replays, 1);
+            else
+                note("replay with claim_next", &again);
+            vt_resp_free(&again);
+        }
+    }
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* Single dispositions with claim_next coalesce too: each request's claim is its own (claimed
+ * for its worker, kept in its answer for replays), every item is handed out once, and the
+ * dispositions' statements served several requests at once. */
+static void test_coalesced_claim_next(void **state)
+{
+    pthread_t t[CLIENTS];
+    client args[CLIENTS];
+    (void)state;
+    memset(&R, 0, sizeof(R));
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" NEXT_FLOW "')");
+    vt_seed_items(NEXT_FLOW, "next-", NEXT_ITEMS, 5, 3);
+    R.first_id = vt_sql_long("SELECT min(id) FROM items WHERE flow_step_id = '" NEXT_FLOW "'");
+    long ds = metric("verdict_coalesced_statements_total", "disposition");
+    long dr = metric("verdict_coalesced_requests_total", "disposition");
+    for (int i = 0; i < CLIENTS; i++) {
+        args[i] = (client){i};
+        assert_int_equal(pthread_create(&t[i], NULL, next_client_main, &args[i]), 0);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(t[i], NULL);
+    if (atomic_load(&R.unexpected))
+        fail_msg("%ld unexpected answers; the first: %s", atomic_load(&R.unexpected),
+                 R.first_error);
+    assert_int_equal(atomic_load(&R.errors5xx), 0);
+    assert_int_equal(atomic_load(&R.completes), NEXT_ITEMS);
+    assert_true(atomic_load(&R.replays) > 0);
+    for (int i = 0; i < NEXT_ITEMS; i++) {
+        if (atomic_load(&R.claimed[i]) != 1)
+            fail_msg("item %d was handed out %d times", i, atomic_load(&R.claimed[i]));
+    }
+    /* each job claimed for the worker whose call claimed it, and finished by that worker */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '" NEXT_FLOW "'"
+                                 " AND status = 'completed' AND engine_data->>'by' = worker_id"),
+                     NEXT_ITEMS);
+    long ds2 = metric("verdict_coalesced_statements_total", "disposition") - ds;
+    long dr2 = metric("verdict_coalesced_requests_total", "disposition") - dr;
+    print_message("dispositions with claim_next: %ld requests in %ld statements\n", dr2, ds2);
+    assert_true(dr2 >= NEXT_ITEMS && dr2 > ds2);
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coalesced_cycles),
+        cmocka_unit_test(test_coalesced_claim_next),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,6 +13,15 @@
 #include "verdict/store.h"
 #include "verdict/store/jobs.h"
 
+/* claim_next on a disposition (README "Claim the next items with a disposition"). */
+typedef struct vd_claim_next {
+    int64_t count;            /* 0..100: how many items to claim; 0 claims nothing */
+    int64_t lease_seconds;    /* the new claims' lease */
+    bool keep;                /* a single call: the claims close its kept answer (replays) */
+    char *limit_keys;         /* the worker's limit keys (JSON array, malloc'd) or NULL */
+    int64_t estimated_tokens; /* tokens each claimed item reserves; < 0: none */
+} vd_claim_next;
+
 typedef struct vd_job_write {
     int64_t job_id;
     const char *token;
@@ -42,6 +51,10 @@ typedef struct vd_job_write {
     bool record_only;     /* store the adjudication on the job; leave item and job status as is */
     const char *trace_id; /* the request's trace id when it is not the connection's (a
                              coalesced disposition), or NULL */
+    const char *span_id;  /* with trace_id: the request's span (its claim_next's claims), or NULL */
+    /* A coalesced single call's own claim_next (keep set), or NULL; used only when the call
+     * as a whole has none (vd_job_apply_next's next NULL). */
+    const vd_claim_next *next;
 } vd_job_write;
 
 typedef struct vd_job_answer {
@@ -106,17 +119,12 @@ VD_MUST_USE vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_
 VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
                                        size_t n, vd_job_answer *out);
 
-/* claim_next on a disposition (README "Claim the next items with a disposition"). */
-typedef struct vd_claim_next {
-    int64_t count;            /* 0..100: how many items to claim; 0 claims nothing */
-    int64_t lease_seconds;    /* the new claims' lease */
-    bool keep;                /* a single call: the claims close its kept answer (replays) */
-    char *limit_keys;         /* the worker's limit keys (JSON array, malloc'd) or NULL */
-    int64_t estimated_tokens; /* tokens each claimed item reserves; < 0: none */
-} vd_claim_next;
 /* vd_job_apply_many, and when at least one write finishes (not a refusal, not a replay),
  * claim up to next->count items of the first finished job's flow step for its worker in the
  * same transaction, exactly as POST /v1/claims does (a paused flow step claims nothing).
+ * next NULL: each finished write with its own w->next claims for its own job's worker and
+ * flow step, in the same transaction, its claims closing its kept answer (coalesced single
+ * calls; those of one flow step asking one item without keys share one claim_many).
  * *claims (may be NULL; malloc'd) receives the claim's answer {"claims":[...]}, or NULL when
  * nothing was claimed because nothing finished. With next->keep the claims are also kept in
  * the finished writes' answers. */

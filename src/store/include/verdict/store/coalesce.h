@@ -17,10 +17,10 @@ typedef struct vd_claim_one {
     char *body; /* out: the claim's answer {"claims":[...]} (malloc'd); NULL in a keyed flow step */
 } vd_claim_one;
 
-/* Claim one item for each of reqs[0..n) in flow_step_id, in one statement and transaction
- * (claim_many): request k gets the k-th claimable item in claim order, or an answer without
- * claims. A keyed flow step claims nothing and leaves every body NULL (the caller claims
- * each alone, with limits). On an error no body is set. */
+/* Claim one item for each of reqs[0..n) in flow_step_id, in one statement, in a transaction of
+ * its own or in the caller's open one (claim_many): request k gets the k-th claimable item in claim
+ * order, or an answer without claims. A keyed flow step claims nothing and leaves every body NULL
+ * (the caller claims each alone, with limits). On an error no body is set. */
 VD_MUST_USE vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
                                          size_t n);
 
