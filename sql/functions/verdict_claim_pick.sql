@@ -19,6 +19,10 @@ DECLARE
     per integer;
     visited text[] := '{}';
     job bigint;
+    pend bigint[] := '{}';
+    jobs bigint[];
+    granted jsonb;
+    done boolean;
 BEGIN
     took := '{}';
     tc := '{}';
@@ -61,9 +65,31 @@ BEGIN
              LIMIT least(p_limit * 4, 400) FOR UPDATE OF i SKIP LOCKED;
     END IF;
     LOOP
-        EXIT WHEN cardinality(took) >= p_limit;
-        FETCH cur INTO c;
-        EXIT WHEN NOT FOUND;
+        done := cardinality(took) + cardinality(pend) >= p_limit;
+        IF NOT done THEN
+            FETCH cur INTO c;
+            done := NOT FOUND;
+        END IF;
+        -- items without keys of their own under the claim's keys: their cells in one
+        -- statement for the run of them (verdict_limit_take_many), in claim order
+        IF NOT done AND c.value IS NULL AND c.limit_keys IS NULL AND p_keys IS NOT NULL THEN
+            pend := pend || c.id;
+            CONTINUE;
+        END IF;
+        IF cardinality(pend) > 0 THEN
+            jobs := ARRAY(SELECT nextval('transitions_id_seq')
+                            FROM generate_series(1, cardinality(pend)));
+            granted := verdict_limit_take_many(p_keys, p_est, jobs);
+            FOR k IN 1 .. jsonb_array_length(granted) LOOP
+                took := took || pend[k];
+                tc := tc || jsonb_build_object(pend[k]::text, jsonb_build_object('job', jobs[k],
+                                               'cells', granted -> (k - 1)));
+            END LOOP;
+            -- the claim's own keys are closed when not all fit: no other item can pass either
+            done := done OR jsonb_array_length(granted) < cardinality(pend);
+            pend := '{}';
+        END IF;
+        EXIT WHEN done;
         IF c.value IS NOT NULL THEN
             visited := visited || c.value;
             CONTINUE WHEN c.id IS NULL; -- nothing of that value to claim now

@@ -344,6 +344,45 @@ static void test_coalesced_item_keys(void **state)
                      60);
 }
 
+/* One claim of 30 items, 8,000 tokens a minute (eight shards of 1,000), 300 estimated per item:
+ * the cells are taken in one statement for the run of items, three estimates share a shard,
+ * so 24 are handed out and 7,200 reserved; a job's usage settles on its own shard. */
+static void test_shared_token_shards(void **state)
+{
+    (void)state;
+    while (vt_sql_long("SELECT extract(second FROM now())::int") > 45)
+        vt_sleep_ms(500);
+    put_limit("model:lcs", "{\"tokens_per_minute\": 8000, \"concurrency\": 100}");
+    seed("lcs", 30);
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER,
+                        "{\"flow_step_id\": \"lcs\", \"worker_id\": \"w\", \"limit\": 30,"
+                        " \"limit_keys\": [\"model:lcs\"], \"estimated_tokens\": 300}",
+                        NULL);
+    assert_int_equal(r.status, 200);
+    const cJSON *claims = cJSON_GetObjectItem(r.json, "claims");
+    assert_int_equal(cJSON_GetArraySize(claims), 24);
+    const cJSON *first = cJSON_GetArrayItem(claims, 0);
+    vt_claim c = {(int64_t)vt_num(first, "job_id"), (int64_t)vt_num(first, "item.id"), 1, ""};
+    snprintf(c.token, sizeof(c.token), "%s", vt_str(first, "claim_token"));
+    vt_resp_free(&r);
+    assert_true(limit_num("model:lcs", "tokens_reserved") == 7200);
+    assert_int_equal(
+        vt_sql_long("SELECT count(DISTINCT j.limit_cells[1]) FROM jobs j"
+                    " WHERE j.flow_step_id = 'lcs' AND cardinality(j.limit_cells) = 1"),
+        8);
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT c.job_id) FROM limit_cells c JOIN jobs j"
+                                 " ON j.id = c.job_id WHERE c.key = 'model:lcs' AND c.kind = 'c'"
+                                 " AND j.status = 'processing'"),
+                     24);
+    r = vt_dispose(&srv[1], &c,
+                   "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 60,"
+                   " \"output_tokens\": 40}");
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    assert_true(limit_num("model:lcs", "tokens_reserved") == 7000);
+    assert_true(limit_num("model:lcs", "tokens_used") == 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_coalesced_token_window),
         cmocka_unit_test(test_coalesced_throttled_spends_nothing),
         cmocka_unit_test(test_coalesced_item_keys),
+        cmocka_unit_test(test_shared_token_shards),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
