@@ -85,8 +85,9 @@ BEGIN
                 tc := tc || jsonb_build_object(pend[k]::text, jsonb_build_object('job', jobs[k],
                                                'cells', granted -> (k - 1)));
             END LOOP;
-            -- the claim's own keys are closed when not all fit: no other item can pass either
-            done := done OR jsonb_array_length(granted) < cardinality(pend);
+            -- the claim's own keys are closed when none fit: no other item can pass either
+            -- (when some did, the next run may find cells that were locked or not needed)
+            done := done OR jsonb_array_length(granted) = 0;
             pend := '{}';
         END IF;
         EXIT WHEN done;

@@ -3,7 +3,7 @@
 -- from-migrations: none
 -- The limit cells of p_keys for as many of the jobs p_jobs (in order) as fit, in one statement:
 -- up to n cells per key and kind are locked (SKIP LOCKED, concurrency slots from a random
--- start as verdict_limit_take does), the grant m is the least any key and kind can serve, and
+-- start as verdict_limit_take does; token shards only as many as the n estimates need), the grant m is the least any key and kind can serve, and
 -- the first m jobs get a concurrency slot and a rate cell each per key, and share token shards
 -- (a shard takes as many estimates as fit under its share of the minute, in one row update).
 -- Answers one JSON array per granted job: the token cells it reserved on (its limit_cells).
@@ -21,7 +21,13 @@ BEGIN
         SELECT l.key, k.kind, l.concurrency, ceil(l.tokens_per_minute / 8.0) AS cap,
                l.tokens_per_minute, l.rate_burst * verdict_limit_interval(l) AS pause,
                CASE k.kind WHEN 'c' THEN floor(random() * l.concurrency)::integer
-                           ELSE 0 END AS start
+                           ELSE 0 END AS start,
+               -- cells to lock: one each per job; token shards only as many as an empty one
+               -- would need, and one more (a shard locked and not needed is one that other
+               -- claims skip)
+               CASE WHEN k.kind <> 't' THEN want WHEN est = 0 THEN 1
+                    ELSE least(want, ceil(want / greatest(1, floor(ceil(l.tokens_per_minute / 8.0)
+                                                                    / est))) + 1) END::bigint AS lim
           FROM limits l
          CROSS JOIN LATERAL (VALUES ('c'::"char"), ('r'), ('t'), ('x')) k(kind)
          WHERE l.key = ANY (p_keys)
@@ -31,7 +37,7 @@ BEGIN
                            ELSE coalesce(l.throttled_until > now(), false) END),
     locked AS MATERIALIZED (
         SELECT n.key, n.kind, n.pause, x.id, x.wrapped, x.n,
-               CASE WHEN n.kind <> 't' OR est = 0 THEN 1
+               CASE WHEN n.kind <> 't' THEN 1 WHEN est = 0 THEN want
                     WHEN x.minute IS DISTINCT FROM date_trunc('minute', now()) OR x.reserved = 0
                     THEN greatest(1, floor(n.cap / est))
                     ELSE floor((n.cap - x.reserved) / est) END::bigint AS units
@@ -45,7 +51,7 @@ BEGIN
                                              AND j.status <> 'processing'))
                              WHEN 'r' THEN c.free_at <= now()
                              ELSE verdict_shard_fits(c, n.tokens_per_minute, p_est) END
-               ORDER BY c.n LIMIT want FOR UPDATE SKIP LOCKED) a
+               ORDER BY c.n LIMIT n.lim FOR UPDATE SKIP LOCKED) a
               UNION ALL
               SELECT * FROM (SELECT c.id, c.n, c.reserved, c.minute, true AS wrapped
                 FROM limit_cells c
@@ -55,7 +61,7 @@ BEGIN
                                              AND j.status <> 'processing'))
                              WHEN 'r' THEN c.free_at <= now()
                              ELSE verdict_shard_fits(c, n.tokens_per_minute, p_est) END
-               ORDER BY c.n LIMIT want FOR UPDATE SKIP LOCKED) b LIMIT want) x ON true),
+               ORDER BY c.n LIMIT n.lim FOR UPDATE SKIP LOCKED) b LIMIT n.lim) x ON true),
     cells AS MATERIALIZED (
         SELECT l.*, sum(l.units) OVER (PARTITION BY l.key, l.kind
                                        ORDER BY l.wrapped, l.n) AS upto
