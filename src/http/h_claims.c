@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "verdict/coalesce.h"
 #include "verdict/jobs.h"
 #include "verdict/store/limits.h"
 #include "verdict/semver.h"
@@ -48,8 +49,9 @@ static bool may_park(vd_ctx *ctx, int64_t wait)
 typedef struct claim_req {
     const char *fs, *worker, *key, *version;
     int64_t limit, lease, wait;
-    char *limit_keys;         /* JSON array (malloc'd) or NULL */
-    int64_t estimated_tokens; /* per item; -1: none */
+    char *limit_keys;                      /* JSON array (malloc'd) or NULL */
+    int64_t estimated_tokens;              /* per item; -1: none */
+    char group[VD_COALESCE_GROUP_MAX + 1]; /* the coalescer's group (claim_group) */
 } claim_req;
 
 /* Park the request: no answer now (server.c puts it in the registry). */
@@ -134,32 +136,73 @@ vd_error vd_h_claims(vd_ctx *ctx)
         (rc = vd_get_limit_keys(f, &q.limit_keys)))
         return rc;
     if (coalesces(ctx, &q))
-        return VD_OK; /* answered by vd_claims_serve */
+        return VD_OK; /* answered by vd_claims_serve, which frees limit_keys */
     rc = run_claim(ctx, &q);
     free(q.limit_keys);
     return rc;
 }
 
-/* A claim of one item without key, limits, token estimate or wait is left to the coalescer:
- * it shares a statement with the other single-item claims of its flow step in flight. */
+/* qsort: limit keys in byte order. */
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The coalescer's group of a claim: its flow step, its sorted distinct limit keys and its token
+ * estimate ("<length of fs>:<fs>|<key>,<key>|<est>"); false when it does not fit. */
+static bool claim_group(const claim_req *q, char *out, size_t size)
+{
+    const char *keys[VD_LIMIT_KEYS_MAX];
+    size_t n = 0, at;
+    bool first = true;
+    cJSON *arr = q->limit_keys ? cJSON_Parse(q->limit_keys) : NULL;
+    const cJSON *k;
+    int len = snprintf(out, size, "%zu:%s|", strlen(q->fs), q->fs);
+    bool ok = len > 0 && (size_t)len < size && (!q->limit_keys || arr);
+    cJSON_ArrayForEach(k, arr)
+    {
+        if (n < VD_LIMIT_KEYS_MAX && cJSON_IsString(k))
+            keys[n++] = k->valuestring;
+    }
+    qsort(keys, n, sizeof(*keys), key_cmp);
+    for (size_t i = 0; ok && i < n; i++) {
+        if (i > 0 && strcmp(keys[i], keys[i - 1]) == 0)
+            continue; /* the claim takes each key once */
+        at = strlen(out);
+        len = snprintf(out + at, size - at, "%s%s", first ? "" : ",", keys[i]);
+        ok = len > 0 && (size_t)len < size - at;
+        first = false;
+    }
+    at = ok ? strlen(out) : 0;
+    len = ok ? snprintf(out + at, size - at, "|%lld", (long long)q->estimated_tokens) : -1;
+    cJSON_Delete(arr);
+    return len > 0 && (size_t)len < size - at;
+}
+
+/* A claim of one item without Idempotency-Key or wait is left to the coalescer: it shares a
+ * statement with the other single-item claims of its flow step, limit keys and token estimate
+ * in flight. */
 static bool coalesces(vd_ctx *ctx, const claim_req *q)
 {
     claim_req *copy = NULL;
-    if (!ctx->coalesce_on || q->limit != 1 || q->key || q->limit_keys || q->estimated_tokens >= 0 ||
-        q->wait > 0)
+    if (!ctx->coalesce_on || q->limit != 1 || q->key || q->wait > 0)
         return false;
     copy = malloc(sizeof(*copy));
     if (!copy)
         return false;
-    *copy = *q; /* its strings live in ctx->json, as long as the request */
+    *copy = *q; /* its strings live in ctx->json, as long as the request; limit_keys it owns */
+    if (!claim_group(copy, copy->group, sizeof(copy->group))) {
+        free(copy);
+        return false;
+    }
     ctx->coalesce = VD_COALESCE_CLAIM;
-    ctx->coalesce_group = copy->fs;
+    ctx->coalesce_group = copy->group;
     ctx->coalesce_arg = copy;
     return true;
 }
 
-/* One request's claim after claim_many answered it: its answer, or (in a keyed flow step,
- * body NULL) the claim alone on the runner's connection. */
+/* One request's claim after claim_many answered it: its answer, or (body NULL) the claim alone
+ * on the runner's connection. */
 static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
 {
     const claim_req *q = ctx->coalesce_arg;
@@ -175,6 +218,20 @@ static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
     ctx->err = vd_respond_owned(ctx, body);
 }
 
+/* The coalesced claims' statement: claim_many for claims without limit keys or estimate (in a
+ * keyed flow step it answers NULL bodies: then claim_many_limited for all of them), and
+ * claim_many_limited for the others. */
+static vd_error claim_many(vd_conn *c, const claim_req *q, vd_claim_one *reqs, size_t n)
+{
+    vd_error rc = VD_OK;
+    if (!q->limit_keys && q->estimated_tokens < 0) {
+        rc = vd_store_claim_many(c, q->fs, reqs, n);
+        if (rc || reqs[0].body)
+            return rc;
+    }
+    return vd_store_claim_many_limited(c, q->fs, q->limit_keys, q->estimated_tokens, reqs, n);
+}
+
 void vd_claims_serve(vd_ctx **ctxs, size_t n)
 {
     vd_claim_one *reqs = calloc(n, sizeof(*reqs));
@@ -187,13 +244,15 @@ void vd_claims_serve(vd_ctx **ctxs, size_t n)
             q->lease,  NULL};
     }
     if (rc == VD_OK)
-        rc = vd_store_claim_many(c, ctxs[0]->coalesce_group, reqs, n);
+        rc = claim_many(c, ctxs[0]->coalesce_arg, reqs, n);
     for (size_t i = 0; i < n; i++) {
+        claim_req *q = ctxs[i]->coalesce_arg;
         if (rc)
             ctxs[i]->err = vd_store_fail(ctxs[i], rc, NULL);
         else
             claim_answer(ctxs[i], c, reqs[i].body);
-        free(ctxs[i]->coalesce_arg);
+        free(q->limit_keys);
+        free(q);
         ctxs[i]->coalesce_arg = NULL;
     }
     vd_db_release(ctxs[0]->db, c);

@@ -1,5 +1,6 @@
 /* coalesce.c - the store's side of coalesced requests (verdict/store/coalesce.h): many single-item
- * claims of one flow step in one statement (claim_many), its requests as one JSON array. */
+ * claims of one flow step (and one set of limit keys) in one statement (claim_many,
+ * claim_many_limited), its requests as one JSON array. */
 #include "store_internal.h"
 
 #include <stdio.h>
@@ -86,6 +87,33 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
     free(rows);
     if (rc == VD_OK)
         rc = read_answers(res, reqs, n);
+    PQclear(res);
+    return rc;
+}
+
+vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id, const char *keys_json,
+                                     int64_t estimated_tokens, vd_claim_one *reqs, size_t n)
+{
+    char *rows = claim_rows(reqs, n);
+    vd_i64_text count = vd_i64_text_of((int64_t)n), est = vd_i64_text_of(estimated_tokens);
+    const char *p[] = {flow_step_id, rows, count.s, keys_json,
+                       estimated_tokens >= 0 ? est.s : NULL};
+    PGresult *res = NULL;
+    vd_error rc = VD_ERR_INTERNAL;
+    for (size_t i = 0; i < n; i++)
+        reqs[i].body = NULL;
+    if (rows)
+        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY_LIMITED, 5, p, &res);
+    free(rows);
+    if (rc == VD_OK)
+        rc = read_answers(res, reqs, n);
+    for (size_t i = 0; rc == VD_OK && i < n; i++)
+        if (!reqs[i].body) /* every request has its answer */
+            rc = VD_ERR_INTERNAL;
+    for (size_t i = 0; rc && i < n; i++) {
+        free(reqs[i].body);
+        reqs[i].body = NULL;
+    }
     PQclear(res);
     return rc;
 }

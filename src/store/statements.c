@@ -354,6 +354,16 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"
          " LEFT JOIN u ON u.id = c.id ORDER BY r.ord"},
 
+    /* claim_many_limited: the same for requests that name limit keys or a token estimate, or
+     * in a keyed flow step (sql/functions/verdict_claim_many_limited.sql): $4 the group's limit
+     * keys (JSON array, or NULL), $5 its estimated tokens per item (or NULL). One pick takes
+     * the limit cells of every item handed out; one row per request: its ord and answer. */
+    [VD_SQL_CLAIM_MANY_LIMITED] =
+        {"claim_many_limited",
+         "SELECT req, answer FROM verdict_claim_many_limited($1, $2::jsonb, $3::int,"
+         " (SELECT array_agg(DISTINCT e ORDER BY e) FROM jsonb_array_elements_text($4::jsonb) e),"
+         " $5::bigint)"},
+
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the
      * database clock is used. A paused flow step yields nothing. */

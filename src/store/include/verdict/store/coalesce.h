@@ -1,5 +1,5 @@
 /* store/coalesce.h - the store's statements for coalesced requests (store/coalesce.c): many
- * single-item claims of one flow step in one statement. */
+ * single-item claims of one flow step (and one set of limit keys) in one statement. */
 #ifndef VERDICT_STORE_COALESCE_H
 #define VERDICT_STORE_COALESCE_H
 
@@ -23,5 +23,13 @@ typedef struct vd_claim_one {
  * (the caller claims each alone, with limits). On an error no body is set. */
 VD_MUST_USE vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
                                          size_t n);
+
+/* The same with limits (claim_many_limited): for requests of one flow step that name the same
+ * limit keys (keys_json, a JSON array, or NULL) and token estimate (estimated_tokens, or -1),
+ * or claim in a keyed flow step. One statement takes the limit cells of every item it hands
+ * out; a request left without an item gets an answer without claims. Every body is set. */
+VD_MUST_USE vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id,
+                                                 const char *keys_json, int64_t estimated_tokens,
+                                                 vd_claim_one *reqs, size_t n);
 
 #endif
