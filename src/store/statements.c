@@ -542,7 +542,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "      THEN '' ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
-         "  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std) tr"
+         /* OFFSET 0 keeps tr a subquery: tr.std stays a column, cheap enough for the planner
+            to inline verdict_answer_head (called on the whole test, it would be run as a
+            function, its body parsed and planned on every execution) */
+         "  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std OFFSET 0) tr"
          "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
          " a AS ("
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"
