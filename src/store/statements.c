@@ -311,7 +311,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "WITH r AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(ord integer,"
          "  worker text, version text, lease integer, actor text, trace text, span text)),"
          " locked AS ("
-         "  SELECT id, state, attempts, priority, available_at FROM items"
+         /* the rank is selected once and numbered from: verdict_claim_rank is not inlined
+            (timestamptz - interval is only stable), each call site of it costs a parse and
+            plan of its body per execution */
+         "  SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
+         "  FROM items"
          "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
          "    AND available_at <= now()"
          "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
@@ -320,8 +324,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ORDER BY verdict_claim_rank(available_at, priority), id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"
-         "  (SELECT *, (row_number() OVER (ORDER BY verdict_claim_rank(available_at, priority),"
-         "   id) - 1)::integer AS n FROM locked) l JOIN r ON r.ord = l.n),"
+         "  (SELECT *, (row_number() OVER (ORDER BY rank, id) - 1)::integer AS n FROM locked) l"
+         "  JOIN r ON r.ord = l.n),"
          " j AS ("
          /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039), in ord
             order */
