@@ -10,11 +10,14 @@ texts of sql/statements/, prepared; the same BEGIN / SET LOCAL / COMMIT around t
   phase claim:  N x claim_many of one (the coalescer's single claim, generic plan)
   phase lock:   N x job_lock alone
   phase cycle:  N x job_lock + job_finish (a completion, the parameters verdictd sends)
-A marker statement (SELECT pg_backend_pid()) between phases makes callgrind dump there, so
-each phase's instructions are in a file of their own. Prints instructions per item per
+A marker statement (SELECT pg_backend_pid(), pg_current_wal_insert_lsn()) between phases
+makes callgrind dump there, so each phase's instructions are in a file of their own, and
+gives the WAL range of each phase (bytes, and records counted by pg_waldump; the run starts
+after a checkpoint, so first touches of pages pay full-page images, alike in every run). Prints instructions per item per
 phase, job_finish = cycle - lock, and the top functions of each phase into OUT (default
 /tmp/cpuprobe). PRE_SQL=FILE runs FILE's statements (each ending ";" and a blank line)
-first, in the same session (a variant of a function or a constraint, to compare)."""
+first, in the same session (a variant of a function or a constraint, to compare);
+STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements)."""
 import os
 import re
 import shutil
@@ -27,7 +30,8 @@ PG_BIN = os.environ.get("VD_PG_BIN", "/usr/lib/postgresql/15/bin")
 
 def statement(name):
     """The prepared text and parameter types of sql/statements/<name>.sql."""
-    with open(os.path.join(ROOT, "sql", "statements", name + ".sql")) as f:
+    where = os.environ.get("STATEMENTS", os.path.join(ROOT, "sql", "statements"))
+    with open(os.path.join(where, name + ".sql")) as f:
         lines = f.read().rstrip("\n").split("\n")
     types = [m.group(1) for m in (re.match(r"-- \$\d+ (.*)$", x) for x in lines) if m]
     return lines[-1], types
@@ -49,6 +53,9 @@ CLAIM = ('[{"ord": 0, "span": "475b3bcf681af071", "actor": "anonymous", "lease":
 TOKEN = "2ab41722-1604-4934-9517-8f73d7617ddf"
 REQUEST = '{"claim_token": "%s", "disposition": "complete"}' % TOKEN
 STD = "Recorded: completed. The item is processed. Stop now."
+
+
+MARK = "SELECT pg_backend_pid(), pg_current_wal_insert_lsn()"
 
 
 def claim_tx():
@@ -73,18 +80,18 @@ def script(n, jobs):
         with open(os.environ["PRE_SQL"]) as f:
             out += [x.strip() for x in f.read().split(";\n\n") if x.strip()]
     out += [prepare(s) for s in ("claim_many", "job_lock", "job_finish")]
-    out.append("SELECT pg_backend_pid()")
+    out.append(MARK)
     for _ in range(n):
         out += claim_tx()
     if jobs is not None:
-        out.append("SELECT pg_backend_pid()")
+        out.append(MARK)
         for job, _item in jobs:
             out += ["BEGIN", "SET LOCAL enable_seqscan = off", lock(job), "COMMIT"]
-        out.append("SELECT pg_backend_pid()")
+        out.append(MARK)
         for job, item in jobs:
             out += ["BEGIN", "SET LOCAL enable_seqscan = off", lock(job), finish(job, item),
                     "COMMIT"]
-        out.append("SELECT pg_backend_pid()")
+        out.append(MARK)
     return "".join(s + ";\n\n" for s in out)
 
 
@@ -120,6 +127,13 @@ def main():
     vg = ["valgrind", "--tool=callgrind", "--dump-before=pg_backend_pid",
           "--callgrind-out-file=" + out + "/callgrind.out"]
     text = single(snap, out + "/data", script(n, jobs), vg)
+    lsns = re.findall(r'pg_current_wal_insert_lsn = "([0-9A-F]+/[0-9A-F]+)"', text)
+    wal = []
+    for a, b in zip(lsns, lsns[1:]):
+        dump = subprocess.run([os.path.join(PG_BIN, "pg_waldump"), "-p", out + "/data/pg_wal",
+                               "-s", a, "-e", b], capture_output=True, text=True).stdout
+        size = (lambda x: (int(x[0], 16) << 32) + int(x[1], 16))
+        wal.append((size(b.split("/")) - size(a.split("/")), dump.count("rmgr:")))
     files = sorted((f for f in os.listdir(out) if re.match(r"callgrind\.out\.\d+$", f)),
                    key=lambda f: int(f.rsplit(".", 1)[1]))
     totals = []
@@ -133,6 +147,10 @@ def main():
     claim, lk, cyc = totals[1] / n, totals[2] / n, totals[3] / n
     print("instructions per item (N=%d): claim_many %.0f  job_lock %.0f  job_finish %.0f  "
           "cycle %.0f" % (n, claim, lk, cyc - lk, claim + cyc))
+    if len(wal) >= 3:
+        print("WAL B / records per item: claim_many %.0f / %.1f  job_lock %.0f / %.1f  "
+              "job_lock + job_finish %.0f / %.1f" % (wal[0][0] / n, wal[0][1] / n, wal[1][0] / n,
+                                                     wal[1][1] / n, wal[2][0] / n, wal[2][1] / n))
     for name, f in (("claim", files[1]), ("lock", files[2]), ("cycle", files[3])):
         with open(os.path.join(out, "annotate-" + name + ".txt"), "w") as fh:
             subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99",
