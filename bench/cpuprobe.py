@@ -3,7 +3,7 @@
 single-item cycle, counted by callgrind (deterministic on a busy machine).
 
 SNAPSHOT is a stopped data directory holding database `seed` migrated by verdictd with at
-least N + 1 claimable items in flow step bench_0 (bench/cpuprobe.sh makes one). The probe
+least N + 1 claimable items in flow step bench_0 (bench/cpuprobe.sh makes one and runs this). The probe
 copies it twice: a dry run in `postgres --single` learns the job ids the claims will take,
 then a run under `valgrind --tool=callgrind` replays, as verdictd sends them (the statement
 texts of sql/statements/, prepared; the same BEGIN / SET LOCAL / COMMIT around them):
