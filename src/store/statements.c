@@ -352,8 +352,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ELSE json_build_object('claims', json_build_array(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
          "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
-         "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
-         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+         /* a first attempt has no earlier job (a job's attempt is its item's claims so far,
+            plus one): no read (see claim) */
+         "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
+         "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
+         "     ORDER BY p.id DESC LIMIT 1) END,"
          "   'review', u.review)))::text END"
          " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"
          " LEFT JOIN u ON u.id = c.id ORDER BY r.ord"},
@@ -402,9 +405,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
          "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
-          * (jobs_item; nothing to read for an item never claimed before) */
-         "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
-         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+          * (jobs_item; nothing to read for an item never claimed before). A first attempt
+          * has none: a job's attempt is its item's attempts plus one, and only a claim,
+          * which inserts the job, sets attempts. Not read then: the subquery's generic plan,
+          * made while jobs was small, may be a sequential scan of jobs kept as it grows */
+         "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
+         "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
+         "     ORDER BY p.id DESC LIMIT 1) END,"
          "   'review', u.review)"
          "   ORDER BY verdict_claim_rank(u.available_at, u.priority), u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
