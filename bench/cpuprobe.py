@@ -7,9 +7,11 @@ least N + 1 claimable items in flow step bench_0 (bench/cpuprobe.sh makes one an
 copies it twice: a dry run in `postgres --single` learns the job ids the claims will take,
 then a run under `valgrind --tool=callgrind` replays, as verdictd sends them (the statement
 texts of sql/statements/, prepared; the same BEGIN / SET LOCAL / COMMIT around them):
-  phase claim:  N x claim_many of one (the coalescer's single claim, generic plan)
+  phase claim:  2N x claim_many of one (the coalescer's single claim, generic plan)
   phase lock:   N x job_lock alone
   phase cycle:  N x job_lock + job_finish (a completion, the parameters verdictd sends)
+  phases batch: N x jobs_lock alone, N x jobs_lock + jobs_finish, one row each (the path of
+                coalesced dispositions), on N more claimed items
 A marker statement (SELECT pg_backend_pid(), pg_current_wal_insert_lsn()) between phases
 makes callgrind dump there, so each phase's instructions are in a file of their own, and
 gives the WAL range of each phase (bytes, and records counted by pg_waldump; the run starts
@@ -18,6 +20,7 @@ phase, job_finish = cycle - lock, and the top functions of each phase into OUT (
 /tmp/cpuprobe). PRE_SQL=FILE runs FILE's statements (each ending ";" and a blank line)
 first, in the same session (a variant of a function or a constraint, to compare);
 STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements)."""
+import json
 import os
 import re
 import shutil
@@ -74,23 +77,43 @@ def finish(job, item):
     return "EXECUTE job_finish(%s)" % ", ".join(lit(x) for x in p)
 
 
+def batch_lock(job):
+    rows = [{"ord": 0, "job_id": job, "token": TOKEN, "request": json.loads(REQUEST)}]
+    return "EXECUTE jobs_lock(%s)" % lit(json.dumps(rows))
+
+
+def batch_finish(job, item):
+    row = {"ord": 0, "job_id": job, "item_id": item, "to_state": "processed",
+           "job_status": "completed", "cause": "complete", "disposition": "complete",
+           "reason_code": None, "reason": None, "failures": 0, "defers": 0, "delay": 0,
+           "forced": False, "actor": "anonymous", "engine_data": None, "adjudication": None,
+           "request": json.loads(REQUEST), "answer_disposition": "complete",
+           "answer_adjudication": False, "deprecation_hint": None, "lint_overridden": False,
+           "evidence": None, "tool_result_text": STD, "tool_result_terminal": True,
+           "claims": None, "trace_id": "006772cf66e3a700156c33a2502d1bfd"}
+    return "EXECUTE jobs_finish(%s, NULL)" % lit(json.dumps([row]))
+
+
 def script(n, jobs):
     out = []
     if os.environ.get("PRE_SQL"):
         with open(os.environ["PRE_SQL"]) as f:
             out += [x.strip() for x in f.read().split(";\n\n") if x.strip()]
-    out += [prepare(s) for s in ("claim_many", "job_lock", "job_finish")]
+    out += [prepare(s) for s in ("claim_many", "job_lock", "job_finish", "jobs_lock",
+                                 "jobs_finish")]
     out.append(MARK)
-    for _ in range(n):
+    for _ in range(2 * n):
         out += claim_tx()
     if jobs is not None:
-        out.append(MARK)
-        for job, _item in jobs:
-            out += ["BEGIN", "SET LOCAL enable_seqscan = off", lock(job), "COMMIT"]
-        out.append(MARK)
-        for job, item in jobs:
-            out += ["BEGIN", "SET LOCAL enable_seqscan = off", lock(job), finish(job, item),
-                    "COMMIT"]
+        tx = ["BEGIN", "SET LOCAL enable_seqscan = off"]
+        phases = ([tx + [lock(j), "COMMIT"] for j, _i in jobs[:n]],
+                  [tx + [lock(j), finish(j, i), "COMMIT"] for j, i in jobs[:n]],
+                  [tx + [batch_lock(j), "COMMIT"] for j, _i in jobs[n:]],
+                  [tx + [batch_lock(j), batch_finish(j, i), "COMMIT"] for j, i in jobs[n:]])
+        for phase in phases:
+            out.append(MARK)
+            for stmts in phase:
+                out += stmts
         out.append(MARK)
     return "".join(s + ";\n\n" for s in out)
 
@@ -119,8 +142,8 @@ def main():
                  "WHERE j.status = 'processing' ORDER BY j.id;\n\n")
     jobs = [(int(a), int(b)) for a, b in
             re.findall(r'1: id = "(\d+)"[^\n]*\n\s*2: item_id = "(\d+)"', dry)]
-    if len(jobs) != n:
-        sys.exit("expected %d claimed jobs, found %d" % (n, len(jobs)))
+    if len(jobs) != 2 * n:
+        sys.exit("expected %d claimed jobs, found %d" % (2 * n, len(jobs)))
     for f in os.listdir(out):
         if f.startswith("callgrind.out"):
             os.remove(os.path.join(out, f))
@@ -141,17 +164,21 @@ def main():
         with open(os.path.join(out, f)) as fh:
             m = re.search(r"^summary: (\d+)", fh.read(), re.M)
             totals.append(int(m.group(1)) if m else 0)
-    # dumps: 1 = start + prepares, 2 = claims, 3 = locks, 4 = lock + finish
-    if len(totals) < 4:
-        sys.exit("expected 4 callgrind dumps, found %d in %s" % (len(totals), out))
-    claim, lk, cyc = totals[1] / n, totals[2] / n, totals[3] / n
-    print("instructions per item (N=%d): claim_many %.0f  job_lock %.0f  job_finish %.0f  "
-          "cycle %.0f" % (n, claim, lk, cyc - lk, claim + cyc))
-    if len(wal) >= 3:
-        print("WAL B / records per item: claim_many %.0f / %.1f  job_lock %.0f / %.1f  "
-              "job_lock + job_finish %.0f / %.1f" % (wal[0][0] / n, wal[0][1] / n, wal[1][0] / n,
-                                                     wal[1][1] / n, wal[2][0] / n, wal[2][1] / n))
-    for name, f in (("claim", files[1]), ("lock", files[2]), ("cycle", files[3])):
+    # dumps: 1 = start + prepares, 2 = claims (2n), 3 = job_lock, 4 = job_lock + job_finish,
+    # 5 = jobs_lock, 6 = jobs_lock + jobs_finish (one row each)
+    if len(totals) < 6 or len(wal) < 5:
+        sys.exit("expected 6 callgrind dumps, found %d in %s" % (len(totals), out))
+    per = [totals[1] / (2 * n)] + [t / n for t in totals[2:6]]
+    wper = [(wal[0][0] / (2 * n), wal[0][1] / (2 * n))] + [(b / n, r / n) for b, r in wal[1:5]]
+    names = ("claim_many", "job_lock", "job_lock + job_finish", "jobs_lock",
+             "jobs_lock + jobs_finish")
+    print("per item (N=%d): instructions, WAL bytes, WAL records" % n)
+    for name, ins, (b, r) in zip(names, per, wper):
+        print("  %-24s %10.0f %7.0f %6.1f" % (name, ins, b, r))
+    print("  job_finish %.0f, jobs_finish %.0f; cycle (claim + job_lock + job_finish) %.0f"
+          % (per[2] - per[1], per[4] - per[3], per[0] + per[2]))
+    for name, f in (("claim", files[1]), ("lock", files[2]), ("cycle", files[3]),
+                    ("batch-lock", files[4]), ("batch-cycle", files[5])):
         with open(os.path.join(out, "annotate-" + name + ".txt"), "w") as fh:
             subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99",
                             os.path.join(out, f)], stdout=fh, stderr=subprocess.DEVNULL)
