@@ -311,7 +311,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "WITH r AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(ord integer,"
          "  worker text, version text, lease integer, actor text, trace text, span text)),"
          " locked AS ("
-         "  SELECT id, state, attempts, priority, available_at FROM items"
+         /* the rank is selected once and numbered from: verdict_claim_rank is not inlined
+            (timestamptz - interval is only stable), each call site of it costs a parse and
+            plan of its body per execution */
+         "  SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
+         "  FROM items"
          "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
          "    AND available_at <= now()"
          "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
@@ -320,8 +324,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ORDER BY verdict_claim_rank(available_at, priority), id"
          "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
          " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"
-         "  (SELECT *, (row_number() OVER (ORDER BY verdict_claim_rank(available_at, priority),"
-         "   id) - 1)::integer AS n FROM locked) l JOIN r ON r.ord = l.n),"
+         "  (SELECT *, (row_number() OVER (ORDER BY rank, id) - 1)::integer AS n FROM locked) l"
+         "  JOIN r ON r.ord = l.n),"
          " j AS ("
          /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039), in ord
             order */
@@ -348,8 +352,11 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  ELSE json_build_object('claims', json_build_array(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
          "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
-         "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
-         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+         /* a first attempt has no earlier job (a job's attempt is its item's claims so far,
+            plus one): no read (see claim) */
+         "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
+         "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
+         "     ORDER BY p.id DESC LIMIT 1) END,"
          "   'review', u.review)))::text END"
          " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"
          " LEFT JOIN u ON u.id = c.id ORDER BY r.ord"},
@@ -408,9 +415,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
          "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
          /* i17c: the last checkpoint of the item's most recent earlier job that has one
-          * (jobs_item; nothing to read for an item never claimed before) */
-         "   'previous_checkpoint', (SELECT p.checkpoint FROM jobs p WHERE p.item_id = u.id"
-         "     AND p.id < j.id AND p.checkpoint IS NOT NULL ORDER BY p.id DESC LIMIT 1),"
+          * (jobs_item; nothing to read for an item never claimed before). A first attempt
+          * has none: a job's attempt is its item's attempts plus one, and only a claim,
+          * which inserts the job, sets attempts. Not read then: the subquery's generic plan,
+          * made while jobs was small, may be a sequential scan of jobs kept as it grows */
+         "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
+         "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
+         "     ORDER BY p.id DESC LIMIT 1) END,"
          "   'review', u.review)"
          "   ORDER BY verdict_claim_rank(u.available_at, u.priority), u.id), '[]'::json))::text END"
          " FROM u JOIN j ON j.item_id = u.id"},
@@ -552,7 +563,10 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "      THEN '' ELSE ',\"claimed\":' || verdict_claimed_ids($24) END,"
          "    answer_item_state = ui.state, answer_item_failures = ui.failures,"
          "    answer_item_defers = ui.defers, answer_item_available_at = ui.available_at"
-         "  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std) tr"
+         /* OFFSET 0 keeps tr a subquery: tr.std stays a column, cheap enough for the planner
+            to inline verdict_answer_head (called on the whole test, it would be run as a
+            function, its body parsed and planned on every execution) */
+         "  FROM ui, (SELECT verdict_tool_result_is_std($22, $23, $6, $7, $3) AS std OFFSET 0) tr"
          "  WHERE j.id = $1 RETURNING verdict_job_json(j) AS job),"
          " a AS ("
          "  SELECT verdict_job_answer($17, $18, $15::text, uj.job, ui.item, $19, $22, $23)"

@@ -112,11 +112,37 @@ static void test_transitions_inlined(void **state)
                    "'available'::text");
 }
 
+/* A single disposition's generic plan calls no SQL function whose body would be parsed and
+ * planned again on every execution: verdict_answer_head is inlined (its tool_result argument
+ * is a column of a subquery kept apart by OFFSET 0, cheap enough to inline). */
+static void test_job_finish_inlines_answer_head(void **state)
+{
+    (void)state;
+    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
+                        " PREPARE fin (bigint, bigint, text, text, text, text, text, text,"
+                        " integer, integer, double precision, boolean, text, jsonb, text, jsonb,"
+                        " text, boolean, text, boolean, text, text, boolean, text, text) AS %s;"
+                        " EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE fin (1, 1, 'processed',"
+                        " 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false, 'a',"
+                        " NULL, NULL, '{}', 'complete', false, NULL, false, NULL, 'x', true,"
+                        " NULL, NULL)",
+                        vd_sql_statements[VD_SQL_JOB_FINISH].text);
+    assert_non_null(plan);
+    if (strstr(plan, "verdict_answer_head"))
+        fail_msg("job_finish calls verdict_answer_head (not inlined): %s", plan);
+    /* the head's body, inlined twice: into the kept head and into the answer */
+    const char *first = strstr(plan, "concat_ws(");
+    if (!first || !strstr(first + 1, "concat_ws("))
+        fail_msg("job_finish: the answer head is not inlined twice in its plan: %s", plan);
+    free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transitions_sql_agrees_with_c),
         cmocka_unit_test(test_transitions_inlined),
+        cmocka_unit_test(test_job_finish_inlines_answer_head),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""bench/cpuprobe.py SNAPSHOT [N] [OUT]: PostgreSQL instructions per statement of the
+single-item cycle, counted by callgrind (deterministic on a busy machine).
+
+SNAPSHOT is a stopped data directory holding database `seed` migrated by verdictd with at
+least N + 1 claimable items in flow step bench_0 (bench/cpuprobe.sh makes one and runs this). The probe
+copies it twice: a dry run in `postgres --single` learns the job ids the claims will take,
+then a run under `valgrind --tool=callgrind` replays, as verdictd sends them (the statement
+texts of sql/statements/, prepared; the same BEGIN / SET LOCAL / COMMIT around them):
+  phase claim:  2N x claim_many of one (the coalescer's single claim, generic plan)
+  phase lock:   N x job_lock alone
+  phase cycle:  N x job_lock + job_finish (a completion, the parameters verdictd sends)
+  phases batch: N x jobs_lock alone, N x jobs_lock + jobs_finish, one row each (the path of
+                coalesced dispositions), on N more claimed items
+A marker statement (SELECT pg_backend_pid(), pg_current_wal_insert_lsn()) between phases
+makes callgrind dump there, so each phase's instructions are in a file of their own, and
+gives the WAL range of each phase (bytes, and records counted by pg_waldump; the run starts
+after a checkpoint, so first touches of pages pay full-page images, alike in every run). Prints instructions per item per
+phase, job_finish = cycle - lock, and the top functions of each phase into OUT (default
+/tmp/cpuprobe). PRE_SQL=FILE runs FILE's statements (each ending ";" and a blank line)
+first, in the same session (a variant of a function or a constraint, to compare);
+STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PG_BIN = os.environ.get("VD_PG_BIN", "/usr/lib/postgresql/15/bin")
+
+
+def statement(name):
+    """The prepared text and parameter types of sql/statements/<name>.sql."""
+    where = os.environ.get("STATEMENTS", os.path.join(ROOT, "sql", "statements"))
+    with open(os.path.join(where, name + ".sql")) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    types = [m.group(1) for m in (re.match(r"-- \$\d+ (.*)$", x) for x in lines) if m]
+    return lines[-1], types
+
+
+def lit(v):
+    if v is None:
+        return "NULL"
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def prepare(name):
+    text, types = statement(name)
+    return "PREPARE %s (%s) AS %s" % (name, ", ".join(types), text)
+
+
+CLAIM = ('[{"ord": 0, "span": "475b3bcf681af071", "actor": "anonymous", "lease": 300, '
+         '"trace": "5954a66037d3355651d85a90282232e6", "worker": "w1", "version": null}]')
+TOKEN = "2ab41722-1604-4934-9517-8f73d7617ddf"
+REQUEST = '{"claim_token": "%s", "disposition": "complete"}' % TOKEN
+STD = "Recorded: completed. The item is processed. Stop now."
+
+
+MARK = "SELECT pg_backend_pid(), pg_current_wal_insert_lsn()"
+
+
+def claim_tx():
+    return ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan",
+            "EXECUTE claim_many(%s, %s, 1)" % (lit("bench_0"), lit(CLAIM)), "COMMIT"]
+
+
+def lock(job):
+    return "EXECUTE job_lock(%d, %s, %s)" % (job, lit(TOKEN), lit(REQUEST))
+
+
+def finish(job, item):
+    p = [job, item, "processed", "completed", "complete", "complete", None, None, 0, 0, 0,
+         "f", "anonymous", None, None, REQUEST, "complete", "f", None, "f", None, STD, "t",
+         None, "006772cf66e3a700156c33a2502d1bfd"]
+    return "EXECUTE job_finish(%s)" % ", ".join(lit(x) for x in p)
+
+
+def batch_lock(job):
+    rows = [{"ord": 0, "job_id": job, "token": TOKEN, "request": json.loads(REQUEST)}]
+    return "EXECUTE jobs_lock(%s)" % lit(json.dumps(rows))
+
+
+def batch_finish(job, item):
+    row = {"ord": 0, "job_id": job, "item_id": item, "to_state": "processed",
+           "job_status": "completed", "cause": "complete", "disposition": "complete",
+           "reason_code": None, "reason": None, "failures": 0, "defers": 0, "delay": 0,
+           "forced": False, "actor": "anonymous", "engine_data": None, "adjudication": None,
+           "request": json.loads(REQUEST), "answer_disposition": "complete",
+           "answer_adjudication": False, "deprecation_hint": None, "lint_overridden": False,
+           "evidence": None, "tool_result_text": STD, "tool_result_terminal": True,
+           "claims": None, "trace_id": "006772cf66e3a700156c33a2502d1bfd"}
+    return "EXECUTE jobs_finish(%s, NULL)" % lit(json.dumps([row]))
+
+
+def script(n, jobs):
+    out = []
+    if os.environ.get("PRE_SQL"):
+        with open(os.environ["PRE_SQL"]) as f:
+            out += [x.strip() for x in f.read().split(";\n\n") if x.strip()]
+    out += [prepare(s) for s in ("claim_many", "job_lock", "job_finish", "jobs_lock",
+                                 "jobs_finish")]
+    out.append(MARK)
+    for _ in range(2 * n):
+        out += claim_tx()
+    if jobs is not None:
+        tx = ["BEGIN", "SET LOCAL enable_seqscan = off"]
+        phases = ([tx + [lock(j), "COMMIT"] for j, _i in jobs[:n]],
+                  [tx + [lock(j), finish(j, i), "COMMIT"] for j, i in jobs[:n]],
+                  [tx + [batch_lock(j), "COMMIT"] for j, _i in jobs[n:]],
+                  [tx + [batch_lock(j), batch_finish(j, i), "COMMIT"] for j, i in jobs[n:]])
+        for phase in phases:
+            out.append(MARK)
+            for stmts in phase:
+                out += stmts
+        out.append(MARK)
+    return "".join(s + ";\n\n" for s in out)
+
+
+def single(snap, work, text, pre=()):
+    if os.path.exists(work):
+        shutil.rmtree(work)
+    subprocess.run(["cp", "-a", snap, work], check=True)
+    cmd = list(pre) + [os.path.join(PG_BIN, "postgres"), "--single", "-j", "-D", work,
+                       "-c", "fsync=off", "-c", "autovacuum=off", "seed"]
+    if os.getuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    r = subprocess.run(cmd, input=text, capture_output=True, text=True, cwd="/tmp")
+    if "ERROR" in r.stderr or "ERROR" in r.stdout:
+        sys.exit("single-user run failed:\n" + (r.stderr + r.stdout)[-3000:])
+    return r.stdout
+
+
+def main():
+    snap = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    out = sys.argv[3] if len(sys.argv) > 3 else "/tmp/cpuprobe"
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o777)
+    dry = single(snap, out + "/data", script(n, None) + "SELECT j.id, j.item_id FROM jobs j "
+                 "WHERE j.status = 'processing' ORDER BY j.id;\n\n")
+    jobs = [(int(a), int(b)) for a, b in
+            re.findall(r'1: id = "(\d+)"[^\n]*\n\s*2: item_id = "(\d+)"', dry)]
+    if len(jobs) != 2 * n:
+        sys.exit("expected %d claimed jobs, found %d" % (2 * n, len(jobs)))
+    for f in os.listdir(out):
+        if f.startswith("callgrind.out"):
+            os.remove(os.path.join(out, f))
+    vg = ["valgrind", "--tool=callgrind", "--dump-before=pg_backend_pid",
+          "--callgrind-out-file=" + out + "/callgrind.out"]
+    text = single(snap, out + "/data", script(n, jobs), vg)
+    lsns = re.findall(r'pg_current_wal_insert_lsn = "([0-9A-F]+/[0-9A-F]+)"', text)
+    wal = []
+    for a, b in zip(lsns, lsns[1:]):
+        dump = subprocess.run([os.path.join(PG_BIN, "pg_waldump"), "-p", out + "/data/pg_wal",
+                               "-s", a, "-e", b], capture_output=True, text=True).stdout
+        size = (lambda x: (int(x[0], 16) << 32) + int(x[1], 16))
+        wal.append((size(b.split("/")) - size(a.split("/")), dump.count("rmgr:")))
+    files = sorted((f for f in os.listdir(out) if re.match(r"callgrind\.out\.\d+$", f)),
+                   key=lambda f: int(f.rsplit(".", 1)[1]))
+    totals = []
+    for f in files:
+        with open(os.path.join(out, f)) as fh:
+            m = re.search(r"^summary: (\d+)", fh.read(), re.M)
+            totals.append(int(m.group(1)) if m else 0)
+    # dumps: 1 = start + prepares, 2 = claims (2n), 3 = job_lock, 4 = job_lock + job_finish,
+    # 5 = jobs_lock, 6 = jobs_lock + jobs_finish (one row each)
+    if len(totals) < 6 or len(wal) < 5:
+        sys.exit("expected 6 callgrind dumps, found %d in %s" % (len(totals), out))
+    per = [totals[1] / (2 * n)] + [t / n for t in totals[2:6]]
+    wper = [(wal[0][0] / (2 * n), wal[0][1] / (2 * n))] + [(b / n, r / n) for b, r in wal[1:5]]
+    names = ("claim_many", "job_lock", "job_lock + job_finish", "jobs_lock",
+             "jobs_lock + jobs_finish")
+    print("per item (N=%d): instructions, WAL bytes, WAL records" % n)
+    for name, ins, (b, r) in zip(names, per, wper):
+        print("  %-24s %10.0f %7.0f %6.1f" % (name, ins, b, r))
+    print("  job_finish %.0f, jobs_finish %.0f; cycle (claim + job_lock + job_finish) %.0f"
+          % (per[2] - per[1], per[4] - per[3], per[0] + per[2]))
+    for name, f in (("claim", files[1]), ("lock", files[2]), ("cycle", files[3]),
+                    ("batch-lock", files[4]), ("batch-cycle", files[5])):
+        with open(os.path.join(out, "annotate-" + name + ".txt"), "w") as fh:
+            subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99",
+                            os.path.join(out, f)], stdout=fh, stderr=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    main()
