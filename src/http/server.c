@@ -428,7 +428,9 @@ static void requeued(void *item)
  * a worker, or here when none takes it (the queue full, or the server stopping). */
 static void async_again(vd_req *r)
 {
+    double deadline = r->ctx.deadline; /* the request's one bound, as on the sync path */
     rerun_reset(r);
+    r->ctx.deadline = deadline;
     r->ctx.async_sync = true;
     if (!vd_workers_push(r->srv->workers, r, requeued))
         work(r);

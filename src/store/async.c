@@ -247,13 +247,19 @@ static void queue_push_front(vd_async *x, vd_async_job *j)
 }
 
 /* Send queued jobs while connections are free. With no connection open and none that opens,
- * a job goes back to its caller (VD_ASYNC_AGAIN: the sync path answers an outage as usual). */
+ * a job goes back to its caller (VD_ASYNC_AGAIN: the sync path answers an outage as usual);
+ * one whose deadline passed while it waited for a connection answers as a pool wait that
+ * timed out (VD_ASYNC_LOST: 503; nothing of it was sent). */
 static void dispatch(vd_async *x)
 {
-    vd_async_job *j;
-    while ((j = queue_pop(x))) {
+    for (vd_async_job *j = queue_pop(x); j; j = queue_pop(x)) {
         bool all_down = false, flushed = false;
-        aconn *a = txn_mode(x->db) ? NULL : free_conn(x, j->deadline, &all_down);
+        aconn *a = NULL;
+        if (j->deadline <= vd_monotonic()) {
+            finish_job(x, j, VD_ASYNC_LOST);
+            continue;
+        }
+        a = txn_mode(x->db) ? NULL : free_conn(x, j->deadline, &all_down);
         if (!a && !all_down && !txn_mode(x->db)) {
             queue_push_front(x, j); /* every connection busy: it waits its turn */
             return;
@@ -356,10 +362,15 @@ static int poll_set(vd_async *x, struct pollfd *p, int *which)
     return n;
 }
 
-/* How long poll may sleep: to the nearest deadline of a job in flight (at most a second). */
+/* How long poll may sleep: to the nearest deadline of a job in flight or of the oldest one
+ * waiting (at most a second). */
 static int poll_timeout(vd_async *x, double now)
 {
     double t = now + 1.0;
+    pthread_mutex_lock(&x->mu);
+    if (x->head && x->head->deadline < t)
+        t = x->head->deadline;
+    pthread_mutex_unlock(&x->mu);
     for (int i = 0; i < x->k; i++)
         if (x->conns[i].job && x->conns[i].job->deadline < t)
             t = x->conns[i].job->deadline;

@@ -87,8 +87,8 @@ bool vd_async_claim_submit(vd_async *x, const vd_async_claim *q, double deadline
 {
     char l[24], ls[24], e[24];
     const char *src[10];
-    claim_state *s;
-    if (!vd_async_usable(x) || (s = calloc(1, sizeof(*s))) == NULL)
+    claim_state *s = vd_async_usable(x) ? calloc(1, sizeof(*s)) : NULL;
+    if (!s)
         return false;
     snprintf(l, sizeof(l), "%lld", (long long)q->limit);
     snprintf(ls, sizeof(ls), "%lld", (long long)q->lease_seconds);
@@ -103,11 +103,13 @@ bool vd_async_claim_submit(vd_async *x, const vd_async_claim *q, double deadline
     src[7] = q->estimated_tokens >= 0 ? e : NULL;
     src[8] = q->trace_id && q->trace_id[0] ? q->trace_id : NULL;
     src[9] = src[8] && q->span_id && q->span_id[0] ? q->span_id : NULL;
-    for (int i = 0; i < 10; i++)
-        if (src[i] && !(s->p[i] = strdup(src[i]))) {
+    for (int i = 0; i < 10; i++) {
+        s->p[i] = src[i] ? strdup(src[i]) : NULL;
+        if (src[i] && !s->p[i]) {
             state_free(s);
             return false;
         }
+    }
     s->limited = src[6] || src[7];
     s->x = x;
     s->deadline = deadline;

@@ -11,8 +11,9 @@
 #define VD_ASYNC_STEPS 6
 
 /* How a job ended: committed (its kept result given); nothing of it committed (a statement
- * failed and was rolled back, or it was never sent: safe to run again); or the connection was
- * lost after it was sent (it may have committed). */
+ * failed and was rolled back, or it was never sent: safe to run again); or it is over without
+ * an answer: the connection was lost after it was sent (it may have committed), or its
+ * deadline passed (in flight: the connection is dropped; or still waiting for one). */
 typedef enum vd_async_outcome { VD_ASYNC_DONE = 0, VD_ASYNC_AGAIN, VD_ASYNC_LOST } vd_async_outcome;
 
 /* kept: the result of steps[keep] (the callee's to PQclear) with VD_ASYNC_DONE, else NULL. */

@@ -40,7 +40,8 @@ typedef struct vd_async_claim {
  * failed and was rolled back, or it could not be sent): run it on the synchronous path, which
  * has every retry rule. Otherwise rc is VD_OK with body (malloc'd, the caller's) the same
  * bytes vd_store_claim_keyed answers, or VD_ERR_DATABASE_UNAVAILABLE when the connection was
- * lost after the transaction was sent (it may have committed: never sent again). */
+ * lost after the transaction was sent (it may have committed: never sent again) or the
+ * deadline passed. */
 typedef void (*vd_async_claim_fn)(void *arg, bool again, vd_error rc, char *body);
 
 /* Submit a claim; done(arg, ...) is called exactly once, on the executor thread, unless this
