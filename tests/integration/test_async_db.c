@@ -3,8 +3,8 @@
  * once and finished by its claimer through batch dispositions; the executor's answers have the
  * same shape as the worker threads' (VERDICT_DB_ASYNC_CONNECTIONS=0), in a plain and in a
  * keyed flow step and with limit keys; a statement that fails (a trigger raising for one flow
- * step) is answered as the sync path answers it; and a stop with claims in flight answers
- * every one of them. */
+ * step) is answered as the sync path answers it; a connection lost after the COMMIT answers 503
+ * and runs nothing twice; and a stop with claims in flight answers every one of them. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 
 #include "vt.h"
 #include "vt_api.h"
+#include "vt_pg.h"
 
 #define CLIENTS 48
 #define ITEMS 3000
@@ -25,6 +26,8 @@
 #define FLOW "ab"
 
 static vt_server srv[2];
+
+VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 typedef struct run {
     _Atomic int claimed[ITEMS];
@@ -336,14 +339,49 @@ static void test_stop_in_flight(void **state)
                      answered);
 }
 
-VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
+/* A claim of worker `who` in flow step lost, on s. */
+static vt_resp claim_lost(const vt_server *s, const char *who)
+{
+    char body[160];
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"lost\", \"worker_id\": \"%s\", \"limit\": 2}", who);
+    return vt_http(s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+}
+
+/* The executor's connection lost after the claim's COMMIT reached the server (the dropping
+ * proxy closes it before the answer): 503, as the sync path answers it, the claim is not
+ * sent again, and the next claim is served on a new connection. */
+static void test_lost_after_commit(void **state)
+{
+    vt_server s;
+    const vt_server *one[] = {&s};
+    int drops = 0;
+    (void)state;
+    assert_int_equal(vt_fixture_route(&vt_fx, VT_ROUTE_PROXY), 0);
+    vt_replica_start(&s);
+    assert_int_equal(vt_fixture_route(&vt_fx, VT_ROUTE_DIRECT), 0);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('lost')");
+    vt_seed_items("lost", "l-", 10, 5, 3);
+    drops = vt_proxy_drops();
+    vt_proxy_arm("lost-worker", 1, true);
+    vt_resp r = claim_lost(&s, "lost-worker");
+    assert_int_equal(vt_proxy_drops(), drops + 1);
+    vt_assert_error(&r, 503, "database_unavailable");
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE worker_id = 'lost-worker'"), 2);
+    r = claim_lost(&s, "next-worker");
+    assert_int_equal(r.status, 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 2);
+    vt_resp_free(&r);
+    assert_int_equal(async_claims(one, 1, "answered"), 2); /* both on the executor */
+    vt_server_stop(&s);
+}
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_answers),
-        cmocka_unit_test(test_statement_error),
-        cmocka_unit_test(test_stop_in_flight),
+        cmocka_unit_test(test_same_answers),   cmocka_unit_test(test_statement_error),
+        cmocka_unit_test(test_stop_in_flight), cmocka_unit_test(test_lost_after_commit),
         cmocka_unit_test(test_batch_cycles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
