@@ -144,11 +144,14 @@ static void finish_job(vd_async *x, vd_async_job *j, vd_async_outcome o)
     pthread_mutex_unlock(&x->mu);
 }
 
-/* The connection broke, or its job passed its deadline: close it and answer its job (a job
- * that had failed was rolled back by the server; any other may have committed). */
+/* The connection broke, or its job passed its deadline: close it and answer its job. One
+ * whose statement failed before the last (the COMMIT, or the statement that is its own
+ * transaction) committed nothing: the pipeline skipped the rest. Any other may have
+ * committed: never sent again. */
 static void conn_lost(vd_async *x, aconn *a)
 {
     vd_async_job *j = a->job;
+    bool again = j && j->failed && j->failed_step < j->count - 1;
     if (j || a->rollback)
         vd_conn_log_lost(&a->c, "pipeline");
     vd_conn_close(&a->c);
@@ -156,7 +159,7 @@ static void conn_lost(vd_async *x, aconn *a)
     a->rollback = false;
     a->flushing = false;
     if (j)
-        finish_job(x, j, j->failed ? VD_ASYNC_AGAIN : VD_ASYNC_LOST);
+        finish_job(x, j, again ? VD_ASYNC_AGAIN : VD_ASYNC_LOST);
 }
 
 /* Open a's connection for a job due by deadline: prepared statements, pipeline mode. False
@@ -311,8 +314,13 @@ static void job_result(vd_async *x, aconn *a, PGresult *res)
         return;
     }
     a->got = true;
+    if (a->step >= j->count) { /* past the last statement: a FATAL before the close */
+        PQclear(res);
+        return;
+    }
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && !j->failed) {
         j->failed = true;
+        j->failed_step = a->step;
         if (st != PGRES_PIPELINE_ABORTED)
             (void)vd_sql_error(&a->c, res); /* logs it; a vanished statement detects a pooler */
     } else if (a->step == j->keep && !j->failed) {
@@ -331,11 +339,18 @@ static void conn_read(vd_async *x, aconn *a)
         conn_lost(x, a);
         return;
     }
-    while (a->job || a->rollback) {
+    for (int nulls = 0; a->job || a->rollback;) {
         PGresult *res;
         if (PQisBusy(pg))
             return;
         res = PQgetResult(pg);
+        if (!res && PQstatus(pg) != CONNECTION_OK) {
+            conn_lost(x, a);
+            return;
+        }
+        nulls = res ? 0 : nulls + 1;
+        if (nulls > 1) /* nothing more now: the rest comes with the next read */
+            return;
         if (a->job) {
             job_result(x, a, res);
         } else if (res) { /* the ROLLBACK's answer, up to its Sync */

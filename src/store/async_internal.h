@@ -34,7 +34,8 @@ typedef struct vd_async_job {
     vd_async_fn done;
     void *arg;
     PGresult *kept;
-    bool failed; /* a statement of it failed: the transaction is rolled back */
+    bool failed;     /* a statement of it failed: the transaction is rolled back */
+    int failed_step; /* ... which one */
 } vd_async_job;
 
 /* A new job (calloc'd); add steps with vd_async_job_add. NULL when memory ran out. */

@@ -317,8 +317,8 @@ static void test_stop_in_flight(void **state)
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('slow')");
     vt_seed_items("slow", "sl-", 2 * STOPPERS, 5, 3);
     vt_sql("CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-           "IF NEW.flow_step_id = 'slow' THEN PERFORM pg_sleep(0.3); END IF; RETURN NEW; END $$");
-    vt_sql("CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH STATEMENT EXECUTE FUNCTION slow()");
+           "IF NEW.flow_step_id = 'slow' THEN PERFORM pg_sleep(0.15); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow()");
     for (int i = 0; i < STOPPERS; i++) {
         c[i] = (stop_claim){&s, i, 0, 0};
         assert_int_equal(pthread_create(&t[i], NULL, stop_client, &c[i]), 0);
@@ -377,12 +377,61 @@ static void test_lost_after_commit(void **state)
     vt_server_stop(&s);
 }
 
+typedef struct term_claim {
+    long status;
+    int claims;
+} term_claim;
+
+static void *term_client(void *p)
+{
+    term_claim *c = p;
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER,
+                        "{\"flow_step_id\": \"term\", \"worker_id\": \"tw\", \"limit\": 3}", NULL);
+    c->status = r.status;
+    c->claims = cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims"));
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* The executor's backend terminated while its claim statement runs (before the COMMIT): the
+ * claim committed nothing, so it goes to a worker thread and is answered with what that
+ * claimed, once. */
+static void test_backend_terminated(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long back = async_claims(on, 1, "handed_back");
+    term_claim c = {0, 0};
+    pthread_t t;
+    long killed = 0;
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('term')");
+    vt_seed_items("term", "t-", 10, 5, 3);
+    vt_sql("CREATE FUNCTION term() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'term' THEN PERFORM pg_sleep(0.2); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER term BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION term()");
+    assert_int_equal(pthread_create(&t, NULL, term_client, &c), 0);
+    for (int i = 0; i < 40 && killed == 0; i++) {
+        vt_sleep_ms(25);
+        killed = vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()");
+    }
+    pthread_join(t, NULL);
+    vt_sql("DROP TRIGGER term ON jobs");
+    vt_sql("DROP FUNCTION term()");
+    assert_int_equal(killed, 1);
+    assert_int_equal(c.status, 200);
+    assert_int_equal(c.claims, 3);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'term'"), 3);
+    assert_true(async_claims(on, 1, "handed_back") > back);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_answers),   cmocka_unit_test(test_statement_error),
-        cmocka_unit_test(test_stop_in_flight), cmocka_unit_test(test_lost_after_commit),
-        cmocka_unit_test(test_batch_cycles),
+        cmocka_unit_test(test_same_answers),       cmocka_unit_test(test_statement_error),
+        cmocka_unit_test(test_stop_in_flight),     cmocka_unit_test(test_lost_after_commit),
+        cmocka_unit_test(test_backend_terminated), cmocka_unit_test(test_batch_cycles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
