@@ -152,6 +152,14 @@ int vb_free_port(void)
     return port;
 }
 
+/* What verdictd inherits from the bench's environment: everything but VERDICT_*, except the
+ * pool mode and the executor's connections (an A/B of VERDICT_DB_ASYNC_CONNECTIONS). */
+static bool inherited(const char *kv)
+{
+    return strncmp(kv, "VERDICT_", 8) != 0 || strncmp(kv, "VERDICT_DB_POOL_MODE=", 21) == 0 ||
+           strncmp(kv, "VERDICT_DB_ASYNC_CONNECTIONS=", 29) == 0;
+}
+
 /* The parent's environment without VERDICT_* plus ours; NULL-terminated, malloc'd. */
 static char **child_env(const vb_env *e)
 {
@@ -163,8 +171,7 @@ static char **child_env(const vb_env *e)
     if (!env)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "VERDICT_", 8) != 0 ||
-            strncmp(environ[i], "VERDICT_DB_POOL_MODE=", 21) == 0)
+        if (inherited(environ[i]))
             env[k++] = environ[i];
     env[k++] = e->child_db[0]
                    ? vb_strdupf("VERDICT_DATABASE_URL=%s dbname=%s", e->child_db, e->db_name)
@@ -251,7 +258,7 @@ bool vb_env_server_start(vb_env *e, const vb_options *o)
 out:
     /* the four strings child_env added sit after the inherited ones */
     for (char **p = env; *p; p++)
-        if (strncmp(*p, "VERDICT_", 8) == 0 && strncmp(*p, "VERDICT_DB_POOL_MODE=", 21) != 0)
+        if (!inherited(*p))
             free(*p);
     free(env);
     return ok;

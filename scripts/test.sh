@@ -109,12 +109,12 @@ cmake -S "$VD_ROOT" -B build-tsan -DVERDICT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWith
   -DVERDICT_SANITIZE=thread -DVERDICT_TESTS=ON -DVERDICT_BENCH=OFF >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target verdictd test_concurrency test_outage \
   test_limits test_longpoll test_shutdown test_flow_control test_fairness test_coalesce test_limits_coalesce \
-  test_coalescer >/dev/null
-vd_log "ctest (thread sanitizer: concurrency, outage, limits, long-poll claims, shutdown, flow control, fairness, coalescing)"
+  test_coalescer test_async_db >/dev/null
+vd_log "ctest (thread sanitizer: concurrency, outage, limits, long-poll claims, shutdown, flow control, fairness, coalescing, the executor)"
 mkdir -p "$TMP/tsan"
 TSAN_OPTIONS="suppressions=$VD_ROOT/tests/tsan.supp log_path=$TMP/tsan/report history_size=4" \
   ctest --test-dir build-tsan --output-on-failure --no-tests=error \
-  -R '^(integration\.test_(concurrency|outage|limits|longpoll|shutdown|flow_control|fairness|coalesce|limits_coalesce)|unit\.test_coalescer)$' || status=1
+  -R '^(integration\.test_(concurrency|outage|limits|longpoll|shutdown|flow_control|fairness|coalesce|limits_coalesce|async_db)|unit\.test_coalescer)$' || status=1
 if compgen -G "$TMP/tsan/report*" >/dev/null; then
   vd_log "ThreadSanitizer reported:"
   cat "$TMP"/tsan/report* >&2

@@ -294,7 +294,9 @@ static bool load_numbers(vd_config *cfg, vd_env_getter get, char *err, size_t er
         env_int(get, "VERDICT_QUEUE_DEPTH", 0, 0, 100000, &cfg->queue_depth, err, errlen) &&
         env_int(get, "VERDICT_MAX_WAITERS", 1000, 0, 100000, &cfg->max_waiters, err, errlen) &&
         env_int(get, "VERDICT_WAIT_RETRY_MS", 1000, 100, 60000, &cfg->wait_retry_ms, err, errlen) &&
-        env_int(get, "VERDICT_COALESCE_RUNNERS", -1, -1, 64, &cfg->coalesce_runners, err, errlen);
+        env_int(get, "VERDICT_COALESCE_RUNNERS", -1, -1, 64, &cfg->coalesce_runners, err, errlen) &&
+        env_int(get, "VERDICT_DB_ASYNC_CONNECTIONS", 8, 0, 64, &cfg->db_async_connections, err,
+                errlen);
     if (ok)
         cfg->max_body_bytes = (size_t)body;
     return ok;

@@ -14,6 +14,7 @@
 #include "verdict/store/limits.h"
 #include "verdict/semver.h"
 #include "verdict/store.h"
+#include "verdict/store/async.h"
 #include "verdict/store/claims.h"
 #include "verdict/store/coalesce.h"
 #include "verdict/store/idempotency.h"
@@ -88,6 +89,7 @@ static void claim_links(vd_ctx *ctx, vd_conn *c, const char *body)
 }
 
 static bool coalesces(vd_ctx *ctx, const claim_req *q);
+static bool goes_async(vd_ctx *ctx, claim_req *q);
 
 static vd_error run_claim(vd_ctx *ctx, const claim_req *q)
 {
@@ -137,6 +139,8 @@ vd_error vd_h_claims(vd_ctx *ctx)
         return rc;
     if (coalesces(ctx, &q))
         return VD_OK; /* answered by vd_claims_serve, which frees limit_keys */
+    if (goes_async(ctx, &q))
+        return VD_OK; /* answered from the executor's callback (server.c) */
     rc = run_claim(ctx, &q);
     free(q.limit_keys);
     return rc;
@@ -201,8 +205,29 @@ static bool coalesces(vd_ctx *ctx, const claim_req *q)
     return true;
 }
 
-/* One request's claim after claim_many answered it: its answer, or (body NULL) the claim alone
- * on the runner's connection. */
+/* A claim without key or wait that is not coalesced is one fixed transaction: it goes to the
+ * non-blocking executor (store/async.h), unless OTLP export wants its span links (a second
+ * statement) or the executor handed it back to run here. */
+static bool goes_async(vd_ctx *ctx, claim_req *q)
+{
+    vd_async_claim *a = NULL;
+    if (!ctx->async_on || ctx->async_sync || q->key || q->wait > 0 ||
+        (ctx->cfg->otlp_endpoint && *ctx->cfg->otlp_endpoint))
+        return false;
+    a = malloc(sizeof(*a));
+    if (!a)
+        return false;
+    /* its strings live in ctx->json, as long as the request; the keys move to it */
+    *a = (vd_async_claim){q->fs,         q->worker,           q->version,         ctx->actor,
+                          q->limit_keys, ctx->trace.trace_id, ctx->trace.span_id, q->limit,
+                          q->lease,      q->estimated_tokens};
+    q->limit_keys = NULL;
+    ctx->async_claim = a;
+    return true;
+}
+
+/* One request's claim after claim_many answered it: its answer, or (in a keyed flow step,
+ * body NULL) the claim alone on the runner's connection. */
 static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
 {
     const claim_req *q = ctx->coalesce_arg;

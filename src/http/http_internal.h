@@ -106,6 +106,14 @@ struct vd_ctx {
     vd_coalesce_kind coalesce;
     const char *coalesce_group; /* the group key (in json or coalesce_arg) */
     void *coalesce_arg;         /* the handler's parsed request; freed by the serve function */
+    /* a claim whose whole transaction is a fixed statement list (store/async.h): the handler
+     * validated it and left it, unanswered, in async_claim (malloc'd, its keys_json too);
+     * server.c submits it to the executor after the handler returned, and answers it from
+     * the executor's callback. async_sync: run it here, synchronously (the executor handed it
+     * back: a statement failed and was rolled back, or it could not be sent). */
+    bool async_on; /* set by the server: the executor runs and takes submissions */
+    bool async_sync;
+    struct vd_async_claim *async_claim;
 };
 
 /* Answer ctxs[0..n) (all of one kind and group) with one statement of that kind: each gets

@@ -376,6 +376,26 @@ static void render_coalesced(vd_buf *out)
                       __atomic_load_n(&coalesced_reqs[k], __ATOMIC_RELAXED));
 }
 
+/* claims the executor answered (0) and handed back to the sync path (1) */
+static unsigned long async_claims[2]; /* atomic */
+
+void vd_metrics_observe_async(bool handed_back)
+{
+    __atomic_fetch_add(&async_claims[handed_back], 1, __ATOMIC_RELAXED);
+}
+
+static void render_async(vd_buf *out)
+{
+    vd_buf_printf(out,
+                  "# HELP verdict_db_async_claims_total Claims sent on the non-blocking "
+                  "executor, by outcome (answered there, or handed back to a worker: "
+                  "nothing of it committed).\n# TYPE verdict_db_async_claims_total counter\n"
+                  "verdict_db_async_claims_total{outcome=\"answered\"} %lu\n"
+                  "verdict_db_async_claims_total{outcome=\"handed_back\"} %lu\n",
+                  __atomic_load_n(&async_claims[0], __ATOMIC_RELAXED),
+                  __atomic_load_n(&async_claims[1], __ATOMIC_RELAXED));
+}
+
 void vd_metrics_connection_evicted(void)
 {
     __atomic_fetch_add(&evicted, 1, __ATOMIC_RELAXED);
@@ -411,6 +431,7 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
                   __atomic_load_n(&evicted, __ATOMIC_RELAXED));
     render_http(out);
     render_coalesced(out);
+    render_async(out);
     render_sweeper(out, in->sweeper);
     render_otlp(out);
     /* the database families are left out (not failed) while the database is down:

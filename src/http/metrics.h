@@ -25,6 +25,8 @@ void vd_metrics_observe_lint_signal(const char *signal);
 void vd_metrics_waiters_add(int delta);
 /* One coalesced statement served `requests` single-item claims or dispositions (server.c). */
 void vd_metrics_observe_coalesced(bool dispositions, size_t requests);
+/* One claim answered by the non-blocking executor, or handed back to a worker (server.c). */
+void vd_metrics_observe_async(bool handed_back);
 /* One connection closed to keep the global connection cap (guard.c). */
 void vd_metrics_connection_evicted(void);
 /* What one scrape shows besides the in-process counters. */

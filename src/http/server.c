@@ -28,6 +28,7 @@
 
 #include "verdict/coalesce.h"
 #include "verdict/store.h"
+#include "verdict/store/async.h"
 #include "verdict/store/listen.h"
 #include "verdict/server.h"
 #include "verdict/util.h"
@@ -46,6 +47,7 @@ struct vd_server {
     vd_otlp *otlp;         /* span export (VERDICT_OTLP_ENDPOINT), or NULL */
     vd_coalescer *claims;  /* single-item claims, grouped by flow step (coalesce.h), or NULL */
     vd_coalescer *disps;   /* single dispositions, one group */
+    vd_async *async;       /* the non-blocking executor (store/async.h), or NULL */
 };
 
 typedef enum req_state {
@@ -68,10 +70,20 @@ typedef struct vd_req {
 /* The most requests one coalesced statement serves. */
 #define VD_COALESCE_BATCH 100
 
+/* A claim the handler left for the executor, not submitted (or handed back). */
+static void async_claim_free(vd_ctx *ctx)
+{
+    if (ctx->async_claim)
+        free((char *)ctx->async_claim->keys_json);
+    free(ctx->async_claim);
+    ctx->async_claim = NULL;
+}
+
 static void req_free(vd_req *r)
 {
     if (!r)
         return;
+    async_claim_free(&r->ctx);
     cJSON_Delete(r->ctx.json);
     free(r->ctx.resp_body);
     free(r->ctx.span_links);
@@ -318,8 +330,9 @@ static void run_request(vd_req *r)
     ctx->err = dispatch(ctx, r);
     vd_db_release(ctx->db, ctx->dbc); /* rolls back anything a failed handler left open */
     ctx->dbc = NULL;
-    if ((ctx->park || ctx->coalesce) && ctx->err == VD_OK && !ctx->resp_body)
+    if ((ctx->park || ctx->coalesce || ctx->async_claim) && ctx->err == VD_OK && !ctx->resp_body)
         return;
+    async_claim_free(ctx);
     ctx->park = false;
     if (ctx->err == VD_OK && !ctx->resp_body)
         vd_fail(ctx, VD_ERR_INTERNAL, NULL, "the handler produced no answer");
@@ -402,6 +415,61 @@ static void coalesce_submit(vd_req *r)
     }
 }
 
+static void work(void *item);
+
+/* Back to a worker: the connection is suspended already. */
+static void requeued(void *item)
+{
+    vd_req *r = item;
+    r->state = REQ_RUNNING;
+}
+
+/* The executor handed the claim back (nothing of it committed): run it on the sync path, on
+ * a worker, or here when none takes it (the queue full, or the server stopping). */
+static void async_again(vd_req *r)
+{
+    double deadline = r->ctx.deadline; /* the request's one bound, as on the sync path */
+    rerun_reset(r);
+    r->ctx.deadline = deadline;
+    r->ctx.async_sync = true;
+    if (!vd_workers_push(r->srv->workers, r, requeued))
+        work(r);
+}
+
+/* The executor's answer to a claim (on its thread): the bytes the sync path answers. */
+static void async_done(void *arg, bool again, vd_error rc, char *body)
+{
+    vd_req *r = arg;
+    vd_ctx *ctx = &r->ctx;
+    vd_metrics_observe_async(again);
+    if (again) {
+        free(body);
+        async_again(r);
+        return;
+    }
+    if (rc)
+        ctx->err = vd_store_fail(ctx, rc, NULL);
+    else
+        ctx->err = vd_respond_owned(ctx, body);
+    coalesced_answered(r); /* r may be freed once resumed: nothing read after */
+}
+
+/* Hand the claim the handler left to the executor; one it does not take runs here. */
+static void async_submit(vd_req *r)
+{
+    vd_async_claim *q = r->ctx.async_claim;
+    char *keys = (char *)q->keys_json;
+    bool taken;
+    r->ctx.async_claim = NULL;
+    taken = vd_async_claim_submit(r->srv->async, q, r->ctx.deadline, async_done, r);
+    free(keys); /* copied by the executor; r may be answered already: not read */
+    free(q);
+    if (!taken) {
+        vd_metrics_observe_async(true);
+        async_again(r);
+    }
+}
+
 static void work(void *item)
 {
     vd_req *r = item;
@@ -415,6 +483,10 @@ static void work(void *item)
         run_request(r);
         if (r->ctx.coalesce && r->state != REQ_READY) { /* left to a coalescer */
             coalesce_submit(r);
+            return;
+        }
+        if (r->ctx.async_claim && r->state != REQ_READY) { /* left to the executor */
+            async_submit(r);
             return;
         }
         if (!r->ctx.park)
@@ -435,13 +507,6 @@ static void work(void *item)
         return;
     }
     MHD_resume_connection(r->ctx.conn); /* libmicrohttpd calls on_access again: finish() */
-}
-
-/* Back to a worker: the connection is suspended already. */
-static void requeued(void *item)
-{
-    vd_req *r = item;
-    r->state = REQ_RUNNING;
 }
 
 /* The registry wakes a parked claim (waiters.h; under its lock). */
@@ -522,6 +587,7 @@ static void ctx_init(const vd_server *srv, vd_req *r, struct MHD_Connection *con
     ctx->path = url;
     ctx->deadline = r->started + srv->cfg->db_timeout_ms / 1000.0;
     ctx->coalesce_on = srv->claims && srv->disps;
+    ctx->async_on = vd_async_usable(srv->async);
     vd_trace_begin(&ctx->trace, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
                    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate"));
     if (sane_request_id(rid))
@@ -768,6 +834,7 @@ static void server_free(vd_server *srv)
     vd_workers_free(srv->workers);
     vd_coalescer_free(srv->claims); /* after the workers: they may still submit */
     vd_coalescer_free(srv->disps);
+    vd_async_free(srv->async); /* after the workers and coalescers: they may submit */
     vd_waiters_free(srv->waiters);
     vd_guard_stop(srv->guard);
     vd_tls_cleanup(&srv->tls);
@@ -833,6 +900,8 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
         srv->disps = vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH,
                                         cfg->coalesce_runners, serve_coalesced, srv);
     }
+    if (!cfg->db_pool_transaction)
+        srv->async = vd_async_start(db, cfg->db_async_connections);
     if (!srv->workers || !srv->guard || !srv->waiters) {
         vd_logf(VD_LOG_ERROR, "cannot start the worker threads");
         server_free(srv);
@@ -885,6 +954,7 @@ void vd_server_stop(vd_server *srv)
     vd_workers_stop(srv->workers);  /* joined; vd_workers_push refuses from now on */
     vd_coalescer_stop(srv->claims); /* serves what the workers left to them */
     vd_coalescer_stop(srv->disps);
+    vd_async_drain(srv->async); /* every claim in flight answered (or run here) */
     await_answers(srv, srv->cfg->read_timeout_ms / 1000.0 + 5.0);
     MHD_stop_daemon(srv->daemon);
     if (lsock != MHD_INVALID_SOCKET)

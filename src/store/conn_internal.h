@@ -1,6 +1,6 @@
 /* conn_internal.h - what the store's connection engine shares between its files: the pool
  * (pool.c), one connection (conn.c), one transaction (tx.c) and the SQLSTATE mapping
- * (sqlstate.c). Only those four include it. */
+ * (sqlstate.c); the executor (async.c) owns connections of its own. Only those include it. */
 #ifndef VERDICT_CONN_INTERNAL_H
 #define VERDICT_CONN_INTERNAL_H
 

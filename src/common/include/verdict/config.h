@@ -75,6 +75,9 @@ typedef struct vd_config {
     char *otlp_endpoint; /* VERDICT_OTLP_ENDPOINT: http://host:port[/path]; NULL: no export */
     /* threads per coalescer (claims, dispositions; coalesce.h); 0: no coalescing */
     int coalesce_runners;
+    /* connections of the non-blocking executor (store/async.h) that runs whole-transaction
+     * batch claims without a worker thread; 0: off (also off in transaction pool mode) */
+    int db_async_connections;
 } vd_config;
 
 /* Returns the value of an environment variable or NULL; getenv fits. */

@@ -1,0 +1,436 @@
+/* test_async_db.c - batch claims on the non-blocking executor (store/async.h) under many real
+ * concurrent clients on two verdictd replicas sharing the database: every item is handed out
+ * once and finished by its claimer through batch dispositions; the executor's answers have the
+ * same shape as the worker threads' (VERDICT_DB_ASYNC_CONNECTIONS=0), in a plain and in a
+ * keyed flow step and with limit keys; a statement that fails (a trigger raising for one flow
+ * step) is answered as the sync path answers it; a connection lost after the COMMIT answers 503
+ * and runs nothing twice; a backend terminated before the COMMIT is handed back and answered
+ * once; and a stop with claims in flight answers every one of them. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vt.h"
+#include "vt_api.h"
+#include "vt_pg.h"
+
+#define CLIENTS 48
+#define ITEMS 3000
+#define BATCH 10
+#define FLOW "ab"
+
+static vt_server srv[2];
+
+VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
+
+typedef struct run {
+    _Atomic int claimed[ITEMS];
+    _Atomic long errors, completes;
+    int64_t first_id;
+    char first_error[400];
+    _Atomic int noted;
+} run;
+
+static run R;
+
+static void note(const char *what, const vt_resp *r)
+{
+    atomic_fetch_add(&R.errors, 1);
+    if (atomic_fetch_add(&R.noted, 1) == 0)
+        snprintf(R.first_error, sizeof(R.first_error), "%s: %ld %.300s", what, r->status,
+                 r->body ? r->body : "");
+}
+
+/* The claims of an answer into out (at most BATCH); how many. */
+static int claims_of(const vt_resp *r, vt_claim *out)
+{
+    const cJSON *claims = cJSON_GetObjectItem(r->json, "claims");
+    int n = cJSON_GetArraySize(claims);
+    for (int i = 0; i < n && i < BATCH; i++) {
+        const cJSON *j = cJSON_GetArrayItem(claims, i);
+        out[i] = (vt_claim){(int64_t)vt_num(j, "job_id"), (int64_t)vt_num(j, "item.id"), 1, ""};
+        snprintf(out[i].token, sizeof(out[i].token), "%s", vt_str(j, "claim_token"));
+    }
+    return n;
+}
+
+/* One POST /v1/dispositions completing cl[0..n) as worker `who`. */
+static void dispose_all(const vt_server *s, const vt_claim *cl, int n, int who)
+{
+    char body[BATCH * 200 + 64];
+    size_t len = (size_t)snprintf(body, sizeof(body), "{\"dispositions\": [");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(body + len, sizeof(body) - len,
+                                "%s{\"job_id\": %lld, \"claim_token\": \"%s\", \"disposition\": "
+                                "\"complete\", \"engine_data\": {\"by\": \"w%d\"}}",
+                                i ? "," : "", (long long)cl[i].job_id, cl[i].token, who);
+    snprintf(body + len, sizeof(body) - len, "]}");
+    vt_resp d = vt_http(s, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    const cJSON *results = cJSON_GetObjectItem(d.json, "results");
+    if (d.status != 200 || cJSON_GetArraySize(results) != n)
+        note("dispositions", &d);
+    for (int i = 0; d.status == 200 && i < cJSON_GetArraySize(results); i++) {
+        const cJSON *e = cJSON_GetArrayItem(results, i);
+        if (vt_num(e, "status") == 200)
+            atomic_fetch_add(&R.completes, 1);
+        else
+            note("disposition entry", &d);
+    }
+    vt_resp_free(&d);
+}
+
+static void *client_main(void *p)
+{
+    int who = (int)(intptr_t)p;
+    const vt_server *s = &srv[who % 2];
+    char body[200];
+    int idle = 0;
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"" FLOW "\", \"worker_id\": \"w%d\", \"limit\": %d, "
+             "\"lease_seconds\": 600}",
+             who, BATCH);
+    while (idle < 2) {
+        vt_claim cl[BATCH];
+        vt_resp r = vt_http(s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+        int n = r.status == 200 ? claims_of(&r, cl) : 0;
+        if (r.status != 200 || n > BATCH)
+            note("claim", &r);
+        vt_resp_free(&r);
+        if (n == 0) {
+            idle++;
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            long idx = (long)(cl[i].item_id - R.first_id);
+            if (idx >= 0 && idx < ITEMS)
+                atomic_fetch_add(&R.claimed[idx], 1);
+        }
+        dispose_all(s, cl, n, who);
+    }
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* verdict_db_async_claims_total{outcome} summed over the servers given. */
+static long async_claims(const vt_server *const *s, int n, const char *outcome)
+{
+    char prefix[160];
+    long sum = 0;
+    snprintf(prefix, sizeof(prefix), "verdict_db_async_claims_total{outcome=\"%s\"} ", outcome);
+    for (int i = 0; i < n; i++) {
+        vt_resp r = vt_http(s[i], "GET", "/metrics", VT_READER, NULL, NULL);
+        const char *at = r.body ? strstr(r.body, prefix) : NULL;
+        assert_non_null(at);
+        sum += strtol(at + strlen(prefix), NULL, 10);
+        vt_resp_free(&r);
+    }
+    return sum;
+}
+
+static void test_batch_cycles(void **state)
+{
+    pthread_t t[CLIENTS];
+    const vt_server *both[] = {&srv[0], &srv[1]};
+    long before = async_claims(both, 2, "answered");
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" FLOW "')");
+    vt_seed_items(FLOW, "item-", ITEMS, 5, 3);
+    R.first_id = vt_sql_long("SELECT min(id) FROM items WHERE flow_step_id = '" FLOW "'");
+    for (int i = 0; i < CLIENTS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, client_main, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(t[i], NULL);
+    if (atomic_load(&R.errors))
+        fail_msg("%ld unexpected answers; the first: %s", atomic_load(&R.errors), R.first_error);
+    assert_int_equal(atomic_load(&R.completes), ITEMS);
+    for (int i = 0; i < ITEMS; i++)
+        if (atomic_load(&R.claimed[i]) != 1)
+            fail_msg("item %d was handed out %d times", i, atomic_load(&R.claimed[i]));
+    /* each job was finished by the worker that claimed it, each item has one job */
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '" FLOW "'"
+                                 " AND status = 'completed' AND engine_data->>'by' = worker_id"),
+                     ITEMS);
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs"
+                                 " WHERE flow_step_id = '" FLOW "'"),
+                     ITEMS);
+    /* and the claims went through the executor */
+    print_message("executor: %ld claims answered\n", async_claims(both, 2, "answered") - before);
+    assert_true(async_claims(both, 2, "answered") - before >= ITEMS / BATCH);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* j without what differs between two equal claims: ids, tokens, times, identifiers (their
+ * values become their JSON type). */
+static void strip(cJSON *j)
+{
+    static const char *const varying[] = {"id", "_at", "token", "identifier"};
+    cJSON *m;
+    cJSON_ArrayForEach(m, j)
+    {
+        bool vary = false;
+        for (size_t k = 0; m->string && k < sizeof(varying) / sizeof(*varying); k++)
+            vary = vary || ends_with(m->string, varying[k]);
+        if (vary && !cJSON_IsObject(m) && !cJSON_IsArray(m)) {
+            cJSON *marker = cJSON_CreateString(cJSON_IsNull(m)     ? "null"
+                                               : cJSON_IsNumber(m) ? "number"
+                                                                   : "string");
+            cJSON_ReplaceItemInObjectCaseSensitive(j, m->string, marker);
+            m = marker;
+        } else {
+            strip(m);
+        }
+    }
+}
+
+/* The stripped body of a claim of `limit` in flow with the extra members given. */
+static char *claim_shape(const vt_server *s, const char *flow, int limit, const char *extra,
+                         long *status)
+{
+    char body[400];
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"%s\", \"worker_id\": \"shape\", \"limit\": %d%s}", flow, limit,
+             extra ? extra : "");
+    vt_resp r = vt_http(s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+    char *out;
+    *status = r.status;
+    assert_non_null(r.json);
+    strip(r.json);
+    out = cJSON_PrintUnformatted(r.json);
+    vt_resp_free(&r);
+    return out;
+}
+
+/* The same claim on the executor (srv[0]) and on a worker thread (off): the same answer. */
+static void same_answer(const vt_server *off, const char *flow, int limit, const char *extra,
+                        long want)
+{
+    long sa = 0, sb = 0;
+    char *a = claim_shape(&srv[0], flow, limit, extra, &sa);
+    char *b = claim_shape(off, flow, limit, extra, &sb);
+    if (sa != want || sb != want || strcmp(a, b) != 0)
+        fail_msg("%s limit %d: executor %ld %s\nworker thread %ld %s", flow, limit, sa, a, sb, b);
+    free(a);
+    free(b);
+}
+
+static void test_same_answers(void **state)
+{
+    vt_server off;
+    const vt_server *on[] = {&srv[0]};
+    long before = async_claims(on, 1, "answered");
+    (void)state;
+    vt_server_start(&off, (const char *const[]){"VERDICT_DB_ASYNC_CONNECTIONS=0",
+                                                "VERDICT_LOG_LEVEL=warn", NULL});
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('shape'), ('keyed')");
+    vt_seed_items("shape", "s-", 40, 5, 3);
+    vt_seed_items("keyed", "k-", 40, 5, 3);
+    vt_resp l =
+        vt_http(&srv[0], "PUT", "/v1/limits/model:x", VT_ADMIN, "{\"concurrency\": 6}", NULL);
+    assert_int_equal(l.status, 200);
+    vt_resp_free(&l);
+    /* a keyed flow step: the plain claim claims nothing there, claim_limited follows */
+    vt_sql("UPDATE items SET limit_keys = '{model:x}' WHERE flow_step_id = 'keyed'");
+    same_answer(&off, "shape", 5, NULL, 200);
+    same_answer(&off, "shape", 3, ", \"limit_keys\": [\"model:x\"], \"estimated_tokens\": 10", 200);
+    same_answer(&off, "keyed", 3, NULL, 200);
+    same_answer(&off, "keyed", 4, NULL, 200);   /* the limit of 6 leaves 3 to each */
+    same_answer(&off, "nowhere", 5, NULL, 200); /* an unknown flow step */
+    vt_server_stop(&off);
+    assert_true(async_claims(on, 1, "answered") - before >= 5);
+}
+
+/* A statement that fails inside the executor's transaction (rolled back) goes to a worker
+ * thread, which answers it as it always does; nothing of it is committed. */
+static void test_statement_error(void **state)
+{
+    vt_server off;
+    const vt_server *on[] = {&srv[0]};
+    long back = async_claims(on, 1, "handed_back");
+    long sa = 0, sb = 0;
+    (void)state;
+    vt_server_start(&off, (const char *const[]){"VERDICT_DB_ASYNC_CONNECTIONS=0",
+                                                "VERDICT_LOG_LEVEL=error", NULL});
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('boom')");
+    vt_seed_items("boom", "b-", 10, 5, 3);
+    vt_sql("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER boom BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION boom()");
+    char *a = claim_shape(&srv[0], "boom", 3, NULL, &sa);
+    char *b = claim_shape(&off, "boom", 3, NULL, &sb);
+    vt_sql("DROP TRIGGER boom ON jobs");
+    vt_sql("DROP FUNCTION boom()");
+    if (sa != sb || sa < 500 || strcmp(a, b) != 0)
+        fail_msg("executor %ld %s\nworker thread %ld %s", sa, a, sb, b);
+    free(a);
+    free(b);
+    assert_true(async_claims(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'boom'"), 0);
+    vt_server_stop(&off);
+}
+
+#define STOPPERS 16
+
+typedef struct stop_claim {
+    const vt_server *s;
+    int index;
+    long status;
+    int claims;
+} stop_claim;
+
+static void *stop_client(void *p)
+{
+    stop_claim *c = p;
+    char body[160];
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"slow\", \"worker_id\": \"st%d\", \"limit\": 2}", c->index);
+    vt_resp r = vt_http(c->s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+    c->status = r.status;
+    c->claims = cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims"));
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* A stop while claims are in flight on the executor (each held 300 ms by a trigger): each is
+ * answered with what it claimed, and what was answered is what was committed. */
+static void test_stop_in_flight(void **state)
+{
+    vt_server s;
+    pthread_t t[STOPPERS];
+    stop_claim c[STOPPERS];
+    long answered = 0;
+    (void)state;
+    vt_replica_start(&s);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('slow')");
+    vt_seed_items("slow", "sl-", 2 * STOPPERS, 5, 3);
+    vt_sql("CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'slow' THEN PERFORM pg_sleep(0.15); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow()");
+    for (int i = 0; i < STOPPERS; i++) {
+        c[i] = (stop_claim){&s, i, 0, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, stop_client, &c[i]), 0);
+    }
+    vt_sleep_ms(150);
+    vt_server_stop(&s); /* asserts a clean exit */
+    for (int i = 0; i < STOPPERS; i++) {
+        pthread_join(t[i], NULL);
+        if (c[i].status != 200 && c[i].status != 503)
+            fail_msg("claim %d answered %ld", i, c[i].status);
+        answered += c[i].claims;
+    }
+    vt_sql("DROP TRIGGER slow ON jobs");
+    vt_sql("DROP FUNCTION slow()");
+    print_message("stop: %ld items claimed by %d claims in flight\n", answered, STOPPERS);
+    assert_true(answered > 0);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'slow'"),
+                     answered);
+}
+
+/* A claim of worker `who` in flow step lost, on s. */
+static vt_resp claim_lost(const vt_server *s, const char *who)
+{
+    char body[160];
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"lost\", \"worker_id\": \"%s\", \"limit\": 2}", who);
+    return vt_http(s, "POST", "/v1/claims", VT_WORKER, body, NULL);
+}
+
+/* The executor's connection lost after the claim's COMMIT reached the server (the dropping
+ * proxy closes it before the answer): 503, as the sync path answers it, the claim is not
+ * sent again, and the next claim is served on a new connection. */
+static void test_lost_after_commit(void **state)
+{
+    vt_server s;
+    const vt_server *one[] = {&s};
+    int drops = 0;
+    (void)state;
+    assert_int_equal(vt_fixture_route(&vt_fx, VT_ROUTE_PROXY), 0);
+    vt_replica_start(&s);
+    assert_int_equal(vt_fixture_route(&vt_fx, VT_ROUTE_DIRECT), 0);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('lost')");
+    vt_seed_items("lost", "l-", 10, 5, 3);
+    drops = vt_proxy_drops();
+    vt_proxy_arm("lost-worker", 1, true);
+    vt_resp r = claim_lost(&s, "lost-worker");
+    assert_int_equal(vt_proxy_drops(), drops + 1);
+    vt_assert_error(&r, 503, "database_unavailable");
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE worker_id = 'lost-worker'"), 2);
+    r = claim_lost(&s, "next-worker");
+    assert_int_equal(r.status, 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 2);
+    vt_resp_free(&r);
+    assert_int_equal(async_claims(one, 1, "answered"), 2); /* both on the executor */
+    vt_server_stop(&s);
+}
+
+typedef struct term_claim {
+    long status;
+    int claims;
+} term_claim;
+
+static void *term_client(void *p)
+{
+    term_claim *c = p;
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER,
+                        "{\"flow_step_id\": \"term\", \"worker_id\": \"tw\", \"limit\": 3}", NULL);
+    c->status = r.status;
+    c->claims = cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims"));
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* The executor's backend terminated while its claim statement runs (before the COMMIT): the
+ * claim committed nothing, so it goes to a worker thread and is answered with what that
+ * claimed, once. */
+static void test_backend_terminated(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long back = async_claims(on, 1, "handed_back");
+    term_claim c = {0, 0};
+    pthread_t t;
+    long killed = 0;
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('term')");
+    vt_seed_items("term", "t-", 10, 5, 3);
+    vt_sql("CREATE FUNCTION term() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'term' THEN PERFORM pg_sleep(0.2); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER term BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION term()");
+    assert_int_equal(pthread_create(&t, NULL, term_client, &c), 0);
+    for (int i = 0; i < 40 && killed == 0; i++) {
+        vt_sleep_ms(25);
+        killed = vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()");
+    }
+    pthread_join(t, NULL);
+    vt_sql("DROP TRIGGER term ON jobs");
+    vt_sql("DROP FUNCTION term()");
+    assert_int_equal(killed, 1);
+    assert_int_equal(c.status, 200);
+    assert_int_equal(c.claims, 3);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'term'"), 3);
+    assert_true(async_claims(on, 1, "handed_back") > back);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_answers),       cmocka_unit_test(test_statement_error),
+        cmocka_unit_test(test_stop_in_flight),     cmocka_unit_test(test_lost_after_commit),
+        cmocka_unit_test(test_backend_terminated), cmocka_unit_test(test_batch_cycles),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
