@@ -12,6 +12,8 @@ BEGIN
         SELECT l.key, k.kind, l.concurrency, l.tokens_per_minute,
                l.rate_burst * verdict_limit_interval(l) AS pause,
                CASE k.kind WHEN 'c' THEN floor(random() * l.concurrency)::integer
+                           WHEN 'r' THEN floor(random() * l.rate_burst)::integer
+                           WHEN 't' THEN floor(random() * 8)::integer
                            ELSE 0 END AS start
           FROM limits l
          CROSS JOIN LATERAL (VALUES ('c'::"char"), ('r'), ('t'), ('x')) k(kind)

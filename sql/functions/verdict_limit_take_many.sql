@@ -21,6 +21,8 @@ BEGIN
         SELECT l.key, k.kind, l.concurrency, ceil(l.tokens_per_minute / 8.0) AS cap,
                l.tokens_per_minute, l.rate_burst * verdict_limit_interval(l) AS pause,
                CASE k.kind WHEN 'c' THEN floor(random() * l.concurrency)::integer
+                           WHEN 'r' THEN floor(random() * l.rate_burst)::integer
+                           WHEN 't' THEN floor(random() * 8)::integer
                            ELSE 0 END AS start,
                -- cells to lock: one each per job; token shards only as many as an empty one
                -- would need, and one more (a shard locked and not needed is one that other
