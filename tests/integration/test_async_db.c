@@ -121,17 +121,9 @@ static void *client_main(void *p)
 /* verdict_db_async_claims_total{outcome} summed over the servers given. */
 static long async_claims(const vt_server *const *s, int n, const char *outcome)
 {
-    char prefix[160];
-    long sum = 0;
-    snprintf(prefix, sizeof(prefix), "verdict_db_async_claims_total{outcome=\"%s\"} ", outcome);
-    for (int i = 0; i < n; i++) {
-        vt_resp r = vt_http(s[i], "GET", "/metrics", VT_READER, NULL, NULL);
-        const char *at = r.body ? strstr(r.body, prefix) : NULL;
-        assert_non_null(at);
-        sum += strtol(at + strlen(prefix), NULL, 10);
-        vt_resp_free(&r);
-    }
-    return sum;
+    char sample[160];
+    snprintf(sample, sizeof(sample), "verdict_db_async_claims_total{outcome=\"%s\"}", outcome);
+    return vt_metric_sum(s, n, sample);
 }
 
 static void test_batch_cycles(void **state)

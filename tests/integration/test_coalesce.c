@@ -133,20 +133,13 @@ static void *client_main(void *p)
     return NULL;
 }
 
-/* The sum of a counter's samples with the given label on both servers. */
+/* A counter's samples of one kind, summed over both servers. */
 static long metric(const char *name, const char *kind)
 {
-    char prefix[160];
-    long sum = 0;
-    snprintf(prefix, sizeof(prefix), "%s{kind=\"%s\"} ", name, kind);
-    for (int i = 0; i < 2; i++) {
-        vt_resp r = vt_http(&srv[i], "GET", "/metrics", VT_READER, NULL, NULL);
-        const char *at = r.body ? strstr(r.body, prefix) : NULL;
-        assert_non_null(at);
-        sum += strtol(at + strlen(prefix), NULL, 10);
-        vt_resp_free(&r);
-    }
-    return sum;
+    const vt_server *both[] = {&srv[0], &srv[1]};
+    char sample[160];
+    snprintf(sample, sizeof(sample), "%s{kind=\"%s\"}", name, kind);
+    return vt_metric_sum(both, 2, sample);
 }
 
 static void test_coalesced_cycles(void **state)

@@ -28,18 +28,6 @@ static vt_server srv[2];
 /* a periodic retry a minute away: only a notification wakes a parked claim early */
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_WAIT_RETRY_MS=60000"))
 
-/* PUT /v1/limits/{key} as admin; asserts 200. */
-static void put_limit(const char *key, const char *body)
-{
-    char path[256];
-    snprintf(path, sizeof(path), "/v1/limits/%s", key);
-    vt_resp r = vt_http(&srv[0], "PUT", path, VT_ADMIN, body, NULL);
-    if (r.status != 200)
-        fprintf(stderr, "put %s: %ld %s\n", key, r.status, r.body);
-    assert_int_equal(r.status, 200);
-    vt_resp_free(&r);
-}
-
 /* n items of flow, identifiers prefix0.., each with the extra members given (or NULL). */
 static void register_n(const char *flow, const char *prefix, int n, const char *extra)
 {
@@ -94,9 +82,10 @@ static void complete(const vt_server *s, const vt_claim *c)
 static void test_flow_control_api(void **state)
 {
     (void)state;
-    put_limit("provider:openai",
-              "{\"concurrency\": 4, \"rate\": {\"per\": \"minute\", \"count\": 600, \"burst\": 20},"
-              " \"tokens_per_minute\": 90000}");
+    vt_put_limit(
+        &srv[0], "provider:openai",
+        "{\"concurrency\": 4, \"rate\": {\"per\": \"minute\", \"count\": 600, \"burst\": 20},"
+        " \"tokens_per_minute\": 90000}");
     vt_resp r = vt_http(&srv[1], "GET", "/v1/limits/provider:openai", VT_READER, NULL, NULL);
     assert_int_equal(r.status, 200);
     assert_int_equal((int)vt_num(r.json, "limit.concurrency"), 4);
@@ -109,7 +98,7 @@ static void test_flow_control_api(void **state)
         cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "limit"), "throttled")));
     vt_resp_free(&r);
     /* PUT replaces every setting: the rate and the tokens are gone */
-    put_limit("provider:openai", "{\"concurrency\": 2}");
+    vt_put_limit(&srv[0], "provider:openai", "{\"concurrency\": 2}");
     r = vt_http(&srv[0], "GET", "/v1/limits", VT_READER, NULL, NULL);
     assert_int_equal(r.status, 200);
     assert_true(cJSON_IsNull(
@@ -216,28 +205,13 @@ static void run_clients(const char *flow, const char *keys, int clients, int tar
     assert_int_equal(atomic_load(&done), target);
 }
 
-/* The most jobs of flow holding key at once, replayed from the audit in the order it was
- * written (logged_at): +1 at a claim, -1 when the job ended. A claim's time is when its job's
- * row was written, after it saw the slot free; an end's is its transaction's start, before
- * its commit (sql/migrations/0040_claim_time_when_written.sql), so a claim that found the slot
- * freed comes after the end that freed it. */
-static long max_in_flight(const char *flow, const char *key)
-{
-    return vt_sql_long("SELECT max(n) FROM (SELECT sum(d) OVER (ORDER BY t.logged_at, d, t.id)"
-                       " AS n FROM (SELECT t.*, CASE WHEN t.cause = 'claim' THEN 1 ELSE -1 END"
-                       " AS d FROM audit t JOIN jobs j ON j.id = t.job_id"
-                       " WHERE j.flow_step_id = '%s' AND j.limit_keys @> ARRAY['%s']"
-                       " AND (t.cause = 'claim' OR t.from_state = 'claimed')) t) x",
-                       flow, key);
-}
-
 static void test_flow_control_concurrency_never_exceeded(void **state)
 {
     (void)state;
-    put_limit("model:cc", "{\"concurrency\": 3}");
+    vt_put_limit(&srv[0], "model:cc", "{\"concurrency\": 3}");
     seed("cc", CC_ITEMS);
     run_clients("cc", "[\"model:cc\", \"provider:cc\"]", CC_CLIENTS, CC_ITEMS);
-    long most = max_in_flight("cc", "model:cc");
+    long most = vt_max_in_flight("cc", "model:cc");
     assert_true(most <= CC_LIMIT);
     assert_int_equal(most, CC_LIMIT); /* the limit bound: it was reached */
     assert_int_equal(
@@ -255,7 +229,7 @@ static void test_flow_control_item_keys_skip(void **state)
 {
     (void)state;
     vt_claim c[8], d[8];
-    put_limit("site:big", "{\"concurrency\": 1}");
+    vt_put_limit(&srv[0], "site:big", "{\"concurrency\": 1}");
     register_n("sk", "big", 6, "\"limit_keys\": [\"site:big\"]");
     register_n("sk", "small", 2, "\"limit_keys\": [\"site:small\"]");
     assert_int_equal(claim_keys(&srv[0], "sk", 1, NULL, c), 1); /* a site:big item */
@@ -279,7 +253,8 @@ static void test_flow_control_item_keys_skip(void **state)
 static void test_flow_control_rate_within_burst(void **state)
 {
     (void)state;
-    put_limit("provider:rate", "{\"rate\": {\"per\": \"second\", \"count\": 20, \"burst\": 5}}");
+    vt_put_limit(&srv[0], "provider:rate",
+                 "{\"rate\": {\"per\": \"second\", \"count\": 20, \"burst\": 5}}");
     seed("rt", 60);
     run_clients("rt", "[\"provider:rate\"]", 8, 60);
     /* the largest excess of any window [a, b] of claims over burst + (b - a) * rate */
@@ -322,17 +297,6 @@ static void *bo_client(void *arg)
     }
     vt_http_thread_cleanup();
     return NULL;
-}
-
-static double limit_num(const char *key, const char *field)
-{
-    char path[256];
-    snprintf(path, sizeof(path), "/v1/limits/%s", key);
-    vt_resp r = vt_http(&srv[1], "GET", path, VT_READER, NULL, NULL);
-    assert_int_equal(r.status, 200);
-    double v = vt_num(cJSON_GetObjectItem(r.json, "limit"), field);
-    vt_resp_free(&r);
-    return v;
 }
 
 static vt_resp backoff(const char *key, int after)
@@ -400,7 +364,7 @@ static void test_flow_control_backoff(void **state)
     r = backoff("provider:a", 5);
     assert_int_equal((int)vt_num(r.json, "limit.backoff_streak"), 1);
     vt_resp_free(&r);
-    assert_true(limit_num("provider:a", "backoffs_total") == 4);
+    assert_true(vt_limit_num(&srv[1], "provider:a", "backoffs_total") == 4);
 }
 
 /* defer_item with reason_code rate_limited: the item is deferred until the job's throttled
@@ -474,7 +438,7 @@ static void test_flow_control_longpoll_woken_by_free(void **state)
     vt_claim c;
     pthread_t t;
     lp_arg a = {"[\"model:lp\"]", 0, 0, 0, 0};
-    put_limit("model:lp", "{\"concurrency\": 1}");
+    vt_put_limit(&srv[0], "model:lp", "{\"concurrency\": 1}");
     register_n("lp", "lp", 3, NULL);
     assert_int_equal(claim_keys(&srv[0], "lp", 1, "[\"model:lp\"]", &c), 1);
     pthread_create(&t, NULL, lp_client, &a);
@@ -539,7 +503,7 @@ static void test_flow_control_token_window_settles(void **state)
     vt_claim c[16];
     while (vt_sql_long("SELECT extract(second FROM now())::int") > 40)
         vt_sleep_ms(500);
-    put_limit("model:tok", "{\"tokens_per_minute\": 8000}");
+    vt_put_limit(&srv[0], "model:tok", "{\"tokens_per_minute\": 8000}");
     register_n("tw", "tw", 12, NULL);
     const char *body = "{\"flow_step_id\": \"tw\", \"worker_id\": \"t\", \"limit\": 12,"
                        " \"limit_keys\": [\"model:tok\"], \"estimated_tokens\": 1000}";
@@ -553,7 +517,7 @@ static void test_flow_control_token_window_settles(void **state)
     }
     vt_resp_free(&r);
     assert_int_equal(n, 8); /* 8 x 1000 = the minute's 8000 */
-    assert_true(limit_num("model:tok", "tokens_reserved") == 8000);
+    assert_true(vt_limit_num(&srv[1], "model:tok", "tokens_reserved") == 8000);
     r = vt_http(&srv[1], "POST", "/v1/claims", VT_WORKER, body, NULL);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "claims")), 0);
     vt_resp_free(&r);
@@ -563,9 +527,9 @@ static void test_flow_control_token_window_settles(void **state)
                    " \"output_tokens\": 50, \"cost_usd\": 0.002, \"model\": \"gpt-4o\"}");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    assert_true(limit_num("model:tok", "tokens_reserved") == 7200);
-    assert_true(limit_num("model:tok", "tokens_used") == 200);
-    assert_true(limit_num("model:tok", "tokens_used_total") == 200);
+    assert_true(vt_limit_num(&srv[1], "model:tok", "tokens_reserved") == 7200);
+    assert_true(vt_limit_num(&srv[1], "model:tok", "tokens_used") == 200);
+    assert_true(vt_limit_num(&srv[1], "model:tok", "tokens_used_total") == 200);
     assert_int_equal(vt_sql_long("SELECT usage_input_tokens + usage_output_tokens FROM jobs"
                                  " WHERE id = %lld AND usage_model = 'gpt-4o'",
                                  (long long)c[0].job_id),
@@ -646,7 +610,7 @@ static void test_flow_control_usage_in_stats(void **state)
 {
     (void)state;
     vt_claim c[4];
-    put_limit("model:us", "{\"concurrency\": 5, \"tokens_per_minute\": 1000000}");
+    vt_put_limit(&srv[0], "model:us", "{\"concurrency\": 5, \"tokens_per_minute\": 1000000}");
     register_n("us", "us", 3, "\"limit_keys\": [\"site:us\"]");
     assert_int_equal(claim_keys(&srv[0], "us", 3, "[\"model:us\"]", c), 3);
     vt_resp r = vt_dispose(&srv[1], &c[0],

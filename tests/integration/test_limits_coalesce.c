@@ -45,15 +45,6 @@ typedef struct lc_client {
     lc_run *run;
 } lc_client;
 
-static void put_limit(const char *key, const char *body)
-{
-    char path[256];
-    snprintf(path, sizeof(path), "/v1/limits/%s", key);
-    vt_resp r = vt_http(&srv[0], "PUT", path, VT_ADMIN, body, NULL);
-    assert_int_equal(r.status, 200);
-    vt_resp_free(&r);
-}
-
 /* One claim: 1 with an item (counted and, with complete, finished), 0 without, -1 on error. */
 static int claim_one(const vt_server *s, lc_run *run)
 {
@@ -128,30 +119,16 @@ static void each_once(lc_run *run, int items, bool all)
     }
 }
 
-/* The sum of a counter's claim samples on both servers. */
-static long metric(const char *name)
-{
-    char prefix[160];
-    long sum = 0;
-    snprintf(prefix, sizeof(prefix), "%s{kind=\"claim\"} ", name);
-    for (int i = 0; i < 2; i++) {
-        vt_resp r = vt_http(&srv[i], "GET", "/metrics", VT_READER, NULL, NULL);
-        const char *at = r.body ? strstr(r.body, prefix) : NULL;
-        if (at)
-            sum += strtol(at + strlen(prefix), NULL, 10);
-        vt_resp_free(&r);
-    }
-    return sum;
-}
-
 typedef struct coalesced {
     long requests, statements;
 } coalesced;
 
 static coalesced coalesced_now(void)
 {
-    return (coalesced){metric("verdict_coalesced_requests_total"),
-                       metric("verdict_coalesced_statements_total")};
+    const vt_server *both[] = {&srv[0], &srv[1]};
+    return (coalesced){
+        vt_metric_sum(both, 2, "verdict_coalesced_requests_total{kind=\"claim\"}"),
+        vt_metric_sum(both, 2, "verdict_coalesced_statements_total{kind=\"claim\"}")};
 }
 
 /* Since before: the claims went through the coalescer, several in one statement. */
@@ -162,17 +139,6 @@ static void coalesced_since(coalesced before, long at_least)
     print_message("coalesced: %ld claims in %ld statements\n", rq, st);
     assert_true(rq >= at_least);
     assert_true(st > 0 && rq > st);
-}
-
-/* The most jobs of flow holding key at once, replayed from the audit (test_flow_control.c). */
-static long max_in_flight(const char *flow, const char *key)
-{
-    return vt_sql_long("SELECT max(n) FROM (SELECT sum(d) OVER (ORDER BY t.logged_at, d, t.id)"
-                       " AS n FROM (SELECT t.*, CASE WHEN t.cause = 'claim' THEN 1 ELSE -1 END"
-                       " AS d FROM audit t JOIN jobs j ON j.id = t.job_id"
-                       " WHERE j.flow_step_id = '%s' AND j.limit_keys @> ARRAY['%s']"
-                       " AND (t.cause = 'claim' OR t.from_state = 'claimed')) t) x",
-                       flow, key);
 }
 
 static int64_t seed(const char *flow, int n)
@@ -193,13 +159,13 @@ static void test_coalesced_concurrency_never_exceeded(void **state)
                          .hold_ms = 3,
                          .complete = true};
     (void)state;
-    put_limit("model:lcc", "{\"concurrency\": 3}");
+    vt_put_limit(&srv[0], "model:lcc", "{\"concurrency\": 3}");
     run.first_id = seed("lcc", 240);
     coalesced before = coalesced_now();
     run_clients(&run, 24);
     coalesced_since(before, 240);
     each_once(&run, 240, true);
-    long most = max_in_flight("lcc", "model:lcc");
+    long most = vt_max_in_flight("lcc", "model:lcc");
     print_message("most in flight: %ld\n", most);
     assert_true(most <= 3);
     assert_int_equal(most, 3);
@@ -221,7 +187,8 @@ static void test_coalesced_rate_within_burst(void **state)
                          .target = 60,
                          .complete = true};
     (void)state;
-    put_limit("provider:lcr", "{\"rate\": {\"per\": \"second\", \"count\": 20, \"burst\": 5}}");
+    vt_put_limit(&srv[0], "provider:lcr",
+                 "{\"rate\": {\"per\": \"second\", \"count\": 20, \"burst\": 5}}");
     run.first_id = seed("lcr", 60);
     coalesced before = coalesced_now();
     run_clients(&run, 16);
@@ -243,17 +210,6 @@ static void test_coalesced_rate_within_burst(void **state)
                             " FROM jobs WHERE flow_step_id = 'lcr'") >= 2500);
 }
 
-static double limit_num(const char *key, const char *field)
-{
-    char path[256];
-    snprintf(path, sizeof(path), "/v1/limits/%s", key);
-    vt_resp r = vt_http(&srv[1], "GET", path, VT_READER, NULL, NULL);
-    assert_int_equal(r.status, 200);
-    double v = vt_num(cJSON_GetObjectItem(r.json, "limit"), field);
-    vt_resp_free(&r);
-    return v;
-}
-
 /* 8,000 tokens a minute (eight shards of 1,000), 1,000 estimated per item, 16 clients claiming
  * 3 times each without finishing: exactly 8 items are handed out, the minute reserves 8,000. */
 static void test_coalesced_token_window(void **state)
@@ -264,14 +220,14 @@ static void test_coalesced_token_window(void **state)
     (void)state;
     while (vt_sql_long("SELECT extract(second FROM now())::int") > 45)
         vt_sleep_ms(500); /* the claims within one minute */
-    put_limit("model:lct", "{\"tokens_per_minute\": 8000}");
+    vt_put_limit(&srv[0], "model:lct", "{\"tokens_per_minute\": 8000}");
     run.first_id = seed("lct", 40);
     coalesced before = coalesced_now();
     run_clients(&run, 16);
     coalesced_since(before, 48);
     each_once(&run, 40, false);
     assert_int_equal(atomic_load(&run.got), 8);
-    assert_true(limit_num("model:lct", "tokens_reserved") == 8000);
+    assert_true(vt_limit_num(&srv[1], "model:lct", "tokens_reserved") == 8000);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'lct'"
                                  " AND estimated_tokens = 1000 AND status = 'processing'"),
                      8);
@@ -294,9 +250,10 @@ static void test_coalesced_throttled_spends_nothing(void **state)
                                  " \"estimated_tokens\": 10}",
                          .rounds = 3};
     (void)state;
-    put_limit("model:lcx", "{\"concurrency\": 5, \"rate\": {\"per\": \"second\", \"count\": 100},"
-                           " \"tokens_per_minute\": 100000}");
-    put_limit("site:lcx", "{\"concurrency\": 50}");
+    vt_put_limit(&srv[0], "model:lcx",
+                 "{\"concurrency\": 5, \"rate\": {\"per\": \"second\", \"count\": 100},"
+                 " \"tokens_per_minute\": 100000}");
+    vt_put_limit(&srv[0], "site:lcx", "{\"concurrency\": 50}");
     run.first_id = seed("lcx", 20);
     vt_resp r = vt_http(&srv[0], "POST", "/v1/limits/model:lcx/backoff", VT_WORKER,
                         "{\"retry_after_seconds\": 60, \"reason\": \"429\"}", NULL);
@@ -328,7 +285,7 @@ static void test_coalesced_item_keys(void **state)
                          .complete = true};
     char ident[32];
     (void)state;
-    put_limit("site:lci-one", "{\"concurrency\": 1}");
+    vt_put_limit(&srv[0], "site:lci-one", "{\"concurrency\": 1}");
     for (int i = 0; i < 60; i++) {
         snprintf(ident, sizeof(ident), "lci%d", i);
         vt_register(&srv[i % 2], "lci", ident,
@@ -340,7 +297,7 @@ static void test_coalesced_item_keys(void **state)
     run_clients(&run, 16);
     coalesced_since(before, 60);
     each_once(&run, 60, true);
-    assert_int_equal(max_in_flight("lci", "site:lci-one"), 1);
+    assert_int_equal(vt_max_in_flight("lci", "site:lci-one"), 1);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'lci'"
                                  " AND state = 'processed'"),
                      60);
@@ -354,7 +311,7 @@ static void test_shared_token_shards(void **state)
     (void)state;
     while (vt_sql_long("SELECT extract(second FROM now())::int") > 45)
         vt_sleep_ms(500);
-    put_limit("model:lcs", "{\"tokens_per_minute\": 8000, \"concurrency\": 100}");
+    vt_put_limit(&srv[0], "model:lcs", "{\"tokens_per_minute\": 8000, \"concurrency\": 100}");
     seed("lcs", 30);
     vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER,
                         "{\"flow_step_id\": \"lcs\", \"worker_id\": \"w\", \"limit\": 30,"
@@ -367,7 +324,7 @@ static void test_shared_token_shards(void **state)
     vt_claim c = {(int64_t)vt_num(first, "job_id"), (int64_t)vt_num(first, "item.id"), 1, ""};
     snprintf(c.token, sizeof(c.token), "%s", vt_str(first, "claim_token"));
     vt_resp_free(&r);
-    assert_true(limit_num("model:lcs", "tokens_reserved") == 7200);
+    assert_true(vt_limit_num(&srv[1], "model:lcs", "tokens_reserved") == 7200);
     assert_int_equal(
         vt_sql_long("SELECT count(DISTINCT j.limit_cells[1]) FROM jobs j"
                     " WHERE j.flow_step_id = 'lcs' AND cardinality(j.limit_cells) = 1"),
@@ -381,8 +338,8 @@ static void test_shared_token_shards(void **state)
                    " \"output_tokens\": 40}");
     assert_int_equal(r.status, 200);
     vt_resp_free(&r);
-    assert_true(limit_num("model:lcs", "tokens_reserved") == 7000);
-    assert_true(limit_num("model:lcs", "tokens_used") == 100);
+    assert_true(vt_limit_num(&srv[1], "model:lcs", "tokens_reserved") == 7000);
+    assert_true(vt_limit_num(&srv[1], "model:lcs", "tokens_used") == 100);
 }
 
 int main(void)

@@ -77,3 +77,51 @@ const char *vt_item_state(const vt_server *s, int64_t item_id)
     vt_resp_free(&r);
     return state;
 }
+
+long vt_metric_sum(const vt_server *const *s, int n, const char *sample)
+{
+    char prefix[256];
+    long sum = 0;
+    snprintf(prefix, sizeof(prefix), "%s ", sample);
+    for (int i = 0; i < n; i++) {
+        vt_resp r = vt_http(s[i], "GET", "/metrics", VT_READER, NULL, NULL);
+        assert_int_equal(r.status, 200);
+        const char *at = r.body ? strstr(r.body, prefix) : NULL;
+        if (at)
+            sum += strtol(at + strlen(prefix), NULL, 10);
+        vt_resp_free(&r);
+    }
+    return sum;
+}
+
+void vt_put_limit(const vt_server *s, const char *key, const char *body)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/limits/%s", key);
+    vt_resp r = vt_http(s, "PUT", path, VT_ADMIN, body, NULL);
+    if (r.status != 200)
+        fprintf(stderr, "put %s: %ld %s\n", key, r.status, r.body);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+}
+
+double vt_limit_num(const vt_server *s, const char *key, const char *field)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/limits/%s", key);
+    vt_resp r = vt_http(s, "GET", path, VT_READER, NULL, NULL);
+    assert_int_equal(r.status, 200);
+    double v = vt_num(cJSON_GetObjectItem(r.json, "limit"), field);
+    vt_resp_free(&r);
+    return v;
+}
+
+long vt_max_in_flight(const char *flow, const char *key)
+{
+    return vt_sql_long("SELECT max(n) FROM (SELECT sum(d) OVER (ORDER BY t.logged_at, d, t.id)"
+                       " AS n FROM (SELECT t.*, CASE WHEN t.cause = 'claim' THEN 1 ELSE -1 END"
+                       " AS d FROM audit t JOIN jobs j ON j.id = t.job_id"
+                       " WHERE j.flow_step_id = '%s' AND j.limit_keys @> ARRAY['%s']"
+                       " AND (t.cause = 'claim' OR t.from_state = 'claimed')) t) x",
+                       flow, key);
+}
