@@ -156,6 +156,8 @@ static int key_cmp(const void *a, const void *b)
  * estimate ("<length of fs>:<fs>|<key>,<key>|<est>"); false when it does not fit. */
 static bool claim_group(const claim_req *q, char *out, size_t size)
 {
+    if (!q->limit_keys && q->estimated_tokens < 0) /* plain claims of every flow step together */
+        return snprintf(out, size, "plain") > 0;
     const char *keys[VD_LIMIT_KEYS_MAX];
     size_t n = 0, at;
     bool first = true;
@@ -243,18 +245,40 @@ static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
     ctx->err = vd_respond_owned(ctx, body);
 }
 
-/* The coalesced claims' statement: claim_many for claims without limit keys or estimate (in a
- * keyed flow step it answers NULL bodies: then claim_many_limited for all of them), and
- * claim_many_limited for the others. */
-static vd_error claim_many(vd_conn *c, const claim_req *q, vd_claim_one *reqs, size_t n)
+/* The coalesced claims' statement. Plain claims (no limit keys, no estimate), of any flow
+ * steps: claim_many; the requests of a keyed flow step, left without a body, then claim with
+ * claim_many_limited, one statement per such flow step. Claims with keys or an estimate (one
+ * flow step, keys and estimate per group): claim_many_limited. */
+static vd_error claim_many(vd_conn *c, vd_ctx **ctxs, vd_claim_one *reqs, size_t n)
 {
+    const claim_req *q = ctxs[0]->coalesce_arg;
     vd_error rc = VD_OK;
-    if (!q->limit_keys && q->estimated_tokens < 0) {
-        rc = vd_store_claim_many(c, q->fs, reqs, n);
-        if (rc || reqs[0].body)
-            return rc;
+    size_t *of = NULL, m;
+    if (q->limit_keys || q->estimated_tokens >= 0)
+        return vd_store_claim_many_limited(c, q->fs, q->limit_keys, q->estimated_tokens, reqs, n);
+    rc = vd_store_claim_many(c, NULL, reqs, n);
+    of = rc ? NULL : calloc(n, sizeof(*of));
+    for (size_t i = 0; rc == VD_OK && i < n; i++) {
+        if (reqs[i].body || !of)
+            continue; /* answered, or out of memory below */
+        vd_claim_one *sub = calloc(n, sizeof(*sub));
+        const char *fs = reqs[i].flow_step_id;
+        m = 0;
+        for (size_t k = i; sub && k < n; k++) { /* this keyed flow step's requests, in order */
+            if (!reqs[k].body && strcmp(reqs[k].flow_step_id, fs) == 0) {
+                of[m] = k;
+                sub[m++] = reqs[k];
+            }
+        }
+        rc = sub ? vd_store_claim_many_limited(c, fs, NULL, -1, sub, m) : VD_ERR_INTERNAL;
+        for (size_t k = 0; rc == VD_OK && k < m; k++)
+            reqs[of[k]].body = sub[k].body ? sub[k].body : strdup("{\"claims\" : []}");
+        free(sub);
     }
-    return vd_store_claim_many_limited(c, q->fs, q->limit_keys, q->estimated_tokens, reqs, n);
+    if (!of && rc == VD_OK)
+        rc = VD_ERR_INTERNAL;
+    free(of);
+    return rc;
 }
 
 void vd_claims_serve(vd_ctx **ctxs, size_t n)
@@ -266,10 +290,10 @@ void vd_claims_serve(vd_ctx **ctxs, size_t n)
         const claim_req *q = ctxs[i]->coalesce_arg;
         reqs[i] = (vd_claim_one){
             q->worker, q->version, ctxs[i]->actor, ctxs[i]->trace.trace_id, ctxs[i]->trace.span_id,
-            q->lease,  NULL};
+            q->lease,  NULL,       q->fs};
     }
     if (rc == VD_OK)
-        rc = claim_many(c, ctxs[0]->coalesce_arg, reqs, n);
+        rc = claim_many(c, ctxs, reqs, n);
     for (size_t i = 0; i < n; i++) {
         claim_req *q = ctxs[i]->coalesce_arg;
         if (rc)

@@ -232,29 +232,31 @@ static vd_error claim_own(vd_conn *c, apply_ctx *a, size_t k)
     return VD_OK;
 }
 
-/* The writes from fin[k] on that share fin[k]'s flow step and claim one plain item: one
- * claim_many for all of them, request m getting the m-th item. In a keyed flow step claim_many
- * claims nothing and they are left to claim_own. */
+/* The writes from fin[k] on that claim one plain item, of whatever flow step: one claim_many
+ * for all of them, a flow step's request m getting its m-th item. A keyed flow step's requests
+ * claim nothing there and are left to claim_own. */
 static vd_error claim_shared(vd_conn *c, apply_ctx *a, size_t k, size_t nfin)
 {
-    const char *fs = a->snap[a->fin_of[k]].flow_step_id;
     vd_claim_one *reqs = calloc(nfin - k, sizeof(*reqs));
     size_t *of = calloc(nfin - k, sizeof(*of)), n = 0;
     vd_error rc = reqs && of ? VD_OK : VD_ERR_INTERNAL;
     for (size_t m = k; rc == VD_OK && m < nfin; m++) {
         const vd_job_write *w = &a->w[a->fin_of[m]];
         const vd_job_snapshot *snap = &a->snap[a->fin_of[m]];
-        if (a->claims_of[m] || !shares_claim(own_next(a, m)) || strcmp(snap->flow_step_id, fs))
+        if (a->claims_of[m] || !shares_claim(own_next(a, m)))
             continue;
         of[n] = m;
-        reqs[n++] = (vd_claim_one){snap->worker_id, snap->worker_version,   w->actor, w->trace_id,
-                                   w->span_id,      w->next->lease_seconds, NULL};
+        reqs[n++] =
+            (vd_claim_one){snap->worker_id, snap->worker_version,   w->actor, w->trace_id,
+                           w->span_id,      w->next->lease_seconds, NULL,     snap->flow_step_id};
     }
     if (rc == VD_OK)
-        rc = vd_store_claim_many(c, fs, reqs, n);
-    for (size_t i = 0; rc == VD_OK && i < n && reqs[i].body; i++) {
-        a->claims_of[of[i]] = reqs[i].body;
-        a->fin[of[i]].claims = reqs[i].body;
+        rc = vd_store_claim_many(c, NULL, reqs, n);
+    for (size_t i = 0; rc == VD_OK && i < n; i++) {
+        if (reqs[i].body) {
+            a->claims_of[of[i]] = reqs[i].body;
+            a->fin[of[i]].claims = reqs[i].body;
+        }
     }
     free(reqs);
     free(of);

@@ -16,11 +16,12 @@ static cJSON *str_or_null(const char *s)
     return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-/* claim_many's $2: [{"ord","worker","version","lease","actor","trace","span"}...]. */
-static char *claim_rows(const vd_claim_one *reqs, size_t n)
+/* The requests as rows: [{"ord","worker","version","lease","actor","trace","span","fs"}...];
+ * fs is a request's own flow step, or flow_step_id. */
+static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size_t n)
 {
     static const char *const names[] = {"ord",   "worker", "version", "lease",
-                                        "actor", "trace",  "span"};
+                                        "actor", "trace",  "span",    "fs"};
     cJSON *rows = cJSON_CreateArray();
     bool ok = rows != NULL;
     for (size_t i = 0; ok && i < n; i++) {
@@ -32,9 +33,10 @@ static char *claim_rows(const vd_claim_one *reqs, size_t n)
                            cJSON_CreateNumber((double)q->lease_seconds),
                            cJSON_CreateString(q->actor),
                            str_or_null(q->trace_id),
-                           str_or_null(q->trace_id && *q->trace_id ? q->span_id : NULL)};
+                           str_or_null(q->trace_id && *q->trace_id ? q->span_id : NULL),
+                           cJSON_CreateString(q->flow_step_id ? q->flow_step_id : flow_step_id)};
         ok = row != NULL;
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < 8; k++) {
             if (values[k] && row)
                 cJSON_AddItemToObject(row, names[k], values[k]);
             else {
@@ -70,9 +72,8 @@ static vd_error read_answers(const PGresult *res, vd_claim_one *reqs, size_t n)
 
 vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs, size_t n)
 {
-    char *rows = claim_rows(reqs, n);
-    vd_i64_text count = vd_i64_text_of((int64_t)n);
-    const char *p[] = {flow_step_id, rows, count.s};
+    char *rows = claim_rows(flow_step_id, reqs, n);
+    const char *p[] = {rows};
     PGresult *res = NULL;
     vd_error rc = VD_ERR_INTERNAL;
     for (size_t i = 0; i < n; i++)
@@ -80,9 +81,9 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
     if (rows && vd_in_tx(c)) { /* claim_next of coalesced dispositions: in their transaction */
         rc = vd_sql_prefer_generic(c);
         if (rc == VD_OK)
-            rc = vd_sql_exec(c, VD_SQL_CLAIM_MANY, 3, p, &res);
+            rc = vd_sql_exec(c, VD_SQL_CLAIM_MANY, 1, p, &res);
     } else if (rows) { /* alone: BEGIN, generic plan, the claim, COMMIT in one round trip */
-        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY, 3, p, &res);
+        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY, 1, p, &res);
     }
     free(rows);
     if (rc == VD_OK)
@@ -94,7 +95,7 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
 vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id, const char *keys_json,
                                      int64_t estimated_tokens, vd_claim_one *reqs, size_t n)
 {
-    char *rows = claim_rows(reqs, n);
+    char *rows = claim_rows(flow_step_id, reqs, n);
     vd_i64_text count = vd_i64_text_of((int64_t)n), est = vd_i64_text_of(estimated_tokens);
     const char *p[] = {flow_step_id, rows, count.s, keys_json,
                        estimated_tokens >= 0 ? est.s : NULL};

@@ -299,40 +299,45 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "       AND src.id < " ITEMS_BELOW " AND src.id >= (SELECT lo FROM w)"
          "       ORDER BY it.id DESC LIMIT $4) s"},
 
-    /* claim_many: the claims of one item each that many requests of one flow step made at
-     * once (service/coalesce.c), one statement: $2 holds one row per request (ord 0..n-1,
-     * its worker, version, lease, actor, trace and span), $3 is n. The n candidates are
-     * numbered in claim order and candidate k goes to request k: each gets its own job
-     * and token (the job's row records the claim), or nothing when fewer were claimable. One row
-     * per request: its ord and answer, the claim's answer for one item; NULL answers in a keyed
-     * flow step (each request then claims alone, with limits). */
+    /* claim_many: the claims of one item each that many requests made at once
+     * (service/coalesce.c), of one flow step or several, one statement: $1 holds one row per
+     * request (ord 0..n-1, its flow step, worker, version, lease, actor, trace and span). Per
+     * flow step its candidates are numbered in claim order and candidate k goes to that flow
+     * step's request k: each gets its own job and token (the job's row records the claim), or
+     * nothing when fewer were claimable. One row per request: its ord and answer, the claim's
+     * answer for one item; NULL answers for a keyed flow step's requests (they then claim with
+     * limits). */
     [VD_SQL_CLAIM_MANY] =
         {"claim_many",
-         "WITH r AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(ord integer,"
+         "WITH r AS (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY ord) - 1)::integer"
+         "  AS k FROM jsonb_to_recordset($1::jsonb) AS r(ord integer, fs text,"
          "  worker text, version text, lease integer, actor text, trace text, span text)),"
+         " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"
          " locked AS ("
          /* the rank is selected once and numbered from: verdict_claim_rank is not inlined
             (timestamptz - interval is only stable), each call site of it costs a parse and
             plan of its body per execution */
-         "  SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
-         "  FROM items"
-         "  WHERE flow_step_id = $1 AND state IN ('available', 'deferred')"
-         "    AND available_at <= now()"
-         "    AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
-         "                    AND (f.paused OR f.keyed))"
+         "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("
+         "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
+         "   FROM items"
+         "   WHERE flow_step_id = g.fs AND state IN ('available', 'deferred')"
+         "     AND available_at <= now()"
+         "     AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = g.fs"
+         "                     AND (f.paused OR f.keyed))"
          /* priority with aging: items_claimable (sql/migrations/0037_priority_fairness.sql) */
-         "  ORDER BY verdict_claim_rank(available_at, priority), id"
-         "  LIMIT $3 FOR UPDATE SKIP LOCKED),"
+         "   ORDER BY verdict_claim_rank(available_at, priority), id"
+         "   LIMIT g.n FOR UPDATE SKIP LOCKED) l),"
          " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"
-         "  (SELECT *, (row_number() OVER (ORDER BY rank, id) - 1)::integer AS n FROM locked) l"
-         "  JOIN r ON r.ord = l.n),"
+         "  (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY rank, id) - 1)::integer AS n"
+         "   FROM locked) l"
+         "  JOIN r ON r.fs = l.fs AND r.k = l.n),"
          " j AS ("
          /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039), in ord
             order */
          "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
          "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
          "                    claim_span_id, claim_from, claim_actor)"
-         "  SELECT c.id, $1, c.worker, c.attempts + 1, gen_random_uuid(),"
+         "  SELECT c.id, c.fs, c.worker, c.attempts + 1, gen_random_uuid(),"
          "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"
          "         c.state, c.actor"
          "  FROM cand c ORDER BY c.ord"
@@ -346,7 +351,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  RETURNING i.id, verdict_item_json(i, s) AS item,"
          "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
          "      THEN verdict_item_review(i.id) END AS review)"
-         " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = $1"
+         " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = r.fs"
          "                          AND f.keyed AND NOT f.paused) THEN NULL"
          "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
          "  ELSE json_build_object('claims', json_build_array(json_build_object("

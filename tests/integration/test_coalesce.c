@@ -304,6 +304,81 @@ static void test_coalesced_claim_next(void **state)
     assert_true(dr2 >= NEXT_ITEMS && dr2 > ds2);
 }
 
+typedef struct one_claim {
+    const char *flow, *worker;
+    long status;
+    char got_flow[64];
+} one_claim;
+
+/* One claim of one item of a->flow on the first replica; its answer's flow step. */
+static void *one_claim_main(void *p)
+{
+    one_claim *a = p;
+    char body[200];
+    snprintf(body, sizeof(body), "{\"flow_step_id\": \"%s\", \"worker_id\": \"%s\"}", a->flow,
+             a->worker);
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER, body, NULL);
+    a->status = r.status;
+    const char *fs =
+        vt_str(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "claims"), 0), "item.flow_step_id");
+    snprintf(a->got_flow, sizeof(a->got_flow), "%s", fs ? fs : "");
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+static long metric_one(const char *name)
+{
+    const vt_server *first[] = {&srv[0]};
+    char sample[160];
+    snprintf(sample, sizeof(sample), "%s{kind=\"claim\"}", name);
+    return vt_metric_sum(first, 1, sample);
+}
+
+/* Plain single claims of different flow steps that arrive while a claim statement is in flight
+ * wait for it and share the next statement: a claim held in its statement (a trigger sleeps for
+ * worker "holder"), then claims of four other flow steps: two statements for five requests,
+ * each request an item of its own flow step. Claims were grouped by flow step before, so each
+ * went alone at once (five statements). */
+static void test_flow_steps_share_a_statement(void **state)
+{
+    pthread_t hold, t[4];
+    one_claim holder = {"cx_hold", "holder", 0, ""}, each[4];
+    static const char *const flows[] = {"cx_0", "cx_1", "cx_2", "cx_3"};
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('cx_hold'), ('cx_0'), ('cx_1'),"
+           " ('cx_2'), ('cx_3')");
+    vt_seed_items("cx_hold", "h-", 1, 5, 3);
+    for (int i = 0; i < 4; i++)
+        vt_seed_items(flows[i], flows[i], 2, 5, 3);
+    vt_sql("CREATE FUNCTION cx_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+           " IF NEW.worker_id = 'holder' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;"
+           " CREATE TRIGGER cx_hold BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION cx_hold()");
+    long st = metric_one("verdict_coalesced_statements_total");
+    long rq = metric_one("verdict_coalesced_requests_total");
+    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
+    vt_sleep_ms(400); /* the holder's statement is in flight */
+    for (int i = 0; i < 4; i++) {
+        each[i] = (one_claim){flows[i], "cx", 0, ""};
+        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    pthread_join(hold, NULL);
+    vt_sql("DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()");
+    assert_int_equal(holder.status, 200);
+    assert_string_equal(holder.got_flow, "cx_hold");
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(each[i].status, 200);
+        assert_string_equal(each[i].got_flow, flows[i]);
+    }
+    long st2 = metric_one("verdict_coalesced_statements_total") - st;
+    long rq2 = metric_one("verdict_coalesced_requests_total") - rq;
+    print_message("five claims of five flow steps: %ld requests in %ld statements\n", rq2, st2);
+    assert_int_equal(rq2, 5);
+    assert_int_equal(st2, 2);
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
@@ -311,6 +386,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coalesced_cycles),
         cmocka_unit_test(test_coalesced_claim_next),
+        cmocka_unit_test(test_flow_steps_share_a_statement),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,12 +15,14 @@ typedef struct vd_claim_one {
     const char *trace_id, *span_id;                 /* the request's trace, or NULL */
     int64_t lease_seconds;
     char *body; /* out: the claim's answer {"claims":[...]} (malloc'd); NULL in a keyed flow step */
+    const char *flow_step_id; /* its flow step (claim_many), or NULL: the call's */
 } vd_claim_one;
 
-/* Claim one item for each of reqs[0..n) in flow_step_id, in one statement, in a transaction of
- * its own or in the caller's open one (claim_many): request k gets the k-th claimable item in claim
- * order, or an answer without claims. A keyed flow step claims nothing and leaves every body NULL
- * (the caller claims each alone, with limits). On an error no body is set. */
+/* Claim one item for each of reqs[0..n), each in its own flow step (reqs[i].flow_step_id, or
+ * flow_step_id when NULL), in one statement, in a transaction of its own or in the caller's open
+ * one (claim_many): a flow step's request k gets its k-th claimable item in claim order, or an
+ * answer without claims. A keyed flow step's requests claim nothing and keep their body NULL
+ * (the caller claims them with limits). On an error no body is set. */
 VD_MUST_USE vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
                                          size_t n);
 
