@@ -142,17 +142,15 @@ static long metric(const char *name, const char *kind)
     return vt_metric_sum(both, 2, sample);
 }
 
-static void test_coalesced_cycles(void **state)
+/* CLIENTS clients running fn until the stock is gone; then no unexpected answer, no 5xx, every
+ * one of the items finished, and each handed out exactly once. */
+static void run_clients(void *(*fn)(void *), int items)
 {
     pthread_t t[CLIENTS];
     client args[CLIENTS];
-    (void)state;
-    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" FLOW "')");
-    vt_seed_items(FLOW, "item-", ITEMS, 5, 3);
-    R.first_id = vt_sql_long("SELECT min(id) FROM items WHERE flow_step_id = '" FLOW "'");
     for (int i = 0; i < CLIENTS; i++) {
         args[i] = (client){i};
-        assert_int_equal(pthread_create(&t[i], NULL, client_main, &args[i]), 0);
+        assert_int_equal(pthread_create(&t[i], NULL, fn, &args[i]), 0);
     }
     for (int i = 0; i < CLIENTS; i++)
         pthread_join(t[i], NULL);
@@ -160,13 +158,22 @@ static void test_coalesced_cycles(void **state)
         fail_msg("%ld unexpected answers; the first: %s", atomic_load(&R.unexpected),
                  R.first_error);
     assert_int_equal(atomic_load(&R.errors5xx), 0);
-    assert_int_equal(atomic_load(&R.completes), ITEMS);
-    assert_true(atomic_load(&R.lost) > 0 && atomic_load(&R.replays) > 0 &&
-                atomic_load(&R.finalized) > 0);
-    for (int i = 0; i < ITEMS; i++) {
+    assert_int_equal(atomic_load(&R.completes), items);
+    for (int i = 0; i < items; i++) {
         if (atomic_load(&R.claimed[i]) != 1)
             fail_msg("item %d was handed out %d times", i, atomic_load(&R.claimed[i]));
     }
+}
+
+static void test_coalesced_cycles(void **state)
+{
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" FLOW "')");
+    vt_seed_items(FLOW, "item-", ITEMS, 5, 3);
+    R.first_id = vt_sql_long("SELECT min(id) FROM items WHERE flow_step_id = '" FLOW "'");
+    run_clients(client_main, ITEMS);
+    assert_true(atomic_load(&R.lost) > 0 && atomic_load(&R.replays) > 0 &&
+                atomic_load(&R.finalized) > 0);
     /* each job was finished by the worker it was claimed for, each item has one job */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '" FLOW "'"
                                  " AND status = 'completed' AND engine_data->>'by' = worker_id"),
@@ -269,8 +276,6 @@ static void *next_client_main(void *p)
  * dispositions' statements served several requests at once. */
 static void test_coalesced_claim_next(void **state)
 {
-    pthread_t t[CLIENTS];
-    client args[CLIENTS];
     (void)state;
     memset(&R, 0, sizeof(R));
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" NEXT_FLOW "')");
@@ -278,22 +283,8 @@ static void test_coalesced_claim_next(void **state)
     R.first_id = vt_sql_long("SELECT min(id) FROM items WHERE flow_step_id = '" NEXT_FLOW "'");
     long ds = metric("verdict_coalesced_statements_total", "disposition");
     long dr = metric("verdict_coalesced_requests_total", "disposition");
-    for (int i = 0; i < CLIENTS; i++) {
-        args[i] = (client){i};
-        assert_int_equal(pthread_create(&t[i], NULL, next_client_main, &args[i]), 0);
-    }
-    for (int i = 0; i < CLIENTS; i++)
-        pthread_join(t[i], NULL);
-    if (atomic_load(&R.unexpected))
-        fail_msg("%ld unexpected answers; the first: %s", atomic_load(&R.unexpected),
-                 R.first_error);
-    assert_int_equal(atomic_load(&R.errors5xx), 0);
-    assert_int_equal(atomic_load(&R.completes), NEXT_ITEMS);
+    run_clients(next_client_main, NEXT_ITEMS);
     assert_true(atomic_load(&R.replays) > 0);
-    for (int i = 0; i < NEXT_ITEMS; i++) {
-        if (atomic_load(&R.claimed[i]) != 1)
-            fail_msg("item %d was handed out %d times", i, atomic_load(&R.claimed[i]));
-    }
     /* each job claimed for the worker whose call claimed it, and finished by that worker */
     assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '" NEXT_FLOW "'"
                                  " AND status = 'completed' AND engine_data->>'by' = worker_id"),
