@@ -19,7 +19,9 @@ after a checkpoint, so first touches of pages pay full-page images, alike in eve
 phase, job_finish = cycle - lock, and the top functions of each phase into OUT (default
 /tmp/cpuprobe). PRE_SQL=FILE runs FILE's statements (each ending ";" and a blank line)
 first, in the same session (a variant of a function or a constraint, to compare);
-STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements)."""
+STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements).
+KEYS=K claims with claim_many_limited naming K limits that never bind (bench-k0..), as
+verdict-bench --limit-keys K does: the cost of the limit cells per claim."""
 import json
 import os
 import re
@@ -51,7 +53,7 @@ def prepare(name):
     return "PREPARE %s (%s) AS %s" % (name, ", ".join(types), text)
 
 
-CLAIM = ('[{"ord": 0, "span": "475b3bcf681af071", "actor": "anonymous", "lease": 300, '
+CLAIM = ('[{"ord": 0, "fs": "bench_0", "span": "475b3bcf681af071", "actor": "anonymous", "lease": 300, '
          '"trace": "5954a66037d3355651d85a90282232e6", "worker": "w1", "version": null}]')
 TOKEN = "2ab41722-1604-4934-9517-8f73d7617ddf"
 REQUEST = '{"claim_token": "%s", "disposition": "complete"}' % TOKEN
@@ -61,9 +63,23 @@ STD = "Recorded: completed. The item is processed. Stop now."
 MARK = "SELECT pg_backend_pid(), pg_current_wal_insert_lsn()"
 
 
+KEYS = int(os.environ.get("KEYS") or 0)  # e.g. 2: the claim names bench-k0, bench-k1 (never binding)
+
+
+def limits():
+    """With KEYS=K: K limits that never bind (as verdict-bench --limit-keys sets them)."""
+    return ["SELECT verdict_limit_put('bench-k%d', 64, 1, 1000000, 64, 1000000000000)" % k
+            for k in range(int(KEYS or 0))]
+
+
 def claim_tx():
-    return ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan",
-            "EXECUTE claim_many(%s, %s, 1)" % (lit("bench_0"), lit(CLAIM)), "COMMIT"]
+    if KEYS:
+        keys = json.dumps(["bench-k%d" % k for k in range(int(KEYS))])
+        claim = "EXECUTE claim_many_limited(%s, %s, 1, %s, 100)" % (lit("bench_0"), lit(CLAIM),
+                                                                    lit(keys))
+    else:
+        claim = "EXECUTE claim_many(%s)" % lit(CLAIM)
+    return ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", claim, "COMMIT"]
 
 
 def lock(job):
@@ -99,7 +115,8 @@ def script(n, jobs):
     if os.environ.get("PRE_SQL"):
         with open(os.environ["PRE_SQL"]) as f:
             out += [x.strip() for x in f.read().split(";\n\n") if x.strip()]
-    out += [prepare(s) for s in ("claim_many", "job_lock", "job_finish", "jobs_lock",
+    out += limits()
+    out += [prepare(s) for s in ("claim_many", "claim_many_limited", "job_lock", "job_finish", "jobs_lock",
                                  "jobs_finish")]
     out.append(MARK)
     for _ in range(2 * n):
@@ -128,7 +145,7 @@ def single(snap, work, text, pre=()):
         cmd = ["runuser", "-u", "postgres", "--"] + cmd
     r = subprocess.run(cmd, input=text, capture_output=True, text=True, cwd="/tmp")
     if "ERROR" in r.stderr or "ERROR" in r.stdout:
-        sys.exit("single-user run failed:\n" + (r.stderr + r.stdout)[-3000:])
+        sys.exit("single-user run failed:\n" + "\n".join(x for x in (r.stderr + r.stdout).split("\n") if "ERROR" in x or "DETAIL" in x)[-3000:])
     return r.stdout
 
 
