@@ -152,8 +152,8 @@ static int key_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The coalescer's group of a claim: its flow step, its sorted distinct limit keys and its token
- * estimate ("<length of fs>:<fs>|<key>,<key>|<est>"); false when it does not fit. */
+/* The coalescer's group of a claim: its sorted distinct limit keys and its token estimate
+ * ("keys:<key>,<key>|<est>"; claims of every flow step together); false when it does not fit. */
 static bool claim_group(const claim_req *q, char *out, size_t size)
 {
     if (!q->limit_keys && q->estimated_tokens < 0) /* plain claims of every flow step together */
@@ -163,7 +163,7 @@ static bool claim_group(const claim_req *q, char *out, size_t size)
     bool first = true;
     cJSON *arr = q->limit_keys ? cJSON_Parse(q->limit_keys) : NULL;
     const cJSON *k;
-    int len = snprintf(out, size, "%zu:%s|", strlen(q->fs), q->fs);
+    int len = snprintf(out, size, "keys:");
     bool ok = len > 0 && (size_t)len < size && (!q->limit_keys || arr);
     cJSON_ArrayForEach(k, arr)
     {
@@ -186,8 +186,8 @@ static bool claim_group(const claim_req *q, char *out, size_t size)
 }
 
 /* A claim of one item without Idempotency-Key or wait is left to the coalescer: it shares a
- * statement with the other single-item claims of its flow step, limit keys and token estimate
- * in flight. */
+ * statement with the other single-item claims of its limit keys and token estimate in flight
+ * (of any flow step). */
 static bool coalesces(vd_ctx *ctx, const claim_req *q)
 {
     claim_req *copy = NULL;
@@ -245,38 +245,34 @@ static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
     ctx->err = vd_respond_owned(ctx, body);
 }
 
-/* The coalesced claims' statement. Plain claims (no limit keys, no estimate), of any flow
- * steps: claim_many; the requests of a keyed flow step, left without a body, then claim with
- * claim_many_limited, one statement per such flow step. Claims with keys or an estimate (one
- * flow step, keys and estimate per group): claim_many_limited. */
+/* The coalesced claims' statement. Plain claims (no limit keys, no estimate): claim_many; the
+ * requests of keyed flow steps, left without a body, then claim with one claim_many_limited.
+ * Claims with keys or an estimate (one set of keys and one estimate per group):
+ * claim_many_limited. Each request names its own flow step. */
 static vd_error claim_many(vd_conn *c, vd_ctx **ctxs, vd_claim_one *reqs, size_t n)
 {
     const claim_req *q = ctxs[0]->coalesce_arg;
     vd_error rc = VD_OK;
-    size_t *of = NULL, m;
+    size_t *of = NULL, m = 0;
+    vd_claim_one *sub = NULL;
     if (q->limit_keys || q->estimated_tokens >= 0)
         return vd_store_claim_many_limited(c, q->fs, q->limit_keys, q->estimated_tokens, reqs, n);
     rc = vd_store_claim_many(c, NULL, reqs, n);
     of = rc ? NULL : calloc(n, sizeof(*of));
-    for (size_t i = 0; rc == VD_OK && i < n; i++) {
-        if (reqs[i].body || !of)
-            continue; /* answered, or out of memory below */
-        vd_claim_one *sub = calloc(n, sizeof(*sub));
-        const char *fs = reqs[i].flow_step_id;
-        m = 0;
-        for (size_t k = i; sub && k < n; k++) { /* this keyed flow step's requests, in order */
-            if (!reqs[k].body && strcmp(reqs[k].flow_step_id, fs) == 0) {
-                of[m] = k;
-                sub[m++] = reqs[k];
-            }
+    sub = of ? calloc(n, sizeof(*sub)) : NULL;
+    for (size_t k = 0; sub && k < n; k++) { /* the keyed flow steps' requests, in order */
+        if (!reqs[k].body) {
+            of[m] = k;
+            sub[m++] = reqs[k];
         }
-        rc = sub ? vd_store_claim_many_limited(c, fs, NULL, -1, sub, m) : VD_ERR_INTERNAL;
-        for (size_t k = 0; rc == VD_OK && k < m; k++)
-            reqs[of[k]].body = sub[k].body ? sub[k].body : strdup("{\"claims\" : []}");
-        free(sub);
     }
-    if (!of && rc == VD_OK)
+    if (rc == VD_OK && !sub)
         rc = VD_ERR_INTERNAL;
+    if (rc == VD_OK && m > 0)
+        rc = vd_store_claim_many_limited(c, q->fs, NULL, -1, sub, m);
+    for (size_t k = 0; rc == VD_OK && k < m; k++)
+        reqs[of[k]].body = sub[k].body ? sub[k].body : strdup("{\"claims\" : []}");
+    free(sub);
     free(of);
     return rc;
 }

@@ -296,7 +296,7 @@ static void test_coalesced_claim_next(void **state)
 }
 
 typedef struct one_claim {
-    const char *flow, *worker;
+    const char *flow, *worker, *keys; /* keys: more members of the claim, or "" */
     long status;
     char got_flow[64];
 } one_claim;
@@ -305,9 +305,9 @@ typedef struct one_claim {
 static void *one_claim_main(void *p)
 {
     one_claim *a = p;
-    char body[200];
-    snprintf(body, sizeof(body), "{\"flow_step_id\": \"%s\", \"worker_id\": \"%s\"}", a->flow,
-             a->worker);
+    char body[300];
+    snprintf(body, sizeof(body), "{\"flow_step_id\": \"%s\", \"worker_id\": \"%s\"%s}", a->flow,
+             a->worker, a->keys);
     vt_resp r = vt_http(&srv[0], "POST", "/v1/claims", VT_WORKER, body, NULL);
     a->status = r.status;
     const char *fs =
@@ -326,31 +326,32 @@ static long metric_one(const char *name)
     return vt_metric_sum(first, 1, sample);
 }
 
-/* Plain single claims of different flow steps that arrive while a claim statement is in flight
- * wait for it and share the next statement: a claim held in its statement (a trigger sleeps for
- * worker "holder"), then claims of four other flow steps: two statements for five requests,
- * each request an item of its own flow step. Claims were grouped by flow step before, so each
- * went alone at once (five statements). */
-static void test_flow_steps_share_a_statement(void **state)
+/* Single claims of different flow steps (and one set of limit keys: keys, members of each
+ * claim, or "") that arrive while a claim statement is in flight wait for it and share the next
+ * statement: a claim held in its statement (a trigger sleeps for worker "holder"), then claims
+ * of four other flow steps: two statements for five requests, each request an item of its own
+ * flow step. Claims were grouped by flow step before, so each went alone at once (five
+ * statements). */
+static void flow_steps_share(const char *p, const char *keys)
 {
     pthread_t hold, t[4];
-    one_claim holder = {"cx_hold", "holder", 0, ""}, each[4];
-    static const char *const flows[] = {"cx_0", "cx_1", "cx_2", "cx_3"};
-    (void)state;
-    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('cx_hold'), ('cx_0'), ('cx_1'),"
-           " ('cx_2'), ('cx_3')");
-    vt_seed_items("cx_hold", "h-", 1, 5, 3);
-    for (int i = 0; i < 4; i++)
-        vt_seed_items(flows[i], flows[i], 2, 5, 3);
+    char fs[5][16];
+    one_claim holder, each[4];
+    for (int i = 0; i < 5; i++) {
+        snprintf(fs[i], sizeof(fs[i]), "%s_%d", p, i);
+        vt_sql_long("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') RETURNING 1", fs[i]);
+        vt_seed_items(fs[i], fs[i], 2 + i, 5, 3);
+    }
     vt_sql("CREATE FUNCTION cx_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
            " IF NEW.worker_id = 'holder' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;"
            " CREATE TRIGGER cx_hold BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION cx_hold()");
     long st = metric_one("verdict_coalesced_statements_total");
     long rq = metric_one("verdict_coalesced_requests_total");
+    holder = (one_claim){fs[4], "holder", keys, 0, ""};
     assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
     vt_sleep_ms(400); /* the holder's statement is in flight */
     for (int i = 0; i < 4; i++) {
-        each[i] = (one_claim){flows[i], "cx", 0, ""};
+        each[i] = (one_claim){fs[i], "cx", keys, 0, ""};
         assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
     }
     for (int i = 0; i < 4; i++)
@@ -358,16 +359,34 @@ static void test_flow_steps_share_a_statement(void **state)
     pthread_join(hold, NULL);
     vt_sql("DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()");
     assert_int_equal(holder.status, 200);
-    assert_string_equal(holder.got_flow, "cx_hold");
+    assert_string_equal(holder.got_flow, fs[4]);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(each[i].status, 200);
-        assert_string_equal(each[i].got_flow, flows[i]);
+        assert_string_equal(each[i].got_flow, fs[i]);
     }
     long st2 = metric_one("verdict_coalesced_statements_total") - st;
     long rq2 = metric_one("verdict_coalesced_requests_total") - rq;
-    print_message("five claims of five flow steps: %ld requests in %ld statements\n", rq2, st2);
+    print_message("five claims of five flow steps%s: %ld requests in %ld statements\n", keys, rq2,
+                  st2);
     assert_int_equal(rq2, 5);
     assert_int_equal(st2, 2);
+}
+
+static void test_flow_steps_share_a_statement(void **state)
+{
+    (void)state;
+    flow_steps_share("cx", "");
+}
+
+/* The same with limit keys and a token estimate: the five jobs hold the key's slots and reserve
+ * its tokens, as five claims alone would. */
+static void test_limited_flow_steps_share_a_statement(void **state)
+{
+    (void)state;
+    vt_put_limit(&srv[0], "cx-key", "{\"concurrency\": 8, \"tokens_per_minute\": 100000}");
+    flow_steps_share("cl", ", \"limit_keys\": [\"cx-key\"], \"estimated_tokens\": 100");
+    assert_int_equal((long)vt_limit_num(&srv[0], "cx-key", "in_flight"), 5);
+    assert_int_equal((long)vt_limit_num(&srv[0], "cx-key", "tokens_reserved"), 500);
 }
 
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
@@ -378,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_coalesced_cycles),
         cmocka_unit_test(test_coalesced_claim_next),
         cmocka_unit_test(test_flow_steps_share_a_statement),
+        cmocka_unit_test(test_limited_flow_steps_share_a_statement),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
