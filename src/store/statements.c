@@ -314,9 +314,8 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  worker text, version text, lease integer, actor text, trace text, span text)),"
          " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"
          " locked AS ("
-         /* the rank is selected once and numbered from: verdict_claim_rank is not inlined
-            (timestamptz - interval is only stable), each call site of it costs a parse and
-            plan of its body per execution */
+         /* the rank is selected once and numbered from (verdict_claim_rank is inlined: its
+            body is immutable, sql/functions/verdict_claim_rank.sql) */
          "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("
          "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
          "   FROM items"

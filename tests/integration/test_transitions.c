@@ -137,12 +137,32 @@ static void test_job_finish_inlines_answer_head(void **state)
     free(plan);
 }
 
+/* The claim rank is inlined into claim_many (its body is immutable), and the claim still reads
+ * items_claimable in rank order: before, verdict_claim_rank ran as a function that parsed and
+ * planned its body in every claim, and the plan named it. */
+static void test_claim_rank_inlined(void **state)
+{
+    (void)state;
+    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
+                        " PREPARE cm (jsonb) AS %s;"
+                        " EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE cm ('[{\"ord\": 0, \"fs\": \"a\","
+                        " \"worker\": \"w\", \"lease\": 60, \"actor\": \"a\"}]')",
+                        vd_sql_statements[VD_SQL_CLAIM_MANY].text);
+    assert_non_null(plan);
+    if (strstr(plan, "verdict_claim_rank"))
+        fail_msg("claim_many calls verdict_claim_rank (not inlined): %s", plan);
+    if (!strstr(plan, "\"items_claimable\""))
+        fail_msg("claim_many does not read items_claimable: %s", plan);
+    free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transitions_sql_agrees_with_c),
         cmocka_unit_test(test_transitions_inlined),
         cmocka_unit_test(test_job_finish_inlines_answer_head),
+        cmocka_unit_test(test_claim_rank_inlined),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
