@@ -122,7 +122,8 @@ def script(n, jobs):
     for _ in range(2 * n):
         out += claim_tx()
     if jobs is not None:
-        tx = ["BEGIN", "SET LOCAL enable_seqscan = off"]
+        tx = ["BEGIN", "SET LOCAL enable_seqscan = off",
+              "SET LOCAL plan_cache_mode = force_generic_plan"]
         phases = ([tx + [lock(j), "COMMIT"] for j, _i in jobs[:n]],
                   [tx + [lock(j), finish(j, i), "COMMIT"] for j, i in jobs[:n]],
                   [tx + [batch_lock(j), "COMMIT"] for j, _i in jobs[n:]],

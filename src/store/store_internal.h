@@ -14,7 +14,8 @@
 #define VD_SQL_MAX_PARAMS 25
 
 /* Where a connection's transaction is: none; begun, but BEGIN is not sent yet (it goes with
- * the next statement), with SET LOCAL enable_seqscan = off too (vd_sql_prefer_indexes); or
+ * the next statement), with SET LOCAL enable_seqscan = off and plan_cache_mode =
+ * force_generic_plan too (vd_sql_prefer_indexes); or
  * sent, open on the server until COMMIT or ROLLBACK. */
 typedef enum vd_tx_state {
     VD_TX_IDLE = 0,
@@ -171,10 +172,12 @@ vd_error vd_sql_exec_commit(vd_conn *c, vd_sql sql, int n, const char *const *pa
  * first statement; COMMIT carries a deferred statement with it. Rollback never fails
  * visibly. */
 vd_error vd_sql_begin(vd_conn *c);
-/* Plan the rest of this transaction's statements with sequential scans disabled. For the job
- * writes: a plan cached while a table was small (a sequential scan is cheapest then) would
- * otherwise be kept while the table grows, until the next ANALYZE of it. Sent with the lazy
- * BEGIN when that is still pending (no round trip), else on its own. */
+/* Plan the rest of this transaction's statements with sequential scans disabled, and once per
+ * connection (a generic plan). For the job writes: a plan cached while a table was small (a
+ * sequential scan is cheapest then) would otherwise be kept while the table grows, until the
+ * next ANALYZE of it; and left to choose, PostgreSQL planned job_lock and job_finish again at
+ * every execution (decisions/0096-job-writes-planned-once.md). Sent with the lazy BEGIN when
+ * that is still pending (no round trip), else on its own. */
 vd_error vd_sql_prefer_indexes(vd_conn *c);
 /* Inside a transaction that has begun: plan the rest of it generically (SET LOCAL
  * plan_cache_mode = force_generic_plan; one round trip), as a claim alone is planned. */

@@ -92,8 +92,10 @@ static int pending_steps(vd_conn *c, step *out, step tail)
         out[k++] = COMMAND("BEGIN");
     if (vd_tx_begin_pending(c) && txn_mode(c->db))
         out[k++] = COMMAND(c->settings);
-    if (c->tx == VD_TX_BEGIN_PENDING_INDEXED)
+    if (c->tx == VD_TX_BEGIN_PENDING_INDEXED) {
         out[k++] = COMMAND("SET LOCAL enable_seqscan = off");
+        out[k++] = COMMAND("SET LOCAL plan_cache_mode = force_generic_plan");
+    }
     if (c->deferred >= 0)
         out[k++] =
             (step){c->deferred, NULL, c->deferred_n, (const char *const *)c->deferred_params};
@@ -404,7 +406,7 @@ vd_error vd_sql_prefer_indexes(vd_conn *c)
     res = vd_conn_exec(c, "SET LOCAL enable_seqscan = off");
     err = PQresultStatus(res) == PGRES_COMMAND_OK ? VD_OK : vd_sql_error(c, res);
     PQclear(res);
-    return err;
+    return err ? err : vd_sql_prefer_generic(c);
 }
 
 vd_error vd_sql_prefer_generic(vd_conn *c)

@@ -762,6 +762,41 @@ static void test_dispositions_batch_bad_calls(void **state)
     vt_resp_free(&r);
 }
 
+/* A disposition's transaction plans its statements with sequential scans off and generically
+ * (once per connection): a trigger on the job's finish records the settings it ran under, for a
+ * single and a batch disposition. Left to choose (plan_cache_mode auto), PostgreSQL planned
+ * job_lock and job_finish again at every execution. */
+static void test_dispositions_planned_once(void **state)
+{
+    (void)state;
+    vt_sql("CREATE TABLE plan_seen (mode text, seqscan text);"
+           " CREATE FUNCTION plan_seen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+           " IF NEW.flow_step_id = 'plan' THEN INSERT INTO plan_seen VALUES"
+           " (current_setting('plan_cache_mode'), current_setting('enable_seqscan')); END IF;"
+           " RETURN NEW; END $$;"
+           " CREATE TRIGGER plan_seen BEFORE UPDATE ON jobs FOR EACH ROW"
+           " EXECUTE FUNCTION plan_seen()");
+    vt_register(&srv, "plan", "a", NULL);
+    vt_register(&srv, "plan", "b", NULL);
+    vt_claim one = vt_claim1(&srv, "plan");
+    dispose_ok(&one, "\"disposition\": \"complete\"", "processed");
+    vt_claim two = vt_claim1(&srv, "plan");
+    char body[300];
+    snprintf(body, sizeof(body),
+             "{\"dispositions\": [{\"job_id\": %lld, \"claim_token\": \"%s\","
+             " \"disposition\": \"complete\"}]}",
+             (long long)two.job_id, two.token);
+    vt_resp r = vt_http(&srv, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+    long seen = vt_sql_long("SELECT count(*) FROM plan_seen");
+    long generic = vt_sql_long("SELECT count(*) FROM plan_seen WHERE mode = 'force_generic_plan'"
+                               " AND seqscan = 'off'");
+    vt_sql("DROP TRIGGER plan_seen ON jobs; DROP FUNCTION plan_seen(); DROP TABLE plan_seen");
+    assert_true(seen >= 2);
+    assert_int_equal(generic, seen);
+}
+
 VT_SERVER_FIXTURE(srv, NULL)
 
 int main(void)
@@ -782,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_dispositions_job_reads),
         cmocka_unit_test(test_dispositions_batch_mixed),
         cmocka_unit_test(test_dispositions_batch_bad_calls),
+        cmocka_unit_test(test_dispositions_planned_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
