@@ -78,8 +78,29 @@ static bool frees_items(const jobs_state *s)
     return false;
 }
 
+static void rolled_back(void *arg, vd_async_outcome o, PGresult *kept)
+{
+    (void)o; /* a ROLLBACK, or a connection lost: nothing of it committed either way */
+    PQclear(kept);
+    answer(arg, true, VD_OK);
+}
+
+/* Give up after phase 1: roll back on the held connection first, so that the sync path the
+ * request is handed to does not wait on this transaction's row locks (it may run on this
+ * very thread when no worker takes it); hand it back at once when that cannot be sent. */
+static void give_up(jobs_state *s)
+{
+    vd_async_job *j = vd_async_job_new(s->deadline, rolled_back, s);
+    bool ok = j && vd_async_job_add(j, -1, "ROLLBACK", 0, NULL);
+    if (!ok)
+        vd_async_job_free(j);
+    if (ok && vd_async_submit_held(s->x, j))
+        return;
+    answer(s, true, VD_OK);
+}
+
 /* Phase 1 answered (the connection held, its transaction open): decide and continue. Any
- * other outcome ends it here; giving up leaves the connection to be rolled back. */
+ * other outcome ends it here. */
 static void lock_done(void *arg, vd_async_outcome o, PGresult *kept)
 {
     jobs_state *s = arg;
@@ -91,7 +112,7 @@ static void lock_done(void *arg, vd_async_outcome o, PGresult *kept)
     rc = kept ? vd_jobs_read_snapshots(kept, s->q.n, s->q.snap) : VD_ERR_INTERNAL;
     PQclear(kept);
     if (rc || !s->q.plan(s->q.arg, &s->fin, &s->nfin) || frees_items(s) || !send_finish(s))
-        answer(s, true, VD_OK);
+        give_up(s);
 }
 
 /* Phase 1's statements: BEGIN, the index preference and the lock, as vd_store_jobs_lock. */
