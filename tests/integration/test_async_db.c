@@ -8,8 +8,9 @@
  * once; and a stop with claims in flight answers every one of them. Batch dispositions take the
  * executor too (its continuation, decision 0084): counted in the batch cycle, answered byte for
  * byte as the worker threads answer them (replays, refusals, one job and many), a finish that
- * fails answered as the sync path answers it, a backend terminated while the finish runs handed
- * back and applied once, and a connection lost after its COMMIT answered 503 and replayed. */
+ * fails answered as the sync path answers it, a backend terminated while the lock waits or
+ * while the finish runs handed back and applied once, and a connection lost after its COMMIT
+ * answered 503 and replayed. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -657,6 +658,44 @@ static void test_finish_terminated(void **state)
                      3);
 }
 
+/* The executor's backend terminated while the batch's lock waits (phase 1, a row lock the
+ * test holds): nothing of it committed, handed back, applied once by the worker thread. */
+static void test_lock_terminated(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long back = async_disps(on, 1, "handed_back");
+    term_batch t = {0};
+    pthread_t th;
+    long killed = 0;
+    char sql[160];
+    PGconn *hold = PQconnectdb(vt_db_setup_url());
+    (void)state;
+    assert_int_equal(PQstatus(hold), CONNECTION_OK);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('dlock')");
+    vt_seed_items("dlock", "dk-", 3, 5, 3);
+    assert_int_equal(vt_claim_n(&srv[0], "dlock", 3, 600, t.c), 3);
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE id = %lld FOR UPDATE",
+             (long long)t.c[1].job_id);
+    PQclear(vt_pq_ok(hold, "BEGIN"));
+    PQclear(vt_pq_ok(hold, sql));
+    assert_int_equal(pthread_create(&th, NULL, term_batch_client, &t), 0);
+    for (int i = 0; i < 40 && killed == 0; i++) {
+        vt_sleep_ms(25);
+        killed = vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+    }
+    PQclear(vt_pq_ok(hold, "COMMIT"));
+    PQfinish(hold);
+    pthread_join(th, NULL);
+    assert_int_equal(killed, 1);
+    assert_int_equal(t.status, 200);
+    assert_int_equal(t.ok, 3);
+    assert_true(async_disps(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN jobs j ON j.id = t.job_id"
+                                 " WHERE j.flow_step_id = 'dlock' AND t.cause = 'complete'"),
+                     3);
+}
+
 /* The executor's connection lost after the batch's COMMIT reached the server (the dropping
  * proxy): 503, nothing sent twice, and the same batch again replays what was committed. */
 static void test_disposition_lost_after_commit(void **state)
@@ -711,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_same_disposition_answers),
         cmocka_unit_test(test_finish_error),
         cmocka_unit_test(test_finish_terminated),
+        cmocka_unit_test(test_lock_terminated),
         cmocka_unit_test(test_disposition_lost_after_commit),
         cmocka_unit_test(test_batch_cycles),
     };
