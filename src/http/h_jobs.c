@@ -611,6 +611,102 @@ static vd_error batch_list(vd_ctx *ctx, const cJSON *body, const cJSON **list, i
     return VD_OK;
 }
 
+/* The batch's answer after vd_job_apply_next (or the executor) returned rc: the results, or
+ * the store's error; claims: claim_next's answer, NULL without claim_next. */
+static vd_error batch_answer(vd_ctx *ctx, const disp_in *in, const vd_job_answer *ans, int n,
+                             vd_error rc, const char *claims)
+{
+    for (int i = 0; rc == VD_OK && i < n; i++) { /* a signal the lint noted but did not refuse */
+        if (ans[i].rc == VD_OK && ans[i].lint_signal && !ans[i].replayed)
+            vd_metrics_observe_lint_signal(ans[i].lint_signal);
+    }
+    if (rc)
+        return vd_store_fail(ctx, rc, NULL);
+    return respond_results(ctx, in, ans, n, claims);
+}
+
+/* A batch disposition on the executor (decision 0084): its parsed entries, writes and
+ * answers (owned), until it is answered. */
+struct disp_batch {
+    disp_in *in;
+    vd_job_write *w;
+    vd_job_answer *ans;
+    int n;
+    vd_ctx *ctx;
+    void (*done)(void *arg, bool again);
+    void *arg;
+};
+
+static void batch_free(struct disp_batch *b)
+{
+    for (int i = 0; b && i < b->n; i++) {
+        disp_cleanup(&b->in[i]);
+        free(b->ans[i].kept);
+    }
+    if (b) {
+        free(b->in);
+        free(b->w);
+        free(b->ans);
+    }
+    free(b);
+}
+
+void vd_dispositions_batch_free(vd_ctx *ctx)
+{
+    batch_free(ctx->async_batch);
+    ctx->async_batch = NULL;
+}
+
+/* A batch without claim_next whose writes need no statement between the lock and the finish
+ * (vd_job_async_fits) goes to the non-blocking executor, unless OTLP export is on (as for a
+ * claim) or the executor handed it back to run here; it takes in, w and ans over. */
+static bool batch_goes_async(vd_ctx *ctx, disp_in **in, vd_job_write **w, vd_job_answer **ans,
+                             int n, const vd_claim_next *next)
+{
+    struct disp_batch *b = NULL;
+    if (!ctx->async_on || ctx->async_sync || next->count > 0 ||
+        (ctx->cfg->otlp_endpoint && *ctx->cfg->otlp_endpoint) ||
+        !vd_job_async_fits(ctx->cfg, *w, (size_t)n))
+        return false;
+    b = calloc(1, sizeof(*b));
+    if (!b)
+        return false;
+    *b = (struct disp_batch){*in, *w, *ans, n, ctx, NULL, NULL};
+    *in = NULL;
+    *w = NULL;
+    *ans = NULL;
+    ctx->async_batch = b;
+    return true;
+}
+
+/* The executor's answer (on its thread): rendered as the sync path renders it. */
+static void batch_done(void *arg, bool again, vd_error rc)
+{
+    struct disp_batch *b = arg;
+    void (*done)(void *arg, bool again) = b->done;
+    void *done_arg = b->arg;
+    if (!again)
+        b->ctx->err = batch_answer(b->ctx, b->in, b->ans, b->n, rc, NULL);
+    batch_free(b); /* before the request may run again: its strings are in ctx->json */
+    done(done_arg, again);
+}
+
+bool vd_dispositions_submit(vd_ctx *ctx, vd_async *x, void (*done)(void *arg, bool again),
+                            void *arg)
+{
+    struct disp_batch *b = ctx->async_batch;
+    ctx->async_batch = NULL;
+    if (!b)
+        return false;
+    b->done = done;
+    b->arg = arg;
+    if (vd_job_apply_async(x, ctx->cfg, b->w, (size_t)b->n, ctx->trace.trace_id, ctx->deadline,
+                           b->ans, batch_done, b))
+        return true; /* b and ctx may be answered already: not read */
+    batch_free(b);
+    return false;
+}
+
 vd_error vd_h_dispositions(vd_ctx *ctx)
 {
     static const vd_member members[] = {{"dispositions", VD_J_ARRAY}, NEXT_MEMBERS};
@@ -635,22 +731,15 @@ vd_error vd_h_dispositions(vd_ctx *ctx)
     }
     for (const cJSON *e = list->child; e && rc == VD_OK; e = e->next, i++)
         rc = parse_entry(ctx, e, i, in);
-    if (rc || (rc = vd_ctx_db(ctx, &c)))
-        goto out;
-    for (i = 0; i < n; i++)
+    for (i = 0; rc == VD_OK && i < n; i++)
         w[i] = in[i].w;
+    if (rc || batch_goes_async(ctx, &in, &w, &ans, n, &next) || (rc = vd_ctx_db(ctx, &c)))
+        goto out; /* answered from the executor's callback (server.c) */
     rc = vd_job_apply_next(c, ctx->cfg, w, (size_t)n, &next, ans, &claims);
-    for (i = 0; rc == VD_OK && i < n; i++) { /* a signal the lint noted but did not refuse on */
-        if (ans[i].rc == VD_OK && ans[i].lint_signal && !ans[i].replayed)
-            vd_metrics_observe_lint_signal(ans[i].lint_signal);
-    }
-    if (rc)
-        vd_store_fail(ctx, rc, NULL);
-    else
-        rc = respond_results(ctx, in, ans, n,
-                             claims           ? claims
-                             : next.count > 0 ? "{\"claims\":[]}"
-                                              : NULL);
+    rc = batch_answer(ctx, in, ans, n, rc,
+                      claims           ? claims
+                      : next.count > 0 ? "{\"claims\":[]}"
+                                       : NULL);
 out:
     free(claims);
     free(next.limit_keys);

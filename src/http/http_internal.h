@@ -114,6 +114,9 @@ struct vd_ctx {
     bool async_on; /* set by the server: the executor runs and takes submissions */
     bool async_sync;
     struct vd_async_claim *async_claim;
+    /* a batch disposition the executor can take (h_jobs.c, decision 0084): left, unanswered,
+     * in async_batch; server.c submits it with vd_dispositions_submit (the same rules) */
+    struct disp_batch *async_batch;
 };
 
 /* Answer ctxs[0..n) (all of one kind and group) with one statement of that kind: each gets
@@ -121,6 +124,15 @@ struct vd_ctx {
  * flow step; h_jobs.c: single dispositions. */
 void vd_claims_serve(vd_ctx **ctxs, size_t n);
 void vd_dispositions_serve(vd_ctx **ctxs, size_t n);
+
+/* Submit the batch disposition the handler left in ctx->async_batch (taken from it) to the
+ * executor x: done(arg, again) is called once, on the executor thread, with ctx answered, or
+ * (again: nothing of it committed) unanswered, to be run again with async_sync. False when
+ * the executor did not take it (nothing was sent; run it again with async_sync). */
+bool vd_dispositions_submit(vd_ctx *ctx, struct vd_async *x, void (*done)(void *arg, bool again),
+                            void *arg);
+/* Free a batch left in ctx->async_batch that was not submitted. */
+void vd_dispositions_batch_free(vd_ctx *ctx);
 
 /* The request's database connection, acquired on first use. VD_ERR_DATABASE_UNAVAILABLE
  * (recorded on ctx) when none can be had. */

@@ -384,6 +384,14 @@ void vd_metrics_observe_async(bool handed_back)
     __atomic_fetch_add(&async_claims[handed_back], 1, __ATOMIC_RELAXED);
 }
 
+/* batch dispositions the executor answered (0) and handed back to the sync path (1) */
+static unsigned long async_disps[2]; /* atomic */
+
+void vd_metrics_observe_async_dispositions(bool handed_back)
+{
+    __atomic_fetch_add(&async_disps[handed_back], 1, __ATOMIC_RELAXED);
+}
+
 static void render_async(vd_buf *out)
 {
     vd_buf_printf(out,
@@ -394,6 +402,15 @@ static void render_async(vd_buf *out)
                   "verdict_db_async_claims_total{outcome=\"handed_back\"} %lu\n",
                   __atomic_load_n(&async_claims[0], __ATOMIC_RELAXED),
                   __atomic_load_n(&async_claims[1], __ATOMIC_RELAXED));
+    vd_buf_printf(out,
+                  "# HELP verdict_db_async_dispositions_total Batch dispositions sent on the "
+                  "non-blocking executor, by outcome (answered there, or handed back to a "
+                  "worker: nothing of it committed).\n"
+                  "# TYPE verdict_db_async_dispositions_total counter\n"
+                  "verdict_db_async_dispositions_total{outcome=\"answered\"} %lu\n"
+                  "verdict_db_async_dispositions_total{outcome=\"handed_back\"} %lu\n",
+                  __atomic_load_n(&async_disps[0], __ATOMIC_RELAXED),
+                  __atomic_load_n(&async_disps[1], __ATOMIC_RELAXED));
 }
 
 void vd_metrics_connection_evicted(void)

@@ -27,6 +27,8 @@ void vd_metrics_waiters_add(int delta);
 void vd_metrics_observe_coalesced(bool dispositions, size_t requests);
 /* One claim answered by the non-blocking executor, or handed back to a worker (server.c). */
 void vd_metrics_observe_async(bool handed_back);
+/* The same for a batch disposition (verdict_db_async_dispositions_total). */
+void vd_metrics_observe_async_dispositions(bool handed_back);
 /* One connection closed to keep the global connection cap (guard.c). */
 void vd_metrics_connection_evicted(void);
 /* What one scrape shows besides the in-process counters. */

@@ -84,6 +84,7 @@ static void req_free(vd_req *r)
     if (!r)
         return;
     async_claim_free(&r->ctx);
+    vd_dispositions_batch_free(&r->ctx);
     cJSON_Delete(r->ctx.json);
     free(r->ctx.resp_body);
     free(r->ctx.span_links);
@@ -330,9 +331,11 @@ static void run_request(vd_req *r)
     ctx->err = dispatch(ctx, r);
     vd_db_release(ctx->db, ctx->dbc); /* rolls back anything a failed handler left open */
     ctx->dbc = NULL;
-    if ((ctx->park || ctx->coalesce || ctx->async_claim) && ctx->err == VD_OK && !ctx->resp_body)
+    if ((ctx->park || ctx->coalesce || ctx->async_claim || ctx->async_batch) && ctx->err == VD_OK &&
+        !ctx->resp_body)
         return;
     async_claim_free(ctx);
+    vd_dispositions_batch_free(ctx);
     ctx->park = false;
     if (ctx->err == VD_OK && !ctx->resp_body)
         vd_fail(ctx, VD_ERR_INTERNAL, NULL, "the handler produced no answer");
@@ -470,6 +473,28 @@ static void async_submit(vd_req *r)
     }
 }
 
+/* The executor's end of a batch disposition (on its thread): answered on ctx, or handed back
+ * (nothing of it committed) to run on the sync path. */
+static void async_batch_done(void *arg, bool again)
+{
+    vd_req *r = arg;
+    vd_metrics_observe_async_dispositions(again);
+    if (again)
+        async_again(r);
+    else
+        coalesced_answered(r); /* r may be freed once resumed: nothing read after */
+}
+
+/* Hand the batch disposition the handler left to the executor; one it does not take runs on
+ * the sync path. */
+static void async_batch_submit(vd_req *r)
+{
+    if (!vd_dispositions_submit(&r->ctx, r->srv->async, async_batch_done, r)) {
+        vd_metrics_observe_async_dispositions(true);
+        async_again(r);
+    }
+}
+
 static void work(void *item)
 {
     vd_req *r = item;
@@ -487,6 +512,10 @@ static void work(void *item)
         }
         if (r->ctx.async_claim && r->state != REQ_READY) { /* left to the executor */
             async_submit(r);
+            return;
+        }
+        if (r->ctx.async_batch && r->state != REQ_READY) { /* the same, a batch disposition */
+            async_batch_submit(r);
             return;
         }
         if (!r->ctx.park)

@@ -40,6 +40,7 @@ typedef struct apply_ctx {
     const vd_claim_next *next;             /* claim_next, or NULL */
     char *claims;                          /* its claim's answer {"claims":[...]}, or NULL */
     char **claims_of;                      /* fin[k]'s own claim_next answer (w->next), or NULL */
+    size_t nfin;                           /* how many fin[] the plan queued */
 } apply_ctx;
 
 char *vd_job_reply(const char *lead, const char *kept, bool replayed)
@@ -339,6 +340,14 @@ static vd_error release_churn(vd_conn *c, const vd_config *cfg, const vd_job_sna
     return rc;
 }
 
+/* Whether deciding w sends a statement between the lock and the finish: the open incident and
+ * the lint of a rejection, a decide hook, record_only, a release's churn count, claim_next. */
+static bool needs_statement(const vd_job_write *w)
+{
+    return w->is_reject || w->decide || w->record_only || w->event.kind == VD_EVENT_RELEASE ||
+           (w->next && w->next->count > 0);
+}
+
 /* Judge write i and, when it may finish, queue its finishing record. A refusal is the
  * write's answer (out->rc); only a failure of the transaction itself is returned. */
 static vd_error plan_one(vd_conn *c, apply_ctx *a, size_t i, size_t *nfin)
@@ -418,6 +427,21 @@ static char *with_lint(char *kept, const char *signal)
     return out;
 }
 
+/* The committed answers of fin[0..nfin) move to their writes. */
+static vd_error move_answers(apply_ctx *a, size_t nfin)
+{
+    for (size_t k = 0; k < nfin; k++) {
+        vd_job_answer *out = &a->out[a->fin_of[k]];
+        out->kept = a->answer[k];
+        a->answer[k] = NULL;
+        if (out->lint_signal)
+            out->kept = with_lint(out->kept, out->lint_signal);
+        if (!out->kept)
+            return VD_ERR_INTERNAL;
+    }
+    return VD_OK;
+}
+
 static vd_error apply_tx(vd_conn *c, void *arg)
 {
     apply_ctx *a = arg;
@@ -440,16 +464,7 @@ static vd_error apply_tx(vd_conn *c, void *arg)
     /* the last statement: it commits, and its answers are the ones replays get */
     if ((rc = vd_store_jobs_finish(c, a->fin, nfin, a->answer)))
         return rc;
-    for (size_t k = 0; k < nfin; k++) { /* the answers move to their writes */
-        vd_job_answer *out = &a->out[a->fin_of[k]];
-        out->kept = a->answer[k];
-        a->answer[k] = NULL;
-        if (out->lint_signal)
-            out->kept = with_lint(out->kept, out->lint_signal);
-        if (!out->kept)
-            return VD_ERR_INTERNAL;
-    }
-    return VD_OK;
+    return move_answers(a, nfin);
 }
 
 vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
@@ -458,61 +473,152 @@ vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, const vd_job_wri
     return vd_job_apply_next(conn, cfg, w, n, NULL, out, NULL);
 }
 
+/* The scratch arrays of a (zeroed); false when memory ran out. */
+static bool ctx_alloc(apply_ctx *a, size_t n)
+{
+    a->wcopy = calloc(n, sizeof(*a->wcopy));
+    a->key = calloc(n, sizeof(*a->key));
+    for (size_t i = 0; a->key && i < n; i++)
+        a->key[i] = (vd_job_key){a->w[i].job_id, a->w[i].token, a->w[i].request_json};
+    a->snap = calloc(n, sizeof(*a->snap));
+    a->fin = calloc(n, sizeof(*a->fin));
+    a->fin_of = calloc(n, sizeof(*a->fin_of));
+    a->reason = calloc(n, sizeof(*a->reason));
+    a->evidence = calloc(n, sizeof(*a->evidence));
+    a->answer = calloc(n, sizeof(*a->answer));
+    a->tool_text = calloc(n, sizeof(*a->tool_text));
+    a->claims_of = calloc(n, sizeof(*a->claims_of));
+    return n > 0 && a->wcopy && a->key && a->snap && a->fin && a->fin_of && a->reason &&
+           a->evidence && a->answer && a->tool_text && a->claims_of;
+}
+
+/* The answers after the transaction rc (none on an error) and a's scratch freed; *claims
+ * (may be NULL) takes claim_next's answer on VD_OK. */
+static void ctx_free(apply_ctx *a, vd_error rc, char **claims)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
+            free(a->out[i].kept);
+            memset(&a->out[i], 0, sizeof(a->out[i]));
+        } else if (a->out[i].rc == VD_ERR_INVALID_TRANSITION) {
+            a->out[i].item_state = a->snap[i].item_state;
+        }
+        if (a->snap)
+            vd_job_snapshot_cleanup(&a->snap[i]);
+        if (a->reason)
+            free(a->reason[i]);
+        if (a->evidence)
+            free(a->evidence[i]);
+        if (a->answer)
+            free(a->answer[i]);
+        if (a->claims_of)
+            free(a->claims_of[i]);
+    }
+    free(a->claims_of);
+    free(a->wcopy);
+    free(a->key);
+    free(a->snap);
+    free(a->fin);
+    free(a->fin_of);
+    free(a->reason);
+    free(a->evidence);
+    free(a->answer);
+    free(a->tool_text);
+    if (claims && rc == VD_OK)
+        *claims = a->claims;
+    else
+        free(a->claims);
+}
+
 vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_write *w, size_t n,
                            const vd_claim_next *next, vd_job_answer *out, char **claims)
 {
-    apply_ctx a = {cfg,  w,    n,    out,  NULL, NULL, NULL, NULL,
-                   NULL, NULL, NULL, NULL, NULL, next, NULL, NULL};
+    apply_ctx a = {0};
     vd_error rc = VD_ERR_INTERNAL;
+    a.cfg = cfg;
+    a.w = w;
+    a.n = n;
+    a.out = out;
+    a.next = next;
     memset(out, 0, n * sizeof(*out));
-    a.wcopy = calloc(n, sizeof(*a.wcopy));
-    a.key = calloc(n, sizeof(*a.key));
-    for (size_t i = 0; a.key && i < n; i++)
-        a.key[i] = (vd_job_key){w[i].job_id, w[i].token, w[i].request_json};
-    a.snap = calloc(n, sizeof(*a.snap));
-    a.fin = calloc(n, sizeof(*a.fin));
-    a.fin_of = calloc(n, sizeof(*a.fin_of));
-    a.reason = calloc(n, sizeof(*a.reason));
-    a.evidence = calloc(n, sizeof(*a.evidence));
-    a.answer = calloc(n, sizeof(*a.answer));
-    a.tool_text = calloc(n, sizeof(*a.tool_text));
-    a.claims_of = calloc(n, sizeof(*a.claims_of));
-    if (n > 0 && a.wcopy && a.key && a.snap && a.fin && a.fin_of && a.reason && a.evidence &&
-        a.answer && a.tool_text && a.claims_of)
+    if (ctx_alloc(&a, n))
         rc = vd_store_tx(conn, apply_tx, &a);
-    for (size_t i = 0; i < n; i++) {
-        if (rc) { /* e.g. the COMMIT failed after the answers were built: no answers */
-            free(out[i].kept);
-            memset(&out[i], 0, sizeof(out[i]));
-        } else if (out[i].rc == VD_ERR_INVALID_TRANSITION) {
-            out[i].item_state = a.snap[i].item_state;
-        }
-        if (a.snap)
-            vd_job_snapshot_cleanup(&a.snap[i]);
-        if (a.reason)
-            free(a.reason[i]);
-        if (a.evidence)
-            free(a.evidence[i]);
-        if (a.answer)
-            free(a.answer[i]);
-        if (a.claims_of)
-            free(a.claims_of[i]);
-    }
-    free(a.claims_of);
-    free(a.wcopy);
-    free(a.key);
-    free(a.snap);
-    free(a.fin);
-    free(a.fin_of);
-    free(a.reason);
-    free(a.evidence);
-    free(a.answer);
-    free(a.tool_text);
-    if (claims && rc == VD_OK)
-        *claims = a.claims;
-    else
-        free(a.claims);
+    ctx_free(&a, rc, claims);
     return rc;
+}
+
+/* Whether write w may leave its item claimable at once (a defer without delay): the sync path
+ * announces that with a statement in the transaction. */
+static bool may_free_item(const vd_config *cfg, const vd_job_write *w)
+{
+    bool waits = w->event.kind == VD_EVENT_DEFER_ITEM || w->event.kind == VD_EVENT_FAIL;
+    return waits && (w->event.retry_after_seconds == 0 || cfg->backoff_base_seconds <= 0);
+}
+
+bool vd_job_async_fits(const vd_config *cfg, const vd_job_write *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (needs_statement(&w[i]) || may_free_item(cfg, &w[i]))
+            return false;
+    return n > 0;
+}
+
+/* A batch on the executor: the sync path's scratch, and whom to answer. */
+typedef struct async_apply {
+    apply_ctx a;
+    vd_job_async_fn done;
+    void *arg;
+} async_apply;
+
+/* On the executor thread, between the lock and the finish: plan_one over the snapshots, as
+ * apply_tx does, without a connection (no write of the batch needs a statement). */
+static bool async_plan(void *arg, const vd_job_finish **fin, size_t *nfin)
+{
+    apply_ctx *a = &((async_apply *)arg)->a;
+    size_t k = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (needs_statement(&a->w[i]) || plan_one(NULL, a, i, &k))
+            return false;
+    }
+    for (size_t m = 0; m < k; m++) /* each its request's trace (a coalesced batch) */
+        a->fin[m].trace_id = a->w[a->fin_of[m]].trace_id;
+    a->nfin = k;
+    *fin = a->fin;
+    *nfin = k;
+    return true;
+}
+
+static void async_finished(void *arg, bool again, vd_error rc)
+{
+    async_apply *s = arg;
+    if (!again && rc == VD_OK)
+        rc = move_answers(&s->a, s->a.nfin);
+    ctx_free(&s->a, again ? VD_ERR_DATABASE_UNAVAILABLE : rc, NULL);
+    s->done(s->arg, again, rc);
+    free(s);
+}
+
+bool vd_job_apply_async(vd_async *x, const vd_config *cfg, const vd_job_write *w, size_t n,
+                        const char *trace_id, double deadline, vd_job_answer *out,
+                        vd_job_async_fn done, void *arg)
+{
+    async_apply *s = vd_job_async_fits(cfg, w, n) ? calloc(1, sizeof(*s)) : NULL;
+    if (!s)
+        return false;
+    s->a = (apply_ctx){.cfg = cfg, .w = w, .n = n, .out = out};
+    s->done = done;
+    s->arg = arg;
+    memset(out, 0, n * sizeof(*out));
+    if (ctx_alloc(&s->a, n)) {
+        reset_run(&s->a);
+        vd_async_jobs q = {s->a.key,    n,          trace_id,       s->a.snap,
+                           s->a.answer, async_plan, async_finished, s};
+        if (vd_async_jobs_submit(x, &q, deadline))
+            return true;
+    }
+    ctx_free(&s->a, VD_ERR_INTERNAL, NULL);
+    free(s);
+    return false;
 }
 
 vd_error vd_job_apply(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,

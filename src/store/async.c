@@ -6,7 +6,9 @@
  * transaction itself takes milliseconds in PostgreSQL; K connections keep K in flight.
  * Connections are opened (and every statement prepared, conn.c) on this thread, bounded by the
  * pool timeout, when a job needs one. A failed job's transaction is rolled back (a ROLLBACK
- * with its own Sync) before the connection takes another. */
+ * with its own Sync) before the connection takes another. A job may hold its connection past
+ * its Sync, its transaction open, for the continuation its callback sends on it at once (a
+ * batch disposition's finish after its lock, decided in C in between: async_jobs.c). */
 #include "async_internal.h"
 #include "conn_internal.h"
 
@@ -45,6 +47,10 @@ struct vd_async {
     int pending;               /* submitted and not called back */
     bool draining;             /* refuse submissions from other threads */
     bool quit;
+    /* executor thread only: the connection a hold job's callback may continue on, and
+     * whether that continuation's flush failed (it is answered once the callback returned) */
+    aconn *holding;
+    bool held_broken;
 };
 
 vd_async_job *vd_async_job_new(double deadline, vd_async_fn done, void *arg)
@@ -151,7 +157,9 @@ static void finish_job(vd_async *x, vd_async_job *j, vd_async_outcome o)
 static void conn_lost(vd_async *x, aconn *a)
 {
     vd_async_job *j = a->job;
-    bool again = j && j->failed && j->failed_step < j->count - 1;
+    /* a hold job has no COMMIT: lost, it committed nothing (past its deadline it is over) */
+    bool again =
+        j && ((j->failed && j->failed_step < j->count - 1) || (j->hold && !a->c.timed_out));
     if (j || a->rollback)
         vd_conn_log_lost(&a->c, "pipeline");
     vd_conn_close(&a->c);
@@ -277,7 +285,7 @@ static void dispatch(vd_async *x)
         if (!send_job(a, j, &flushed)) {
             a->job = NULL;
             vd_conn_close(&a->c);
-            finish_job(x, j, flushed ? VD_ASYNC_LOST : VD_ASYNC_AGAIN);
+            finish_job(x, j, flushed && !j->hold ? VD_ASYNC_LOST : VD_ASYNC_AGAIN);
         }
     }
 }
@@ -291,6 +299,52 @@ static void send_rollback(vd_async *x, aconn *a)
                   PQpipelineSync(pg) == 1 && PQflush(pg) >= 0;
     if (!a->rollback)
         conn_lost(x, a);
+}
+
+/* Whether a failed j left a transaction open at its Sync (aborted: to be rolled back). */
+static bool leaves_tx(const vd_async_job *j)
+{
+    return j->in_tx || (j->steps[0].sql < 0 && strcmp(j->steps[0].command, "BEGIN") == 0);
+}
+
+/* A hold job at its Sync: its callback may continue on a (vd_async_submit_held); a
+ * connection it does not continue on is rolled back. */
+static void held_done(vd_async *x, aconn *a, vd_async_job *j)
+{
+    x->holding = a;
+    x->held_broken = false;
+    finish_job(x, j, VD_ASYNC_DONE);
+    x->holding = NULL;
+    if (x->held_broken) /* the continuation may have reached the server: lost */
+        conn_lost(x, a);
+    else if (!a->job && a->c.ready)
+        send_rollback(x, a);
+}
+
+bool vd_async_submit_held(vd_async *x, vd_async_job *j)
+{
+    aconn *a = x->holding;
+    bool flushed = false, sent;
+    if (!a || a->job || !a->c.ready) {
+        vd_async_job_free(j);
+        return false;
+    }
+    j->in_tx = true;
+    a->job = j;
+    a->step = 0;
+    a->got = false;
+    sent = send_job(a, j, &flushed);
+    if (!sent && !flushed) { /* nothing reached the server: closing rolls it back */
+        a->job = NULL;
+        vd_conn_close(&a->c);
+        vd_async_job_free(j);
+        return false;
+    }
+    x->held_broken = !sent;
+    pthread_mutex_lock(&x->mu);
+    x->pending++;
+    pthread_mutex_unlock(&x->mu);
+    return true;
 }
 
 /* One result of a's job (NULL: the end of a step's results). */
@@ -308,9 +362,12 @@ static void job_result(vd_async *x, aconn *a, PGresult *res)
     if (st == PGRES_PIPELINE_SYNC) {
         PQclear(res);
         a->job = NULL;
-        if (j->failed && j->steps[0].sql < 0 && strcmp(j->steps[0].command, "BEGIN") == 0)
+        if (j->failed && leaves_tx(j))
             send_rollback(x, a);
-        finish_job(x, j, j->failed ? VD_ASYNC_AGAIN : VD_ASYNC_DONE);
+        if (j->hold && !j->failed)
+            held_done(x, a, j);
+        else
+            finish_job(x, j, j->failed ? VD_ASYNC_AGAIN : VD_ASYNC_DONE);
         return;
     }
     a->got = true;

@@ -16,7 +16,9 @@
  * deadline passed (in flight: the connection is dropped; or still waiting for one). */
 typedef enum vd_async_outcome { VD_ASYNC_DONE = 0, VD_ASYNC_AGAIN, VD_ASYNC_LOST } vd_async_outcome;
 
-/* kept: the result of steps[keep] (the callee's to PQclear) with VD_ASYNC_DONE, else NULL. */
+/* kept: the result of steps[keep] (the callee's to PQclear) with VD_ASYNC_DONE, else NULL. A
+ * hold job's callback with VD_ASYNC_DONE may send its continuation with vd_async_submit_held
+ * before it returns; a held connection it does not continue on is rolled back. */
 typedef void (*vd_async_fn)(void *arg, vd_async_outcome o, PGresult *kept);
 
 typedef struct vd_async_step {
@@ -36,6 +38,11 @@ typedef struct vd_async_job {
     PGresult *kept;
     bool failed;     /* a statement of it failed: the transaction is rolled back */
     int failed_step; /* ... which one */
+    /* hold: its statements open a transaction (BEGIN, no COMMIT) that its Sync leaves open,
+     * the connection kept for the continuation its callback sends (decision 0084); such a
+     * job commits nothing, so a lost connection hands it back. in_tx: it is that
+     * continuation (set by vd_async_submit_held): a failure of it is rolled back too. */
+    bool hold, in_tx;
 } vd_async_job;
 
 /* A new job (calloc'd); add steps with vd_async_job_add. NULL when memory ran out. */
@@ -49,5 +56,11 @@ void vd_async_job_free(vd_async_job *j);
  * freed and no callback, when the executor does not take it. From the executor thread (a
  * callback's follow-up) it is taken while draining too. */
 bool vd_async_submit(vd_async *x, vd_async_job *j);
+/* From a hold job's callback (VD_ASYNC_DONE) only: send j on the connection that job holds,
+ * in its open transaction, at once (no queue); the executor owns j from here and calls
+ * j->done exactly once, after the calling callback returned. False, with j freed and no
+ * callback, when j could not be handed to libpq (nothing of it reached the server; the
+ * connection is closed, which rolls the transaction back). */
+bool vd_async_submit_held(vd_async *x, vd_async_job *j);
 
 #endif

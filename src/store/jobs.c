@@ -96,8 +96,7 @@ static vd_error exec_rows_traced(vd_conn *c, vd_sql sql, char *rows, PGresult **
     return rc;
 }
 
-/* Rows of job_lock / jobs_lock: column 0 is the index into out. */
-static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *out)
+vd_error vd_jobs_read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *out)
 {
     for (int r = 0; r < PQntuples(res); r++) {
         long i = strtol(PQgetvalue(res, r, 0), NULL, 10);
@@ -130,8 +129,7 @@ static vd_error read_snapshots(const PGresult *res, size_t n, vd_job_snapshot *o
     return VD_OK;
 }
 
-/* The one parameter of jobs_lock: [{"ord","job_id","token","request"}...]. */
-static char *lock_rows(const vd_job_key *keys, size_t n)
+char *vd_jobs_lock_rows(const vd_job_key *keys, size_t n)
 {
     static const char *const names[] = {"ord", "job_id", "token", "request"};
     cJSON *rows = cJSON_CreateArray();
@@ -160,13 +158,13 @@ vd_error vd_store_jobs_lock(vd_conn *c, const vd_job_key *keys, size_t n, vd_job
         snprintf(id, sizeof(id), "%" PRId64, keys[0].job_id);
         rc = vd_sql_exec(c, VD_SQL_JOB_LOCK, 3, p, &res);
     } else {
-        rc = exec_rows(c, VD_SQL_JOBS_LOCK, lock_rows(keys, n), false, &res);
+        rc = exec_rows(c, VD_SQL_JOBS_LOCK, vd_jobs_lock_rows(keys, n), false, &res);
     }
     if (rc)
         return rc;
     /* a lock that waited for a finisher reads the finished row and its kept answer
      * (sql/migrations/0026_answers_in_jobs.sql, verdict_kept_answer) */
-    rc = read_snapshots(res, n, out);
+    rc = vd_jobs_read_snapshots(res, n, out);
     PQclear(res);
     return rc;
 }
@@ -195,8 +193,7 @@ typedef struct fvalue {
 #define FV_STR(v) .s = (v)
 #define FV_JSON(v) .s = (v)
 #define FINISH_VALUE(col, type, k, value) {.name = #col, .kind = FK_##k, FV_##k(value)},
-#define FINISH_COUNT(col, type, k, value) +1
-enum { NFINISH = 0 VD_FINISH_COLUMNS(FINISH_COUNT) };
+enum { NFINISH = VD_FINISH_NCOLUMNS };
 
 /* The values of w in the table's order. */
 static void finish_values(const vd_job_finish *w, fvalue v[NFINISH])
@@ -245,8 +242,7 @@ static cJSON *finish_row(const vd_job_finish *w)
     return row;
 }
 
-/* The one parameter of jobs_finish: one object per job. */
-static char *finish_rows(const vd_job_finish *w, size_t n)
+char *vd_jobs_finish_rows(const vd_job_finish *w, size_t n)
 {
     cJSON *rows = cJSON_CreateArray();
     bool ok = rows != NULL;
@@ -259,31 +255,35 @@ static char *finish_rows(const vd_job_finish *w, size_t n)
     return print_rows(rows, ok);
 }
 
-/* The positional job_finish: the values of the table as text ($1, $2, … in its order), then
- * the request's trace id (vd_conn_set_trace). */
-static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
+void vd_job_finish_params(const vd_job_finish *w, const char *trace_id, char (*text)[32],
+                          const char **p)
 {
     fvalue v[NFINISH];
-    char text[NFINISH][32];
-    const char *p[NFINISH + 1];
-    p[NFINISH] = w->trace_id ? w->trace_id : c->trace_id[0] ? c->trace_id : NULL;
+    p[NFINISH] = w->trace_id ? w->trace_id : trace_id;
     finish_values(w, v);
     for (int k = 0; k < NFINISH; k++) {
         p[k] = text[k];
         if (v[k].kind == FK_I64 || v[k].kind == FK_INT)
-            snprintf(text[k], sizeof(text[k]), "%" PRId64, v[k].i);
+            snprintf(text[k], 32, "%" PRId64, v[k].i);
         else if (v[k].kind == FK_DBL)
-            snprintf(text[k], sizeof(text[k]), "%.3f", v[k].d);
+            snprintf(text[k], 32, "%.3f", v[k].d);
         else if (v[k].kind == FK_BOOL)
             p[k] = v[k].i ? "true" : "false";
         else
             p[k] = v[k].s;
     }
-    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, NFINISH + 1, p, res);
 }
 
-/* Whether finishing w makes its item claimable at once (a release, a defer without delay). */
-static bool claimable_now(const vd_job_finish *w)
+/* The positional job_finish, sent with the COMMIT. */
+static vd_error finish_one(vd_conn *c, const vd_job_finish *w, PGresult **res)
+{
+    char text[VD_FINISH_NCOLUMNS][32];
+    const char *p[VD_FINISH_NCOLUMNS + 1];
+    vd_job_finish_params(w, c->trace_id[0] ? c->trace_id : NULL, text, p);
+    return vd_sql_exec_commit(c, VD_SQL_JOB_FINISH, VD_FINISH_NCOLUMNS + 1, p, res);
+}
+
+bool vd_job_claimable_now(const vd_job_finish *w)
 {
     return w->to_state == VD_ITEM_AVAILABLE ||
            (w->to_state == VD_ITEM_DEFERRED && w->delay_seconds <= 0);
@@ -299,7 +299,7 @@ static vd_error announce_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
     char *lines = NULL;
     ids[len++] = '{';
     for (size_t k = 0; k < n && len < sizeof(ids) - 24; k++) {
-        if (claimable_now(&w[k]))
+        if (vd_job_claimable_now(&w[k]))
             len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%" PRId64, len > 1 ? "," : "",
                                     w[k].item_id);
     }
@@ -314,22 +314,9 @@ static vd_error announce_claimable(vd_conn *c, const vd_job_finish *w, size_t n)
     return rc == VD_ERR_NOT_FOUND ? VD_OK : rc;
 }
 
-vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
+vd_error vd_jobs_read_answers(const PGresult *res, const vd_job_finish *w, size_t n, char **answers)
 {
-    PGresult *res = NULL;
-    vd_error rc;
-    for (size_t k = 0; k < n; k++)
-        answers[k] = NULL;
-    rc = announce_claimable(c, w, n);
-    if (rc)
-        return rc;
-    if (n == 1) { /* the positional statement: measured faster than the JSON one */
-        rc = finish_one(c, w, &res);
-    } else {
-        rc = exec_rows_traced(c, VD_SQL_JOBS_FINISH, finish_rows(w, n), &res);
-    }
-    if (rc)
-        return rc;
+    vd_error rc = VD_OK;
     for (int r = 0; r < PQntuples(res) && rc == VD_OK; r++) {
         int64_t job = strtoll(PQgetvalue(res, r, 0), NULL, 10);
         for (size_t k = 0; k < n; k++) {
@@ -342,6 +329,26 @@ vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char
         if (!answers[k])
             rc = VD_ERR_INTERNAL;
     }
+    return rc;
+}
+
+vd_error vd_store_jobs_finish(vd_conn *c, const vd_job_finish *w, size_t n, char **answers)
+{
+    PGresult *res = NULL;
+    vd_error rc;
+    for (size_t k = 0; k < n; k++)
+        answers[k] = NULL;
+    rc = announce_claimable(c, w, n);
+    if (rc)
+        return rc;
+    if (n == 1) { /* the positional statement: measured faster than the JSON one */
+        rc = finish_one(c, w, &res);
+    } else {
+        rc = exec_rows_traced(c, VD_SQL_JOBS_FINISH, vd_jobs_finish_rows(w, n), &res);
+    }
+    if (rc)
+        return rc;
+    rc = vd_jobs_read_answers(res, w, n, answers);
     PQclear(res);
     return rc;
 }

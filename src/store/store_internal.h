@@ -104,6 +104,31 @@ PGconn *vd_pg_connect_start(const char *url, const char *app, const char *connec
     XX(tool_result_terminal, "boolean", BOOL, w->tool_result_terminal)                             \
     XX(claims, "text", STR, w->claims)
 
+/* How many columns VD_FINISH_COLUMNS has (the positional job_finish takes one more: the
+ * request's trace id). */
+#define VD_FINISH_COUNT(col, type, k, value) +1
+enum { VD_FINISH_NCOLUMNS = 0 VD_FINISH_COLUMNS(VD_FINISH_COUNT) };
+
+/* jobs.c's pieces of a job write, for the executor's continuation (async_jobs.c) to send the
+ * very statements vd_store_jobs_lock and vd_store_jobs_finish send. jobs_lock's one
+ * parameter (malloc'd; NULL when memory ran out); its rows (column 0 the index into out)
+ * into out[0..n); job_finish's positional parameters into p[0..VD_FINISH_NCOLUMNS] (text
+ * holds the numbers; trace_id is the request's, used when w has none); jobs_finish's one
+ * parameter (malloc'd); the kept answers of w[0..n) from jobs_finish's rows (answers
+ * NULL-initialised; VD_ERR_INTERNAL when one is missing); whether finishing w makes its item
+ * claimable at once (a release, a defer without delay: announced after the COMMIT). */
+struct vd_job_key;
+struct vd_job_snapshot;
+struct vd_job_finish;
+char *vd_jobs_lock_rows(const struct vd_job_key *keys, size_t n);
+vd_error vd_jobs_read_snapshots(const PGresult *res, size_t n, struct vd_job_snapshot *out);
+void vd_job_finish_params(const struct vd_job_finish *w, const char *trace_id, char (*text)[32],
+                          const char **p);
+char *vd_jobs_finish_rows(const struct vd_job_finish *w, size_t n);
+vd_error vd_jobs_read_answers(const PGresult *res, const struct vd_job_finish *w, size_t n,
+                              char **answers);
+bool vd_job_claimable_now(const struct vd_job_finish *w);
+
 /* A copy of the text of row, col (malloc'd) into *out: VD_OK, or VD_ERR_INTERNAL when
  * memory ran out (*out NULL). */
 static inline vd_error vd_sql_dup(const PGresult *res, int row, int col, char **out)

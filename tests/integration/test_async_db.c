@@ -5,7 +5,12 @@
  * keyed flow step and with limit keys; a statement that fails (a trigger raising for one flow
  * step) is answered as the sync path answers it; a connection lost after the COMMIT answers 503
  * and runs nothing twice; a backend terminated before the COMMIT is handed back and answered
- * once; and a stop with claims in flight answers every one of them. */
+ * once; and a stop with claims in flight answers every one of them. Batch dispositions take the
+ * executor too (its continuation, decision 0084): counted in the batch cycle, answered byte for
+ * byte as the worker threads answer them (replays, refusals, one job and many), a finish that
+ * fails answered as the sync path answers it, a backend terminated while the lock waits or
+ * while the finish runs handed back and applied once, and a connection lost after its COMMIT
+ * answered 503 and replayed. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "verdict/buf.h"
 #include "vt.h"
 #include "vt_api.h"
 #include "vt_pg.h"
@@ -126,11 +132,21 @@ static long async_claims(const vt_server *const *s, int n, const char *outcome)
     return vt_metric_sum(s, n, sample);
 }
 
+/* verdict_db_async_dispositions_total{outcome} summed over the servers given. */
+static long async_disps(const vt_server *const *s, int n, const char *outcome)
+{
+    char sample[160];
+    snprintf(sample, sizeof(sample), "verdict_db_async_dispositions_total{outcome=\"%s\"}",
+             outcome);
+    return vt_metric_sum(s, n, sample);
+}
+
 static void test_batch_cycles(void **state)
 {
     pthread_t t[CLIENTS];
     const vt_server *both[] = {&srv[0], &srv[1]};
     long before = async_claims(both, 2, "answered");
+    long disps = async_disps(both, 2, "answered"), back = async_disps(both, 2, "handed_back");
     (void)state;
     vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('" FLOW "')");
     vt_seed_items(FLOW, "item-", ITEMS, 5, 3);
@@ -155,6 +171,12 @@ static void test_batch_cycles(void **state)
     /* and the claims went through the executor */
     print_message("executor: %ld claims answered\n", async_claims(both, 2, "answered") - before);
     assert_true(async_claims(both, 2, "answered") - before >= ITEMS / BATCH);
+    /* and so did the batch dispositions, each of them */
+    print_message("executor: %ld batch dispositions answered, %ld handed back\n",
+                  async_disps(both, 2, "answered") - disps,
+                  async_disps(both, 2, "handed_back") - back);
+    assert_true(async_disps(both, 2, "answered") - disps >= ITEMS / BATCH);
+    assert_int_equal(async_disps(both, 2, "handed_back"), back);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -163,8 +185,22 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* s with every run of digits as one '#' (a message naming a job). */
+static void hash_digits(cJSON *m)
+{
+    char *s = m->valuestring, *o = s;
+    for (const char *p = s; *p; p++) {
+        bool digit = *p >= '0' && *p <= '9';
+        if (!digit)
+            *o++ = *p;
+        else if (o == s || o[-1] != '#')
+            *o++ = '#';
+    }
+    *o = '\0';
+}
+
 /* j without what differs between two equal claims: ids, tokens, times, identifiers (their
- * values become their JSON type). */
+ * values become their JSON type), the numbers in messages. */
 static void strip(cJSON *j)
 {
     static const char *const varying[] = {"id", "_at", "token", "identifier"};
@@ -174,6 +210,8 @@ static void strip(cJSON *j)
         bool vary = false;
         for (size_t k = 0; m->string && k < sizeof(varying) / sizeof(*varying); k++)
             vary = vary || ends_with(m->string, varying[k]);
+        if (m->string && strcmp(m->string, "message") == 0 && cJSON_IsString(m))
+            hash_digits(m);
         if (vary && !cJSON_IsObject(m) && !cJSON_IsArray(m)) {
             cJSON *marker = cJSON_CreateString(cJSON_IsNull(m)     ? "null"
                                                : cJSON_IsNumber(m) ? "number"
@@ -417,12 +455,304 @@ static void test_backend_terminated(void **state)
     assert_true(async_claims(on, 1, "handed_back") > back);
 }
 
+/* One POST /v1/dispositions on s: "<status> <stripped body>\n" appended to out. */
+static void batch_shape(const vt_server *s, const char *body, vd_buf *out)
+{
+    vt_resp r = vt_http(s, "POST", "/v1/dispositions", VT_WORKER, body, NULL);
+    char *text;
+    assert_non_null(r.json);
+    strip(r.json);
+    text = cJSON_PrintUnformatted(r.json);
+    vd_buf_printf(out, "%ld %s\n", r.status, text);
+    free(text);
+    vt_resp_free(&r);
+}
+
+/* The entry of job c with members (a disposition), for a batch body. */
+static void entry(vd_buf *b, const vt_claim *c, const char *members)
+{
+    vd_buf_printf(b, "%s{\"job_id\": %lld, \"claim_token\": \"%s\", %s}",
+                  b->data[b->len - 1] == '[' ? "" : ",", (long long)c->job_id, c->token, members);
+}
+
+/* A round of batch dispositions on s over six claims of flow step dshape: completes, a fail,
+ * a defer and a review request with a wrong token and an unknown job among them, the same
+ * batch again (replays and the same refusals), one job alone (twice), a different call on a
+ * finished job, and a batch that finishes nothing; every answer stripped, in out. */
+static void disposition_round(const vt_server *s, vd_buf *out)
+{
+    vt_claim c[6];
+    vt_claim wrong, none = {999999999, 0, 1, "00000000-0000-0000-0000-000000000000"};
+    vd_buf b = {0};
+    assert_int_equal(vt_claim_n(s, "dshape", 6, 600, c), 6);
+    wrong = c[4];
+    snprintf(wrong.token, sizeof(wrong.token), "00000000-0000-0000-0000-000000000000");
+    vd_buf_printf(&b, "{\"dispositions\": [");
+    entry(&b, &c[0], "\"disposition\": \"complete\", \"engine_data\": {\"k\": 1}");
+    entry(&b, &c[1],
+          "\"disposition\": \"fail\", \"error\": \"e\", \"retryable\": true, "
+          "\"retry_after_seconds\": 60");
+    entry(&b, &c[2],
+          "\"disposition\": \"defer_item\", \"reason_code\": \"quality_gate\", "
+          "\"retry_after_seconds\": 120");
+    entry(&b, &c[3], "\"disposition\": \"request_review\", \"question\": \"which?\"");
+    entry(&b, &wrong, "\"disposition\": \"complete\"");
+    entry(&b, &none, "\"disposition\": \"complete\"");
+    vd_buf_printf(&b, "]}");
+    batch_shape(s, b.data, out);
+    batch_shape(s, b.data, out); /* replays */
+    b.len = 0;
+    vd_buf_printf(&b, "{\"dispositions\": [");
+    entry(&b, &c[5], "\"disposition\": \"complete\"");
+    vd_buf_printf(&b, "]}");
+    batch_shape(s, b.data, out);
+    batch_shape(s, b.data, out);
+    b.len = 0;
+    vd_buf_printf(&b, "{\"dispositions\": [");
+    entry(&b, &c[0], "\"disposition\": \"fail\", \"error\": \"e\", \"retryable\": false");
+    entry(&b, &wrong, "\"disposition\": \"complete\"");
+    vd_buf_printf(&b, "]}");
+    batch_shape(s, b.data, out); /* finishes nothing: the lock's COMMIT alone */
+    vd_buf_cleanup(&b);
+}
+
+/* The same batch dispositions on the executor (srv[0]) and on a worker thread: the same
+ * answers, and the executor answered them. */
+static void test_same_disposition_answers(void **state)
+{
+    vt_server off;
+    const vt_server *on[] = {&srv[0]};
+    long before = async_disps(on, 1, "answered");
+    vd_buf a = {0}, b = {0};
+    (void)state;
+    vt_server_start(&off, (const char *const[]){"VERDICT_DB_ASYNC_CONNECTIONS=0",
+                                                "VERDICT_LOG_LEVEL=warn", NULL});
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('dshape')");
+    vt_seed_items("dshape", "ds-", 12, 5, 3);
+    disposition_round(&srv[0], &a);
+    disposition_round(&off, &b);
+    vt_server_stop(&off);
+    if (strcmp(a.data, b.data) != 0)
+        fail_msg("executor:\n%s\nworker thread:\n%s", a.data, b.data);
+    assert_true(async_disps(on, 1, "answered") - before >= 5);
+    vd_buf_cleanup(&a);
+    vd_buf_cleanup(&b);
+}
+
+/* A batch of a job of flow step fboom and one of dfine on s, stripped, in out. */
+static void boom_batch(const vt_server *s, vd_buf *out, int64_t *jobs)
+{
+    vt_claim c[2];
+    vd_buf b = {0};
+    assert_int_equal(vt_claim_n(s, "fboom", 1, 600, &c[0]), 1);
+    assert_int_equal(vt_claim_n(s, "dfine", 1, 600, &c[1]), 1);
+    vd_buf_printf(&b, "{\"dispositions\": [");
+    entry(&b, &c[1], "\"disposition\": \"complete\"");
+    entry(&b, &c[0], "\"disposition\": \"complete\"");
+    vd_buf_printf(&b, "]}");
+    batch_shape(s, b.data, out);
+    jobs[0] = c[0].job_id;
+    jobs[1] = c[1].job_id;
+    vd_buf_cleanup(&b);
+}
+
+/* jobs_finish failing for one flow step (a trigger): the executor hands the batch back and
+ * it is answered as the sync path answers it; nothing of it is committed. */
+static void test_finish_error(void **state)
+{
+    vt_server off;
+    const vt_server *on[] = {&srv[0]};
+    long back = async_disps(on, 1, "handed_back");
+    vd_buf a = {0}, b = {0};
+    int64_t ja[2], jb[2];
+    (void)state;
+    vt_server_start(&off, (const char *const[]){"VERDICT_DB_ASYNC_CONNECTIONS=0",
+                                                "VERDICT_LOG_LEVEL=error", NULL});
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('fboom'), ('dfine')");
+    vt_seed_items("fboom", "fb-", 4, 5, 3);
+    vt_seed_items("dfine", "df-", 4, 5, 3);
+    vt_sql("CREATE FUNCTION fboom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'fboom' AND NEW.status <> 'processing' THEN "
+           "RAISE EXCEPTION 'fboom'; END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER fboom BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION fboom()");
+    boom_batch(&srv[0], &a, ja);
+    boom_batch(&off, &b, jb);
+    vt_sql("DROP TRIGGER fboom ON jobs");
+    vt_sql("DROP FUNCTION fboom()");
+    vt_server_stop(&off);
+    if (strcmp(a.data, b.data) != 0 || strncmp(a.data, "500 ", 4) != 0)
+        fail_msg("executor: %s\nworker thread: %s", a.data, b.data);
+    assert_true(async_disps(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE id IN (%lld, %lld, %lld, %lld)"
+                                 " AND status = 'processing'",
+                                 (long long)ja[0], (long long)ja[1], (long long)jb[0],
+                                 (long long)jb[1]),
+                     4);
+    vd_buf_cleanup(&a);
+    vd_buf_cleanup(&b);
+}
+
+typedef struct term_batch {
+    vt_claim c[3];
+    long status;
+    int ok;
+} term_batch;
+
+static void *term_batch_client(void *p)
+{
+    term_batch *t = p;
+    vd_buf b = {0};
+    vd_buf_printf(&b, "{\"dispositions\": [");
+    for (int i = 0; i < 3; i++)
+        entry(&b, &t->c[i], "\"disposition\": \"complete\"");
+    vd_buf_printf(&b, "]}");
+    vt_resp r = vt_http(&srv[0], "POST", "/v1/dispositions", VT_WORKER, b.data, NULL);
+    const cJSON *results = cJSON_GetObjectItem(r.json, "results");
+    t->status = r.status;
+    for (int i = 0; i < cJSON_GetArraySize(results); i++)
+        t->ok += vt_num(cJSON_GetArrayItem(results, i), "status") == 200 &&
+                 cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(results, i), "replayed"));
+    vt_resp_free(&r);
+    vd_buf_cleanup(&b);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* The executor's backend terminated while the batch's finish runs (before its COMMIT): rolled
+ * back, handed back, applied once by the worker thread. */
+static void test_finish_terminated(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long back = async_disps(on, 1, "handed_back");
+    term_batch t = {0};
+    pthread_t th;
+    long killed = 0;
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('dterm')");
+    vt_seed_items("dterm", "dt-", 3, 5, 3);
+    assert_int_equal(vt_claim_n(&srv[0], "dterm", 3, 600, t.c), 3);
+    vt_sql("CREATE FUNCTION dterm() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'dterm' AND NEW.status <> 'processing' THEN "
+           "PERFORM pg_sleep(0.2); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER dterm BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION dterm()");
+    assert_int_equal(pthread_create(&th, NULL, term_batch_client, &t), 0);
+    for (int i = 0; i < 40 && killed == 0; i++) {
+        vt_sleep_ms(25);
+        killed = vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()");
+    }
+    pthread_join(th, NULL);
+    vt_sql("DROP TRIGGER dterm ON jobs");
+    vt_sql("DROP FUNCTION dterm()");
+    assert_int_equal(killed, 1);
+    assert_int_equal(t.status, 200);
+    assert_int_equal(t.ok, 3);
+    assert_true(async_disps(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs j JOIN items i ON i.id = j.item_id"
+                                 " WHERE j.flow_step_id = 'dterm' AND j.status = 'completed'"
+                                 " AND i.state = 'processed'"),
+                     3);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN jobs j ON j.id = "
+                                 "t.job_id WHERE j.flow_step_id = 'dterm' AND t.cause = "
+                                 "'complete'"),
+                     3);
+}
+
+/* The executor's backend terminated while the batch's lock waits (phase 1, a row lock the
+ * test holds): nothing of it committed, handed back, applied once by the worker thread. */
+static void test_lock_terminated(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long back = async_disps(on, 1, "handed_back");
+    term_batch t = {0};
+    pthread_t th;
+    long killed = 0;
+    char sql[160];
+    PGconn *hold = PQconnectdb(vt_db_setup_url());
+    (void)state;
+    assert_int_equal(PQstatus(hold), CONNECTION_OK);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('dlock')");
+    vt_seed_items("dlock", "dk-", 3, 5, 3);
+    assert_int_equal(vt_claim_n(&srv[0], "dlock", 3, 600, t.c), 3);
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM jobs WHERE id = %lld FOR UPDATE",
+             (long long)t.c[1].job_id);
+    PQclear(vt_pq_ok(hold, "BEGIN"));
+    PQclear(vt_pq_ok(hold, sql));
+    assert_int_equal(pthread_create(&th, NULL, term_batch_client, &t), 0);
+    for (int i = 0; i < 40 && killed == 0; i++) {
+        vt_sleep_ms(25);
+        killed = vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+    }
+    PQclear(vt_pq_ok(hold, "COMMIT"));
+    PQfinish(hold);
+    pthread_join(th, NULL);
+    assert_int_equal(killed, 1);
+    assert_int_equal(t.status, 200);
+    assert_int_equal(t.ok, 3);
+    assert_true(async_disps(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN jobs j ON j.id = t.job_id"
+                                 " WHERE j.flow_step_id = 'dlock' AND t.cause = 'complete'"),
+                     3);
+}
+
+/* The executor's connection lost after the batch's COMMIT reached the server (the dropping
+ * proxy): 503, nothing sent twice, and the same batch again replays what was committed. */
+static void test_disposition_lost_after_commit(void **state)
+{
+    vt_server s;
+    const vt_server *one[] = {&s};
+    vt_claim c[2];
+    vd_buf b = {0};
+    int drops;
+    (void)state;
+    assert_int_equal(vt_fixture_route(&vt_fx, VT_ROUTE_PROXY), 0);
+    vt_replica_start(&s);
+    assert_int_equal(vt_fixture_route(&vt_fx, VT_ROUTE_DIRECT), 0);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('dlost')");
+    vt_seed_items("dlost", "dl-", 2, 5, 3);
+    assert_int_equal(vt_claim_n(&s, "dlost", 2, 600, c), 2);
+    vd_buf_printf(&b, "{\"dispositions\": [");
+    for (int i = 0; i < 2; i++)
+        entry(&b, &c[i], "\"disposition\": \"complete\", \"engine_data\": {\"m\": \"lost-batch\"}");
+    vd_buf_printf(&b, "]}");
+    drops = vt_proxy_drops();
+    vt_proxy_arm("lost-batch", 1, true);
+    vt_resp r = vt_http(&s, "POST", "/v1/dispositions", VT_WORKER, b.data, NULL);
+    assert_int_equal(vt_proxy_drops(), drops + 1);
+    vt_assert_error(&r, 503, "database_unavailable");
+    vt_resp_free(&r);
+    assert_int_equal(async_disps(one, 1, "answered"), 1); /* the 503 is the executor's */
+    r = vt_http(&s, "POST", "/v1/dispositions", VT_WORKER, b.data, NULL);
+    assert_int_equal(r.status, 200);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "results"), i);
+        assert_int_equal((long)vt_num(e, "status"), 200);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(e, "replayed")));
+    }
+    vt_resp_free(&r);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN jobs j ON j.id = "
+                                 "t.job_id WHERE j.flow_step_id = 'dlost' AND t.cause = "
+                                 "'complete'"),
+                     2);
+    vd_buf_cleanup(&b);
+    vt_server_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_answers),       cmocka_unit_test(test_statement_error),
-        cmocka_unit_test(test_stop_in_flight),     cmocka_unit_test(test_lost_after_commit),
-        cmocka_unit_test(test_backend_terminated), cmocka_unit_test(test_batch_cycles),
+        cmocka_unit_test(test_same_answers),
+        cmocka_unit_test(test_statement_error),
+        cmocka_unit_test(test_stop_in_flight),
+        cmocka_unit_test(test_lost_after_commit),
+        cmocka_unit_test(test_backend_terminated),
+        cmocka_unit_test(test_same_disposition_answers),
+        cmocka_unit_test(test_finish_error),
+        cmocka_unit_test(test_finish_terminated),
+        cmocka_unit_test(test_lock_terminated),
+        cmocka_unit_test(test_disposition_lost_after_commit),
+        cmocka_unit_test(test_batch_cycles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

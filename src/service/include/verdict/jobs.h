@@ -11,6 +11,7 @@
 #include "verdict/error.h"
 #include "verdict/machine.h"
 #include "verdict/store.h"
+#include "verdict/store/async.h"
 #include "verdict/store/jobs.h"
 
 /* claim_next on a disposition (README "Claim the next items with a disposition"). */
@@ -131,5 +132,30 @@ VD_MUST_USE vd_error vd_job_apply_many(vd_conn *conn, const vd_config *cfg, cons
 VD_MUST_USE vd_error vd_job_apply_next(vd_conn *conn, const vd_config *cfg, const vd_job_write *w,
                                        size_t n, const vd_claim_next *next, vd_job_answer *out,
                                        char **claims);
+
+/* Whether vd_job_apply_async takes w[0..n), decided from the writes alone before anything is
+ * sent (decision 0084): none of them needs a statement between the lock and the finish (a
+ * rejection's incident check and lint, a decide hook, record_only, a release's churn count,
+ * a claim_next of its own) or may leave its item claimable at once (a defer_item with
+ * retry_after_seconds 0, or any defer or fail without a backoff), whose announcement is a
+ * statement too. The common batch of completes and plain failures fits. */
+bool vd_job_async_fits(const vd_config *cfg, const vd_job_write *w, size_t n);
+
+/* The answer of vd_job_apply_async, on the executor thread. again: nothing of it committed
+ * (a statement failed and was rolled back, a conflict, a connection lost before the finish
+ * could reach the server, or it gave up): run it on the sync path (vd_job_apply_many), which
+ * has every retry rule. Otherwise rc as vd_job_apply_many returns it, out[] filled the same
+ * way (VD_ERR_DATABASE_UNAVAILABLE when the connection was lost once the finish was sent: it
+ * may have committed, never sent again). */
+typedef void (*vd_job_async_fn)(void *arg, bool again, vd_error rc);
+
+/* vd_job_apply_many (no claim_next) on the non-blocking executor: the lock, the decision in C
+ * on the executor thread, the finish and COMMIT on the same connection. w, out (n each) and
+ * cfg stay the caller's until done is called, exactly once, unless this answers false (not
+ * taken: vd_job_async_fits said no, or the executor refused; the caller runs it itself).
+ * trace_id: the request's (jobs_finish records it), may be NULL. */
+VD_MUST_USE bool vd_job_apply_async(vd_async *x, const vd_config *cfg, const vd_job_write *w,
+                                    size_t n, const char *trace_id, double deadline,
+                                    vd_job_answer *out, vd_job_async_fn done, void *arg);
 
 #endif

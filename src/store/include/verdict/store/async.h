@@ -2,7 +2,8 @@
  * of its own in non-blocking pipeline mode. A request whose whole transaction is a fixed list
  * of statements is sent in one pipeline and answered from a callback on that thread, so no
  * worker thread waits on PostgreSQL while it runs and many such transactions are in flight at
- * once. */
+ * once. A job write (a batch disposition) goes in two pipelines on one connection, its
+ * decision taken in C on that thread in between (vd_async_jobs_submit). */
 #ifndef VERDICT_STORE_ASYNC_H
 #define VERDICT_STORE_ASYNC_H
 
@@ -11,6 +12,7 @@
 
 #include "verdict/error.h"
 #include "verdict/store.h"
+#include "verdict/store/jobs.h"
 
 typedef struct vd_async vd_async;
 
@@ -49,5 +51,31 @@ typedef void (*vd_async_claim_fn)(void *arg, bool again, vd_error rc, char *body
  * of the whole claim (past it the connection is dropped and the claim answered 503). */
 VD_MUST_USE bool vd_async_claim_submit(vd_async *x, const vd_async_claim *q, double deadline,
                                        vd_async_claim_fn done, void *arg);
+
+/* Job writes as a continuation (decision 0084): phase 1 is BEGIN, SET LOCAL enable_seqscan =
+ * off and the lock vd_store_jobs_lock sends, with a Sync and no COMMIT, the connection held;
+ * on the executor thread the snapshots go to snap and plan() decides in C, without
+ * statements, which jobs finish (*fin, *nfin: borrowed until done; false: give up); phase 2
+ * on the same connection is the finish vd_store_jobs_finish sends (none when nfin is 0) and
+ * the COMMIT. A plan that makes an item claimable at once (its announcement is a statement
+ * of the sync path) gives up too. */
+typedef struct vd_async_jobs {
+    const vd_job_key *keys; /* n distinct jobs (copied at submission) */
+    size_t n;
+    const char *trace_id;  /* the request's, for jobs_finish (copied), or NULL */
+    vd_job_snapshot *snap; /* n, the caller's: filled before plan, until done */
+    char **answers;        /* n, the caller's, NULL-initialised: answers[k] for fin[k] */
+    bool (*plan)(void *arg, const vd_job_finish **fin, size_t *nfin);
+    /* Called exactly once, on the executor thread. again: nothing of it committed (a
+     * statement failed and was rolled back, it gave up, a connection lost before the finish
+     * could reach the server, or it was never sent): run it on the sync path. Otherwise rc
+     * VD_OK (committed; answers filled, the callee's to free) or VD_ERR_DATABASE_UNAVAILABLE
+     * (lost once the finish was sent: it may have committed; or past the deadline). */
+    void (*done)(void *arg, bool again, vd_error rc);
+    void *arg;
+} vd_async_jobs;
+
+/* Submit q; false when the executor does not take it (the caller runs it itself). */
+VD_MUST_USE bool vd_async_jobs_submit(vd_async *x, const vd_async_jobs *q, double deadline);
 
 #endif
