@@ -115,13 +115,15 @@ static void lock_done(void *arg, vd_async_outcome o, PGresult *kept)
         give_up(s);
 }
 
-/* Phase 1's statements: BEGIN, the index preference and the lock, as vd_store_jobs_lock. */
+/* Phase 1's statements: BEGIN, the index and generic plan preferences and the lock, as
+ * vd_store_jobs_lock (vd_sql_prefer_indexes). */
 static bool add_lock(vd_async_job *j, const vd_job_key *keys, size_t n)
 {
     bool ok = vd_async_job_add(j, -1, "BEGIN", 0, NULL) &&
-              vd_async_job_add(j, -1, "SET LOCAL enable_seqscan = off", 0, NULL);
+              vd_async_job_add(j, -1, "SET LOCAL enable_seqscan = off", 0, NULL) &&
+              vd_async_job_add(j, -1, "SET LOCAL plan_cache_mode = force_generic_plan", 0, NULL);
     char *rows = NULL;
-    j->keep = 2;
+    j->keep = 3;
     if (ok && n == 1) { /* the positional statement, as the sync path sends one job */
         vd_i64_text id = vd_i64_text_of(keys[0].job_id);
         const char *p[] = {id.s, keys[0].token, keys[0].request_json};
