@@ -1,14 +1,14 @@
 -- verdict_claim_many_limited: the current definition. Edit it here to change the function: verdictd
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
 -- from-migrations: none
--- The limited claims of one item each that p_n requests of one set of limit keys and token
--- estimate made at once (claim_many_limited), of one or several flow steps: for each flow step
--- (p_rows' fs, else p_fs), in the order of its first request, one pick of as many items as it
--- has requests takes the limit cells of all of them, and its item k goes to its request k
--- (p_rows: ord 0..n-1, fs, worker, version, lease, actor, trace, span), each with its own job
--- and token and the answer a limited claim of one gives. A request left without an item
--- answers no claims; with keys, they are marked waiting, as a claim alone that got nothing
--- marks them.
+-- The limited claims of one item each that p_n requests made at once (claim_many_limited), of
+-- one or several flow steps, limit key sets and token estimates: for each flow step, key set
+-- and estimate (p_rows' fs, keys and est, else p_fs, p_keys and p_est), in the order of its
+-- first request, one pick of as many items as it has requests takes the limit room of all of
+-- them, and its item k goes to its request k (p_rows: ord 0..n-1, fs, keys, est, worker,
+-- version, lease, actor, trace, span), each with its own job and token and the answer a
+-- limited claim of one gives. A request left without an item answers no claims; with keys,
+-- they are marked waiting, as a claim alone that got nothing marks them.
 CREATE OR REPLACE FUNCTION public.verdict_claim_many_limited(p_fs text, p_rows jsonb, p_n integer, p_keys text[], p_est bigint)
  RETURNS TABLE(req integer, answer text)
  LANGUAGE plpgsql
@@ -21,29 +21,28 @@ DECLARE
     ft bigint[];
     ftc jsonb;
 BEGIN
-    FOR f IN SELECT coalesce(x.fs, p_fs) AS fs, array_agg(x.ord ORDER BY x.ord) AS ords
-               FROM jsonb_to_recordset(p_rows) AS x(ord integer, fs text)
-              GROUP BY 1 ORDER BY min(x.ord) LOOP
+    FOR f IN SELECT x.fs, x.keys, x.est, array_agg(x.ord ORDER BY x.ord) AS ords
+               FROM verdict_claim_rows(p_rows, p_fs, p_keys, p_est) x
+              GROUP BY 1, 2, 3 ORDER BY min(x.ord) LOOP
         CONTINUE WHEN coalesce((SELECT fl.paused FROM flow_steps fl
                                  WHERE fl.flow_step_id = f.fs), false);
         SELECT p.took, p.tc INTO ft, ftc
-          FROM verdict_claim_pick(f.fs, cardinality(f.ords), p_keys, p_est) p;
-        IF cardinality(ft) BETWEEN 1 AND cardinality(f.ords) - 1 AND p_keys IS NOT NULL THEN
-            PERFORM verdict_limits_mark_waiting(p_keys);
+          FROM verdict_claim_pick(f.fs, cardinality(f.ords), f.keys, f.est) p;
+        IF cardinality(ft) BETWEEN 1 AND cardinality(f.ords) - 1 AND f.keys IS NOT NULL THEN
+            PERFORM verdict_limits_mark_waiting(f.keys);
         END IF;
         took := took || ft;
         ords := ords || f.ords[1:cardinality(ft)];
         tc := tc || ftc;
     END LOOP;
     RETURN QUERY
-    WITH r AS (SELECT x.ord, coalesce(x.fs, p_fs) AS fs, x.worker, x.version, x.lease, x.actor,
-                      x.trace, x.span
-                 FROM jsonb_to_recordset(p_rows) AS x(ord integer, fs text, worker text,
-                      version text, lease integer, actor text, trace text, span text)),
+    WITH r AS (SELECT x.ord, x.fs, x.keys AS rkeys, x.est AS rest, x.worker, x.version, x.lease,
+                      x.actor, x.trace, x.span
+                 FROM verdict_claim_rows(p_rows, p_fs, p_keys, p_est) x),
      cand AS MATERIALIZED (
       SELECT i.id, i.state, i.attempts,
-             CASE WHEN i.limit_keys IS NULL THEN p_keys
-                  ELSE verdict_keys_union(p_keys, i.limit_keys) END AS keys,
+             CASE WHEN i.limit_keys IS NULL THEN r.rkeys
+                  ELSE verdict_keys_union(r.rkeys, i.limit_keys) END AS keys,
              (tc -> i.id::text ->> 'job')::bigint AS job,
              (SELECT array_agg(x::bigint)
                 FROM jsonb_array_elements_text(tc -> i.id::text -> 'cells') x) AS cells,
@@ -57,7 +56,7 @@ BEGIN
                         claim_from, claim_actor)
       SELECT coalesce(c.job, nextval('transitions_id_seq')), c.id, c.fs, c.worker,
              c.attempts + 1, gen_random_uuid(), now() + c.lease * interval '1 second',
-             c.version, c.keys, c.cells, CASE WHEN c.keys IS NOT NULL THEN p_est END, c.lease,
+             c.version, c.keys, c.cells, CASE WHEN c.keys IS NOT NULL THEN c.rest END, c.lease,
              c.trace, c.span, c.state, c.actor
       FROM cand c ORDER BY c.ord
       RETURNING id, item_id, claim_token, attempt, lease_expires_at),

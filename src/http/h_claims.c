@@ -50,9 +50,8 @@ static bool may_park(vd_ctx *ctx, int64_t wait)
 typedef struct claim_req {
     const char *fs, *worker, *key, *version;
     int64_t limit, lease, wait;
-    char *limit_keys;                      /* JSON array (malloc'd) or NULL */
-    int64_t estimated_tokens;              /* per item; -1: none */
-    char group[VD_COALESCE_GROUP_MAX + 1]; /* the coalescer's group (claim_group) */
+    char *limit_keys;         /* JSON array (malloc'd) or NULL */
+    int64_t estimated_tokens; /* per item; -1: none */
 } claim_req;
 
 /* Park the request: no answer now (server.c puts it in the registry). */
@@ -146,43 +145,12 @@ vd_error vd_h_claims(vd_ctx *ctx)
     return rc;
 }
 
-/* qsort: limit keys in byte order. */
-static int key_cmp(const void *a, const void *b)
+/* The coalescer's group of a claim: plain claims (no limit keys, no estimate) of every flow
+ * step share one, and claims with limit keys or an estimate another, whatever their flow step,
+ * keys and estimate (each request's own go with it in claim_many_limited's rows). */
+static const char *claim_group(const claim_req *q)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The coalescer's group of a claim: its sorted distinct limit keys and its token estimate
- * ("keys:<key>,<key>|<est>"; claims of every flow step together); false when it does not fit. */
-static bool claim_group(const claim_req *q, char *out, size_t size)
-{
-    if (!q->limit_keys && q->estimated_tokens < 0) /* plain claims of every flow step together */
-        return snprintf(out, size, "plain") > 0;
-    const char *keys[VD_LIMIT_KEYS_MAX];
-    size_t n = 0, at;
-    bool first = true;
-    cJSON *arr = q->limit_keys ? cJSON_Parse(q->limit_keys) : NULL;
-    const cJSON *k;
-    int len = snprintf(out, size, "keys:");
-    bool ok = len > 0 && (size_t)len < size && (!q->limit_keys || arr);
-    cJSON_ArrayForEach(k, arr)
-    {
-        if (n < VD_LIMIT_KEYS_MAX && cJSON_IsString(k))
-            keys[n++] = k->valuestring;
-    }
-    qsort(keys, n, sizeof(*keys), key_cmp);
-    for (size_t i = 0; ok && i < n; i++) {
-        if (i > 0 && strcmp(keys[i], keys[i - 1]) == 0)
-            continue; /* the claim takes each key once */
-        at = strlen(out);
-        len = snprintf(out + at, size - at, "%s%s", first ? "" : ",", keys[i]);
-        ok = len > 0 && (size_t)len < size - at;
-        first = false;
-    }
-    at = ok ? strlen(out) : 0;
-    len = ok ? snprintf(out + at, size - at, "|%lld", (long long)q->estimated_tokens) : -1;
-    cJSON_Delete(arr);
-    return len > 0 && (size_t)len < size - at;
+    return !q->limit_keys && q->estimated_tokens < 0 ? "plain" : "limited";
 }
 
 /* A claim of one item without Idempotency-Key or wait is left to the coalescer: it shares a
@@ -197,12 +165,8 @@ static bool coalesces(vd_ctx *ctx, const claim_req *q)
     if (!copy)
         return false;
     *copy = *q; /* its strings live in ctx->json, as long as the request; limit_keys it owns */
-    if (!claim_group(copy, copy->group, sizeof(copy->group))) {
-        free(copy);
-        return false;
-    }
     ctx->coalesce = VD_COALESCE_CLAIM;
-    ctx->coalesce_group = copy->group;
+    ctx->coalesce_group = claim_group(copy);
     ctx->coalesce_arg = copy;
     return true;
 }
@@ -247,8 +211,8 @@ static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
 
 /* The coalesced claims' statement. Plain claims (no limit keys, no estimate): claim_many; the
  * requests of keyed flow steps, left without a body, then claim with one claim_many_limited.
- * Claims with keys or an estimate (one set of keys and one estimate per group):
- * claim_many_limited. Each request names its own flow step. */
+ * Claims with keys or an estimate: claim_many_limited. Each request names its own flow step,
+ * limit keys and estimate. */
 static vd_error claim_many(vd_conn *c, vd_ctx **ctxs, vd_claim_one *reqs, size_t n)
 {
     const claim_req *q = ctxs[0]->coalesce_arg;
@@ -256,7 +220,7 @@ static vd_error claim_many(vd_conn *c, vd_ctx **ctxs, vd_claim_one *reqs, size_t
     size_t *of = NULL, m = 0;
     vd_claim_one *sub = NULL;
     if (q->limit_keys || q->estimated_tokens >= 0)
-        return vd_store_claim_many_limited(c, q->fs, q->limit_keys, q->estimated_tokens, reqs, n);
+        return vd_store_claim_many_limited(c, q->fs, NULL, -1, reqs, n);
     rc = vd_store_claim_many(c, NULL, reqs, n);
     of = rc ? NULL : calloc(n, sizeof(*of));
     sub = of ? calloc(n, sizeof(*sub)) : NULL;
@@ -286,7 +250,7 @@ void vd_claims_serve(vd_ctx **ctxs, size_t n)
         const claim_req *q = ctxs[i]->coalesce_arg;
         reqs[i] = (vd_claim_one){
             q->worker, q->version, ctxs[i]->actor, ctxs[i]->trace.trace_id, ctxs[i]->trace.span_id,
-            q->lease,  NULL,       q->fs};
+            q->lease,  NULL,       q->fs,          q->limit_keys,           q->estimated_tokens};
     }
     if (rc == VD_OK)
         rc = claim_many(c, ctxs, reqs, n);

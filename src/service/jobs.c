@@ -247,9 +247,16 @@ static vd_error claim_shared(vd_conn *c, apply_ctx *a, size_t k, size_t nfin)
         if (a->claims_of[m] || !shares_claim(own_next(a, m)))
             continue;
         of[n] = m;
-        reqs[n++] =
-            (vd_claim_one){snap->worker_id, snap->worker_version,   w->actor, w->trace_id,
-                           w->span_id,      w->next->lease_seconds, NULL,     snap->flow_step_id};
+        reqs[n++] = (vd_claim_one){snap->worker_id,
+                                   snap->worker_version,
+                                   w->actor,
+                                   w->trace_id,
+                                   w->span_id,
+                                   w->next->lease_seconds,
+                                   NULL,
+                                   snap->flow_step_id,
+                                   NULL,
+                                   -1};
     }
     if (rc == VD_OK)
         rc = vd_store_claim_many(c, NULL, reqs, n);

@@ -16,12 +16,22 @@ static cJSON *str_or_null(const char *s)
     return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-/* The requests as rows: [{"ord","worker","version","lease","actor","trace","span","fs"}...];
- * fs is a request's own flow step, or flow_step_id. */
+/* A request's limit keys (a JSON array), or null. */
+static cJSON *keys_or_null(const char *keys_json)
+{
+    cJSON *keys = keys_json ? cJSON_Parse(keys_json) : NULL;
+    if (keys_json && !keys)
+        return NULL; /* out of memory (the handler parsed it before) */
+    return keys ? keys : cJSON_CreateNull();
+}
+
+/* The requests as rows: [{"ord","worker","version","lease","actor","trace","span","fs",
+ * "keys","est"}...]; fs is a request's own flow step, or flow_step_id; keys and est its own
+ * limit keys and token estimate, or null. */
 static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size_t n)
 {
-    static const char *const names[] = {"ord",   "worker", "version", "lease",
-                                        "actor", "trace",  "span",    "fs"};
+    static const char *const names[] = {"ord",   "worker", "version", "lease", "actor",
+                                        "trace", "span",   "fs",      "keys",  "est"};
     cJSON *rows = cJSON_CreateArray();
     bool ok = rows != NULL;
     for (size_t i = 0; ok && i < n; i++) {
@@ -34,9 +44,13 @@ static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size
                            cJSON_CreateString(q->actor),
                            str_or_null(q->trace_id),
                            str_or_null(q->trace_id && *q->trace_id ? q->span_id : NULL),
-                           cJSON_CreateString(q->flow_step_id ? q->flow_step_id : flow_step_id)};
+                           cJSON_CreateString(q->flow_step_id ? q->flow_step_id : flow_step_id),
+                           keys_or_null(q->limit_keys),
+                           q->estimated_tokens >= 0
+                               ? cJSON_CreateNumber((double)q->estimated_tokens)
+                               : cJSON_CreateNull()};
         ok = row != NULL;
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < 10; k++) {
             if (values[k] && row)
                 cJSON_AddItemToObject(row, names[k], values[k]);
             else {

@@ -326,18 +326,34 @@ static long metric_one(const char *name)
     return vt_metric_sum(first, 1, sample);
 }
 
-/* Single claims of different flow steps (and one set of limit keys: keys, members of each
- * claim, or "") that arrive while a claim statement is in flight wait for it and share the next
- * statement: a claim held in its statement (a trigger sleeps for worker "holder"), then claims
- * of four other flow steps: two statements for five requests, each request an item of its own
- * flow step. Claims were grouped by flow step before, so each went alone at once (five
- * statements). */
+/* text with every "%d" in it replaced by the digit i (0..9) */
+static void each_index(char *out, size_t size, const char *text, int i)
+{
+    size_t n = 0;
+    for (const char *c = text; *c && n + 1 < size; c++) {
+        if (c[0] == '%' && c[1] == 'd') {
+            out[n++] = (char)('0' + i);
+            c++;
+        } else {
+            out[n++] = *c;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* Single claims of different flow steps (with limit keys: keys, members of each claim, "%d" the
+ * claim's index, or "") that arrive while a claim statement is in flight wait for it and share
+ * the next statement: a claim held in its statement (a trigger sleeps for worker "holder"),
+ * then claims of four other flow steps: two statements for five requests, each request an item
+ * of its own flow step. Claims were grouped by flow step before, so each went alone at once
+ * (five statements). */
 static void flow_steps_share(const char *p, const char *keys)
 {
     pthread_t hold, t[4];
-    char fs[5][16];
+    char fs[5][16], own[5][200];
     one_claim holder, each[4];
     for (int i = 0; i < 5; i++) {
+        each_index(own[i], sizeof(own[i]), keys, i);
         snprintf(fs[i], sizeof(fs[i]), "%s_%d", p, i);
         vt_sql_long("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') RETURNING 1", fs[i]);
         vt_seed_items(fs[i], fs[i], 2 + i, 5, 3);
@@ -347,11 +363,11 @@ static void flow_steps_share(const char *p, const char *keys)
            " CREATE TRIGGER cx_hold BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION cx_hold()");
     long st = metric_one("verdict_coalesced_statements_total");
     long rq = metric_one("verdict_coalesced_requests_total");
-    holder = (one_claim){fs[4], "holder", keys, 0, ""};
+    holder = (one_claim){fs[4], "holder", own[4], 0, ""};
     assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
     vt_sleep_ms(400); /* the holder's statement is in flight */
     for (int i = 0; i < 4; i++) {
-        each[i] = (one_claim){fs[i], "cx", keys, 0, ""};
+        each[i] = (one_claim){fs[i], "cx", own[i], 0, ""};
         assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
     }
     for (int i = 0; i < 4; i++)
@@ -394,6 +410,30 @@ static void test_limited_flow_steps_share_a_statement(void **state)
                      5);
 }
 
+/* Limited claims of different key sets and estimates share a statement too, and each job holds
+ * its own request's keys and estimate. Before, each key set and estimate was a group of its
+ * own. */
+static void test_key_sets_share_a_statement(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 5; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "ks-%d", i);
+        vt_put_limit(&srv[0], key, "{\"concurrency\": 8, \"tokens_per_minute\": 100000}");
+    }
+    flow_steps_share("ck", ", \"limit_keys\": [\"ks-%d\"], \"estimated_tokens\": 1%d");
+    for (int i = 0; i < 5; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "ks-%d", i);
+        assert_int_equal((long)vt_limit_num(&srv[0], key, "in_flight"), 1);
+        assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'ck_%d'"
+                                     " AND limit_keys = '{ks-%d}' AND estimated_tokens = 1%d"
+                                     " AND cardinality(limit_cells) >= 1",
+                                     i, i, i),
+                         1);
+    }
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
@@ -403,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_coalesced_claim_next),
         cmocka_unit_test(test_flow_steps_share_a_statement),
         cmocka_unit_test(test_limited_flow_steps_share_a_statement),
+        cmocka_unit_test(test_key_sets_share_a_statement),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -16,6 +16,10 @@ typedef struct vd_claim_one {
     int64_t lease_seconds;
     char *body; /* out: the claim's answer {"claims":[...]} (malloc'd); NULL in a keyed flow step */
     const char *flow_step_id; /* its flow step (claim_many), or NULL: the call's */
+    /* claim_many_limited: the request's limit keys (a JSON array) and token estimate (>= 0),
+     * or NULL / -1: the call's */
+    const char *limit_keys;
+    int64_t estimated_tokens;
 } vd_claim_one;
 
 /* Claim one item for each of reqs[0..n), each in its own flow step (reqs[i].flow_step_id, or
@@ -26,10 +30,12 @@ typedef struct vd_claim_one {
 VD_MUST_USE vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
                                          size_t n);
 
-/* The same with limits (claim_many_limited): for requests of one flow step that name the same
- * limit keys (keys_json, a JSON array, or NULL) and token estimate (estimated_tokens, or -1),
- * or claim in a keyed flow step. One statement takes the limit cells of every item it hands
- * out; a request left without an item gets an answer without claims. Every body is set. */
+/* The same with limits (claim_many_limited): for requests that name limit keys or a token
+ * estimate, each its own (reqs[i].limit_keys and estimated_tokens, or the call's keys_json, a
+ * JSON array, or NULL, and estimated_tokens, or -1), or claim in a keyed flow step. One
+ * statement picks per flow step, key set and estimate and takes the limit room of every item
+ * it hands out; a request left without an item gets an answer without claims. Every body is
+ * set. */
 VD_MUST_USE vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id,
                                                  const char *keys_json, int64_t estimated_tokens,
                                                  vd_claim_one *reqs, size_t n);
