@@ -173,8 +173,9 @@ static void test_coalesced_concurrency_never_exceeded(void **state)
                                  " AND limit_keys = ARRAY['model:lcc', 'provider:lcc']"),
                      240);
     assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM limit_lanes c CROSS JOIN unnest(c.holders) h"
-                    " JOIN jobs j ON j.id = h WHERE c.key = 'model:lcc' AND j.status = 'processing'"),
+        vt_sql_long(
+            "SELECT count(*) FROM limit_lanes c CROSS JOIN unnest(c.holders) h"
+            " JOIN jobs j ON j.id = h WHERE c.key = 'model:lcc' AND j.status = 'processing'"),
         0);
 }
 
