@@ -25,17 +25,19 @@ CREATE TABLE limit_lanes (
     key        text NOT NULL REFERENCES limits (key) ON DELETE CASCADE,
     n          integer NOT NULL CHECK (n BETWEEN 0 AND 7),
     slots      integer,
-    holders    bigint[] NOT NULL DEFAULT '{}',
     burst      integer,
     pace       interval,
-    tat        timestamptz NOT NULL DEFAULT '-infinity',
     tokens     bigint,
+    used_total bigint NOT NULL DEFAULT 0,
+    used       bigint NOT NULL DEFAULT 0,
     minute     timestamptz,
     reserved   bigint NOT NULL DEFAULT 0,
-    used       bigint NOT NULL DEFAULT 0,
-    used_total bigint NOT NULL DEFAULT 0,
+    tat        timestamptz NOT NULL DEFAULT '-infinity',
+    holders    bigint[] NOT NULL DEFAULT '{}',
     UNIQUE (key, n)
 ) WITH (fillfactor = 50);
+-- What a claim writes comes last (reserved, tat, the holders array): the WAL record of an
+-- update on the same page logs only the bytes between the unchanged prefix and suffix.
 -- No index on an updated column: every write of a lane stays a HOT update.
 
 -- Lane n's share of total over lanes lanes (NULL when the total is not set).
