@@ -1056,10 +1056,12 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " u AS (UPDATE items SET current_job_id = NULL FROM d"
          "       WHERE items.id = d.item_id AND items.current_job_id = d.id),"
          /* a lane naming a job that is gone would count it as holding for ever
-          * (sql/migrations/0044) */
+          * (sql/migrations/0044); the lanes are locked in id order, as a disposition's usage
+          * locks them */
          " s AS (UPDATE limit_lanes SET holders = ARRAY(SELECT h FROM unnest(holders) h"
          "         WHERE h <> ALL (ARRAY(SELECT id FROM d)))"
-         "       WHERE holders && ARRAY(SELECT id FROM d))"
+         "       WHERE id IN (SELECT x.id FROM limit_lanes x"
+         "         WHERE x.holders && ARRAY(SELECT id FROM d) ORDER BY x.id FOR UPDATE))"
          " SELECT id FROM d"},
     /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
      * transaction after the job is locked: a deterministic tool failure, a retriable last
