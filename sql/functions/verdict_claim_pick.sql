@@ -2,8 +2,8 @@
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
 -- from-migrations: none
 -- The items a limited claim of p_limit items takes in p_fs (by rank, or by the fair key's
--- passes), each with the job id its limit cells name: took (in claim order) and tc
--- ({"<item id>": {"job", "cells"}}). The limit cells of every item are taken here; with
+-- passes), each with the job id its limit lanes name: took (in claim order) and tc
+-- ({"<item id>": {"job", "cells"}}). The limit room (lanes) of every item is taken here; with
 -- nothing taken, the claim's keys are marked waiting. Its callers plan generically (the SET of
 -- verdict_claim_limited, claim_many_limited's SET LOCAL), so it has no SET clause of its own:
 -- one costs a GUC nest level per call (about 0.1 M instructions of a limited claim's 4.4 M).
@@ -71,7 +71,7 @@ BEGIN
             FETCH cur INTO c;
             done := NOT FOUND;
         END IF;
-        -- items without keys of their own under the claim's keys: their cells in one
+        -- items without keys of their own under the claim's keys: their lanes in one
         -- statement for the run of them (verdict_limit_take_many), in claim order
         IF NOT done AND c.value IS NULL AND c.limit_keys IS NULL AND p_keys IS NOT NULL THEN
             pend := pend || c.id;
@@ -92,7 +92,7 @@ BEGIN
                                                'cells', granted -> (k - 1)));
             END LOOP;
             -- the claim's own keys are closed when none fit: no other item can pass either
-            -- (when some did, the next run may find cells that were locked or not needed)
+            -- (when some did, the next run may find lanes that were locked or too full)
             done := done OR jsonb_array_length(granted) = 0;
             pend := '{}';
         END IF;

@@ -20,7 +20,8 @@ BEGIN
     UPDATE items i SET usage_tokens = i.usage_tokens + tot,
                        usage_cost_usd = i.usage_cost_usd + coalesce(p_cost, 0)
      WHERE i.id = j.item_id;
-    UPDATE limit_cells c SET
+    -- the job's estimate on each lane it reserved on is replaced by what it used
+    UPDATE limit_lanes c SET
         reserved = greatest(0, CASE WHEN c.minute = date_trunc('minute', now())
             THEN c.reserved + tot
                  - CASE WHEN date_trunc('minute', j.claimed_at) = c.minute
@@ -28,7 +29,7 @@ BEGIN
             ELSE tot END),
         used = CASE WHEN c.minute = date_trunc('minute', now()) THEN c.used ELSE 0 END + tot,
         minute = date_trunc('minute', now()), used_total = c.used_total + tot
-     WHERE c.id = ANY (j.limit_cells) AND c.kind = 't';
+     WHERE c.id = ANY (j.limit_cells);
     SELECT coalesce(i.usage_tokens > f.max_item_tokens, false)
            OR coalesce(i.usage_cost_usd > f.max_item_cost_usd, false) INTO over
       FROM items i JOIN flow_steps f ON f.flow_step_id = i.flow_step_id

@@ -7,15 +7,9 @@ CREATE OR REPLACE FUNCTION public.verdict_limit_closed(l limits, est bigint)
  STABLE PARALLEL SAFE
 AS $function$
 BEGIN
+    -- a snapshot read, no lock: throttled, or no active lane has room for one claim
     RETURN coalesce(l.throttled_until > now(), false)
-        OR (l.concurrency IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
-                WHERE c.key = l.key AND c.kind = 'c' AND c.n < l.concurrency
-                  AND (c.job_id IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
-                                                    AND j.status <> 'processing'))))
-        OR (l.rate_count IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
-                WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()))
-        OR (l.tokens_per_minute IS NOT NULL AND NOT EXISTS (SELECT 1 FROM limit_cells c
-                WHERE c.key = l.key AND c.kind = 't'
-                  AND verdict_shard_fits(c, l.tokens_per_minute, est)));
+        OR (l.lanes > 0 AND NOT EXISTS (SELECT 1 FROM limit_lanes c
+                WHERE c.key = l.key AND c.n < l.lanes AND verdict_lane_units(c, 1, est) >= 1));
 END $function$
 ;

@@ -12,17 +12,21 @@ AS $function$ SELECT json_build_object(
                    ELSE 'hour' END,
             'count', l.rate_count, 'burst', l.rate_burst) END,
         'tokens_per_minute', l.tokens_per_minute,
-        'in_flight', (SELECT count(*) FROM limit_cells c
-                      JOIN jobs j ON j.id = c.job_id
-                      WHERE c.key = l.key AND c.kind = 'c' AND j.status = 'processing'),
-        'rate_available', CASE WHEN l.rate_count IS NOT NULL THEN (SELECT count(*)
-            FROM limit_cells c WHERE c.key = l.key AND c.kind = 'r' AND c.free_at <= now()) END,
-        'tokens_reserved', (SELECT coalesce(sum(c.reserved), 0) FROM limit_cells c
-            WHERE c.key = l.key AND c.kind = 't' AND c.minute = date_trunc('minute', now())),
-        'tokens_used', (SELECT coalesce(sum(c.used), 0) FROM limit_cells c
-            WHERE c.key = l.key AND c.kind = 't' AND c.minute = date_trunc('minute', now())),
-        'tokens_used_total', (SELECT coalesce(sum(c.used_total), 0) FROM limit_cells c
-            WHERE c.key = l.key AND c.kind = 't'),
+        'in_flight', (SELECT count(*) FROM limit_lanes c CROSS JOIN LATERAL unnest(c.holders) h
+                      JOIN jobs j ON j.id = h
+                      WHERE c.key = l.key AND j.status = 'processing'),
+        -- the GCRA tokens of the active lanes that a claim could take now
+        'rate_available', CASE WHEN l.rate_count IS NOT NULL THEN (SELECT coalesce(sum(
+            least(c.burst, greatest(0, floor((extract(epoch FROM c.burst * c.pace)
+                - extract(epoch FROM greatest(c.tat, now()) - now()))
+                / extract(epoch FROM c.pace))))), 0)::bigint
+            FROM limit_lanes c WHERE c.key = l.key AND c.n < l.lanes AND c.burst IS NOT NULL) END,
+        'tokens_reserved', (SELECT coalesce(sum(c.reserved), 0) FROM limit_lanes c
+            WHERE c.key = l.key AND c.minute = date_trunc('minute', now())),
+        'tokens_used', (SELECT coalesce(sum(c.used), 0) FROM limit_lanes c
+            WHERE c.key = l.key AND c.minute = date_trunc('minute', now())),
+        'tokens_used_total', (SELECT coalesce(sum(c.used_total), 0) FROM limit_lanes c
+            WHERE c.key = l.key),
         'throttled', coalesce(l.throttled_until > now(), false),
         'throttled_until', CASE WHEN l.throttled_until > now()
                                 THEN verdict_ts(l.throttled_until) END,

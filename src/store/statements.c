@@ -990,13 +990,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          " UNION ALL SELECT 4, flow_step_id, tool, count(*) FILTER (WHERE state = 'open')"
          "  FROM tool_incidents GROUP BY 2, 3"
          /* flow control (sql/migrations/0032_flow_control.sql), per limit key */
-         " UNION ALL SELECT 5, l.key, NULL, (SELECT count(*) FROM limit_cells c"
-         "   JOIN jobs j ON j.id = c.job_id"
-         "   WHERE c.key = l.key AND c.kind = 'c' AND j.status = 'processing') FROM limits l"
+         " UNION ALL SELECT 5, l.key, NULL, (SELECT count(*) FROM limit_lanes c"
+         "   CROSS JOIN LATERAL unnest(c.holders) h JOIN jobs j ON j.id = h"
+         "   WHERE c.key = l.key AND j.status = 'processing') FROM limits l"
          " UNION ALL SELECT 6, l.key, NULL, coalesce((l.throttled_until > now())::int, 0)"
          "  FROM limits l"
          " UNION ALL SELECT 7, l.key, NULL, (SELECT coalesce(sum(c.used_total), 0)"
-         "   FROM limit_cells c WHERE c.key = l.key AND c.kind = 't') FROM limits l"
+         "   FROM limit_lanes c WHERE c.key = l.key) FROM limits l"
          /* the model usage reported, per flow step (sql/migrations/0038: counters + unfolded rows)
           */
          " UNION ALL SELECT 8, f.flow_step_id, NULL, coalesce((SELECT sum(u.input_tokens"
@@ -1054,9 +1054,13 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  LIMIT $2)) RETURNING id, item_id),"
          " u AS (UPDATE items SET current_job_id = NULL FROM d"
          "       WHERE items.id = d.item_id AND items.current_job_id = d.id),"
-         /* a slot naming a job that is gone would look held for ever (sql/migrations/0038) */
-         " s AS (UPDATE limit_cells SET job_id = NULL"
-         "       WHERE kind = 'c' AND job_id IN (SELECT id FROM d))"
+         /* a lane naming a job that is gone would count it as holding for ever
+          * (sql/migrations/0044); the lanes are locked in id order, as a disposition's usage
+          * locks them */
+         " s AS (UPDATE limit_lanes SET holders = ARRAY(SELECT h FROM unnest(holders) h"
+         "         WHERE h <> ALL (ARRAY(SELECT id FROM d)))"
+         "       WHERE id IN (SELECT x.id FROM limit_lanes x"
+         "         WHERE x.holders && ARRAY(SELECT id FROM d) ORDER BY x.id FOR UPDATE))"
          " SELECT id FROM d"},
     /* What the rejection lint (service/lint.c) needs of a job, read in the finishing
      * transaction after the job is locked: a deterministic tool failure, a retriable last

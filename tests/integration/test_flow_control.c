@@ -215,8 +215,9 @@ static void test_flow_control_concurrency_never_exceeded(void **state)
     assert_true(most <= CC_LIMIT);
     assert_int_equal(most, CC_LIMIT); /* the limit bound: it was reached */
     assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM limit_cells c JOIN jobs j ON j.id = c.job_id"
-                    " WHERE c.key = 'model:cc' AND c.kind = 'c' AND j.status = 'processing'"),
+        vt_sql_long(
+            "SELECT count(*) FROM limit_lanes c CROSS JOIN unnest(c.holders) h"
+            " JOIN jobs j ON j.id = h WHERE c.key = 'model:cc' AND j.status = 'processing'"),
         0);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM items WHERE flow_step_id = 'cc'"
                                  " AND state = 'processed'"),
@@ -234,8 +235,9 @@ static void test_flow_control_item_keys_skip(void **state)
     register_n("sk", "small", 2, "\"limit_keys\": [\"site:small\"]");
     assert_int_equal(claim_keys(&srv[0], "sk", 1, NULL, c), 1); /* a site:big item */
     assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM limit_cells c JOIN jobs j ON j.id = c.job_id"
-                    " WHERE c.key = 'site:big' AND c.kind = 'c' AND j.status = 'processing'"),
+        vt_sql_long(
+            "SELECT count(*) FROM limit_lanes c CROSS JOIN unnest(c.holders) h"
+            " JOIN jobs j ON j.id = h WHERE c.key = 'site:big' AND j.status = 'processing'"),
         1);
     int n = claim_keys(&srv[1], "sk", 8, NULL, d);
     assert_int_equal(n, 2); /* both site:small items, nothing more of site:big */

@@ -173,8 +173,9 @@ static void test_coalesced_concurrency_never_exceeded(void **state)
                                  " AND limit_keys = ARRAY['model:lcc', 'provider:lcc']"),
                      240);
     assert_int_equal(
-        vt_sql_long("SELECT count(*) FROM limit_cells c JOIN jobs j ON j.id = c.job_id"
-                    " WHERE c.key = 'model:lcc' AND c.kind = 'c' AND j.status = 'processing'"),
+        vt_sql_long(
+            "SELECT count(*) FROM limit_lanes c CROSS JOIN unnest(c.holders) h"
+            " JOIN jobs j ON j.id = h WHERE c.key = 'model:lcc' AND j.status = 'processing'"),
         0);
 }
 
@@ -236,8 +237,8 @@ static void test_coalesced_token_window(void **state)
 /* The cells of key, as text: what a claim would spend. */
 static char *cells_of(const char *key)
 {
-    return vt_sql("SELECT string_agg(concat_ws(':', id, job_id, free_at, reserved, used, minute),"
-                  " ',' ORDER BY id) FROM limit_cells WHERE key = '%s'",
+    return vt_sql("SELECT string_agg(concat_ws(':', id, holders, tat, reserved, used, minute),"
+                  " ',' ORDER BY id) FROM limit_lanes WHERE key = '%s'",
                   key);
 }
 
@@ -329,9 +330,9 @@ static void test_shared_token_shards(void **state)
         vt_sql_long("SELECT count(DISTINCT j.limit_cells[1]) FROM jobs j"
                     " WHERE j.flow_step_id = 'lcs' AND cardinality(j.limit_cells) = 1"),
         8);
-    assert_int_equal(vt_sql_long("SELECT count(DISTINCT c.job_id) FROM limit_cells c JOIN jobs j"
-                                 " ON j.id = c.job_id WHERE c.key = 'model:lcs' AND c.kind = 'c'"
-                                 " AND j.status = 'processing'"),
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT h) FROM limit_lanes c CROSS JOIN"
+                                 " unnest(c.holders) h JOIN jobs j ON j.id = h"
+                                 " WHERE c.key = 'model:lcs' AND j.status = 'processing'"),
                      24);
     r = vt_dispose(&srv[1], &c,
                    "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": 60,"

@@ -1,0 +1,217 @@
+/* test_limit_lanes.c - what the lanes of a limit key add (sql/migrations/0044_limit_lanes.sql,
+ * docs/decisions/0092-limit-lanes.md): a limit smaller than 8 has as many lanes as it allows,
+ * one claim after another walks past full lanes until the key is full; a PUT that lowers the
+ * concurrency while jobs hold slots deals them over the new lanes, so that no claim passes
+ * before enough of them end; a run of items takes one lane per key (one row write per key,
+ * counted from the statistics and from the rows the claim's transaction wrote); a run larger
+ * than any lane's room is split over lanes; and the coarse case the decision documents: room
+ * of one kind in one lane and of another kind in another refuses a claim that the key as a
+ * whole would have room for, until a holder ends. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "verdict/util.h"
+#include "vt.h"
+#include "vt_api.h"
+
+static vt_server srv;
+
+VT_FIXTURE(.srv = {&srv})
+
+/* A claim of up to limit items of flow with keys (a JSON array text) and the token estimate
+ * (negative: none); fills out (sorted by job id) and returns how many. */
+static int claim(const char *flow, int limit, const char *keys, int est, vt_claim *out)
+{
+    char body[512], tokens[48] = "";
+    if (est >= 0)
+        snprintf(tokens, sizeof(tokens), ", \"estimated_tokens\": %d", est);
+    snprintf(body, sizeof(body),
+             "{\"flow_step_id\": \"%s\", \"worker_id\": \"ln\", \"limit\": %d,"
+             " \"limit_keys\": %s%s}",
+             flow, limit, keys, tokens);
+    vt_resp r = vt_http(&srv, "POST", "/v1/claims", VT_WORKER, body, NULL);
+    assert_int_equal(r.status, 200);
+    const cJSON *claims = cJSON_GetObjectItem(r.json, "claims");
+    int n = cJSON_GetArraySize(claims);
+    for (int i = 0; i < n && out; i++) {
+        const cJSON *c = cJSON_GetArrayItem(claims, i);
+        vt_claim x = {(int64_t)vt_num(c, "job_id"), (int64_t)vt_num(c, "item.id"),
+                      (int)vt_num(c, "attempt"), ""};
+        snprintf(x.token, sizeof(x.token), "%s", vt_str(c, "claim_token"));
+        int k = i;
+        for (; k > 0 && out[k - 1].job_id > x.job_id; k--)
+            out[k] = out[k - 1];
+        out[k] = x;
+    }
+    vt_resp_free(&r);
+    return n;
+}
+
+static void seed(const char *flow, int n)
+{
+    free(
+        vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') ON CONFLICT DO NOTHING", flow));
+    vt_seed_items(flow, flow, n, 5, 3);
+}
+
+static void finish(const vt_claim *c, int used_tokens)
+{
+    char members[160];
+    snprintf(members, sizeof(members),
+             "\"disposition\": \"complete\", \"usage\": {\"input_tokens\": %d,"
+             " \"output_tokens\": 0}",
+             used_tokens);
+    vt_resp r = vt_dispose(&srv, c, members);
+    assert_int_equal(r.status, 200);
+    vt_resp_free(&r);
+}
+
+static long in_flight(const char *key)
+{
+    return (long)vt_limit_num(&srv, key, "in_flight");
+}
+
+/* Concurrency 3: three lanes of one slot; single claims walk past the full lanes until all
+ * three are taken, the fourth gets nothing, and an end frees exactly one. */
+static void test_lanes_small_concurrency(void **state)
+{
+    vt_claim c[4];
+    (void)state;
+    vt_put_limit(&srv, "model:ls3", "{\"concurrency\": 3}");
+    assert_int_equal(vt_sql_long("SELECT lanes FROM limits WHERE key = 'model:ls3'"), 3);
+    assert_int_equal(vt_sql_long("SELECT sum(slots) FROM limit_lanes WHERE key = 'model:ls3'"
+                                 " AND slots = 1"),
+                     3);
+    seed("ls3", 10);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(claim("ls3", 1, "[\"model:ls3\"]", -1, &c[i]), 1);
+    assert_int_equal(claim("ls3", 1, "[\"model:ls3\"]", -1, &c[3]), 0);
+    assert_int_equal(in_flight("model:ls3"), 3);
+    finish(&c[1], 0);
+    assert_int_equal(claim("ls3", 5, "[\"model:ls3\"]", -1, &c[3]), 1);
+    assert_int_equal(claim("ls3", 5, "[\"model:ls3\"]", -1, NULL), 0);
+    assert_int_equal(in_flight("model:ls3"), 3);
+    /* concurrency 1: one lane; 0: one lane of no slot */
+    vt_put_limit(&srv, "model:ls1", "{\"concurrency\": 0}");
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes WHERE key = 'model:ls1'"), 1);
+    seed("ls1", 3);
+    assert_int_equal(claim("ls1", 3, "[\"model:ls1\"]", -1, NULL), 0);
+    vt_put_limit(&srv, "model:ls1", "{\"concurrency\": 1}");
+    assert_int_equal(claim("ls1", 3, "[\"model:ls1\"]", -1, NULL), 1);
+    assert_int_equal(claim("ls1", 3, "[\"model:ls1\"]", -1, NULL), 0);
+}
+
+/* Concurrency 8 (eight lanes of one), six jobs hold slots, then PUT lowers it to 3: the six
+ * are dealt two to a lane, so no claim passes; once the four oldest end, one lane is empty
+ * and exactly one claim passes (3 in flight); raising it again opens the room at once. */
+static void test_lanes_put_lowers_concurrency_while_held(void **state)
+{
+    vt_claim c[8], d[8];
+    (void)state;
+    vt_put_limit(&srv, "model:lpl", "{\"concurrency\": 8}");
+    seed("lpl", 20);
+    assert_int_equal(claim("lpl", 6, "[\"model:lpl\"]", -1, c), 6);
+    vt_put_limit(&srv, "model:lpl", "{\"concurrency\": 3}");
+    assert_int_equal(vt_sql_long("SELECT lanes FROM limits WHERE key = 'model:lpl'"), 3);
+    assert_int_equal(in_flight("model:lpl"), 6);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes WHERE key = 'model:lpl'"
+                                 " AND n < 3 AND cardinality(holders) = 2"),
+                     3);
+    assert_int_equal(claim("lpl", 5, "[\"model:lpl\"]", -1, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        finish(&c[i], 0);
+    assert_int_equal(in_flight("model:lpl"), 2);
+    assert_int_equal(claim("lpl", 5, "[\"model:lpl\"]", -1, d), 1);
+    assert_int_equal(in_flight("model:lpl"), 3);
+    assert_int_equal(claim("lpl", 5, "[\"model:lpl\"]", -1, NULL), 0);
+    vt_put_limit(&srv, "model:lpl", "{\"concurrency\": 5}");
+    assert_int_equal(claim("lpl", 5, "[\"model:lpl\"]", -1, NULL), 2);
+    assert_int_equal(in_flight("model:lpl"), 5);
+}
+
+/* Two keys that never bind (64 slots, a fast rate, a large token window: eight lanes each);
+ * one claim of 5 items writes one lane row of each key, every job held on it: 2 row writes
+ * (HOT), counted from the rows the claim's transaction wrote (their xmin) and by the table's
+ * statistics of a claim's transaction. */
+static void test_lanes_run_takes_one_lane(void **state)
+{
+    static const char never[] =
+        "{\"concurrency\": 64, \"rate\": {\"per\": \"second\", \"count\": 1000000, \"burst\": 64},"
+        " \"tokens_per_minute\": 1000000000000}";
+    vt_claim c[5];
+    (void)state;
+    vt_put_limit(&srv, "model:lr1", never);
+    vt_put_limit(&srv, "site:lr1", never);
+    seed("lr1", 10);
+    assert_int_equal(claim("lr1", 5, "[\"model:lr1\", \"site:lr1\"]", 100, c), 5);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes l WHERE l.key IN ('model:lr1',"
+                                 " 'site:lr1') AND l.xmin::text = (SELECT j.xmin::text FROM jobs j"
+                                 " WHERE j.id = %lld)",
+                                 (long long)c[0].job_id),
+                     2);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes WHERE key IN ('model:lr1',"
+                                     " 'site:lr1') AND %lld = ANY (holders)",
+                                     (long long)c[i].job_id),
+                         2);
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT limit_cells) FROM jobs"
+                                 " WHERE flow_step_id = 'lr1' AND cardinality(limit_cells) = 2"),
+                     1);
+    assert_true(vt_limit_num(&srv, "model:lr1", "tokens_reserved") == 500);
+    /* the same claim's statement in a session of its own: the table's statistics of its
+     * transaction (a new backend: nothing else pending) count 2 updates, both HOT */
+    assert_int_equal(
+        vt_sql_long("SELECT length(verdict_claim_limited('lr1', 'w', 5, 60, 'test', NULL,"
+                    " ARRAY['model:lr1', 'site:lr1'], 100, NULL, NULL)) > 0;"
+                    " SELECT n_tup_upd * 10 + n_tup_hot_upd FROM pg_stat_xact_user_tables"
+                    " WHERE relname = 'limit_lanes'"),
+        22);
+}
+
+/* A run larger than any lane's room is split over lanes rather than refused (concurrency 8:
+ * eight lanes of one slot, a claim of 5 takes five lanes). Then the coarse case: concurrency 2
+ * and 2 tokens a minute (two lanes of one slot and one token). Jobs A and B (no estimate) hold
+ * both slots; B ends having used 1 token, filling its lane's minute. The key has a free slot
+ * (B's lane) and a free token (A's lane), but no lane has both: a claim reserving 1 token gets
+ * nothing until A ends. */
+static void test_lanes_room_split(void **state)
+{
+    vt_claim c[5], a, b;
+    (void)state;
+    vt_put_limit(&srv, "model:lsp", "{\"concurrency\": 8}");
+    seed("lsp", 10);
+    assert_int_equal(claim("lsp", 5, "[\"model:lsp\"]", -1, c), 5);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes WHERE key = 'model:lsp'"
+                                 " AND cardinality(holders) = 1"),
+                     5);
+    assert_int_equal(claim("lsp", 5, "[\"model:lsp\"]", -1, NULL), 3);
+    while (vt_sql_long("SELECT extract(second FROM now())::int") > 45)
+        vt_sleep_ms(500);
+    vt_put_limit(&srv, "model:lsx", "{\"concurrency\": 2, \"tokens_per_minute\": 2}");
+    seed("lsx", 4);
+    assert_int_equal(claim("lsx", 1, "[\"model:lsx\"]", 0, &a), 1);
+    assert_int_equal(claim("lsx", 1, "[\"model:lsx\"]", 0, &b), 1);
+    finish(&b, 1);
+    assert_int_equal(in_flight("model:lsx"), 1);
+    assert_true(vt_limit_num(&srv, "model:lsx", "tokens_reserved") == 1);
+    assert_int_equal(claim("lsx", 1, "[\"model:lsx\"]", 1, NULL), 0); /* coarser than the key */
+    finish(&a, 0);
+    assert_int_equal(claim("lsx", 1, "[\"model:lsx\"]", 1, NULL), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lanes_small_concurrency),
+        cmocka_unit_test(test_lanes_put_lowers_concurrency_while_held),
+        cmocka_unit_test(test_lanes_run_takes_one_lane),
+        cmocka_unit_test(test_lanes_room_split),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
