@@ -27,7 +27,7 @@ BEGIN
         CONTINUE WHEN coalesce((SELECT fl.paused FROM flow_steps fl
                                  WHERE fl.flow_step_id = f.fs), false);
         SELECT p.took, p.tc INTO ft, ftc
-          FROM verdict_claim_pick(f.fs, cardinality(f.ords), f.keys, f.est) p;
+          FROM verdict_claim_pick(f.fs, cardinality(f.ords), f.keys, f.est, took) p;
         IF cardinality(ft) BETWEEN 1 AND cardinality(f.ords) - 1 AND f.keys IS NOT NULL THEN
             PERFORM verdict_limits_mark_waiting(f.keys);
         END IF;

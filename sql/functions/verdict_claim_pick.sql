@@ -4,10 +4,11 @@
 -- The items a limited claim of p_limit items takes in p_fs (by rank, or by the fair key's
 -- passes), each with the job id its limit lanes name: took (in claim order) and tc
 -- ({"<item id>": {"job", "cells"}}). The limit room (lanes) of every item is taken here; with
--- nothing taken, the claim's keys are marked waiting. Its callers plan generically (the SET of
+-- nothing taken, the claim's keys are marked waiting. p_not: items the statement took already
+-- (another pick of claim_many_limited: its own locks are not skipped). Its callers plan generically (the SET of
 -- verdict_claim_limited, claim_many_limited's SET LOCAL), so it has no SET clause of its own:
 -- one costs a GUC nest level per call (about 0.1 M instructions of a limited claim's 4.4 M).
-CREATE OR REPLACE FUNCTION public.verdict_claim_pick(p_fs text, p_limit integer, p_keys text[], p_est bigint, OUT took bigint[], OUT tc jsonb)
+CREATE OR REPLACE FUNCTION public.verdict_claim_pick(p_fs text, p_limit integer, p_keys text[], p_est bigint, p_not bigint[] DEFAULT '{}'::bigint[], OUT took bigint[], OUT tc jsonb)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -50,7 +51,7 @@ BEGIN
              LEFT JOIN LATERAL (SELECT i.id, i.limit_keys FROM items i
                WHERE i.flow_step_id = p_fs AND i.fair_value = v.value
                  AND i.state IN ('available', 'deferred') AND i.available_at <= now()
-                 AND i.id <> ALL (took)
+                 AND i.id <> ALL (took) AND i.id <> ALL (p_not)
                  AND (i.limit_keys IS NULL OR NOT EXISTS (SELECT 1 FROM limits l
                         WHERE l.key = ANY (i.limit_keys) AND verdict_limit_closed(l, p_est)))
                ORDER BY verdict_claim_rank(i.available_at, i.priority), i.id
@@ -59,7 +60,7 @@ BEGIN
     -- a claim key that is closed is found by verdict_limit_take at the first candidate
     OPEN cur FOR SELECT i.id, i.limit_keys, NULL::text AS value FROM items i
              WHERE i.flow_step_id = p_fs AND i.state IN ('available', 'deferred')
-               AND i.available_at <= now() AND i.id <> ALL (took)
+               AND i.available_at <= now() AND i.id <> ALL (took) AND i.id <> ALL (p_not)
                AND (i.limit_keys IS NULL OR NOT EXISTS (SELECT 1 FROM limits l
                         WHERE l.key = ANY (i.limit_keys) AND verdict_limit_closed(l, p_est)))
              ORDER BY verdict_claim_rank(i.available_at, i.priority), i.id

@@ -434,6 +434,53 @@ static void test_key_sets_share_a_statement(void **state)
     }
 }
 
+/* Limited claims of one flow step with different key sets in one statement: each pick skips
+ * the items an earlier pick of the statement took (a transaction does not skip its own row
+ * locks), so four claims get four different items. Before, two picks found the same items and
+ * the statement failed on a duplicate job (500 for every request). */
+static void test_key_sets_of_one_flow_step(void **state)
+{
+    pthread_t hold, t[4];
+    one_claim holder, each[4];
+    (void)state;
+    vt_put_limit(&srv[0], "ko-a", "{\"concurrency\": 8}");
+    vt_put_limit(&srv[0], "ko-b", "{\"concurrency\": 8}");
+    vt_sql_long("INSERT INTO flow_steps (flow_step_id) VALUES ('ko_h'), ('ko_0') RETURNING 1");
+    vt_seed_items("ko_h", "ko-h-", 1, 5, 3);
+    vt_seed_items("ko_0", "ko-", 8, 5, 3);
+    vt_sql("CREATE FUNCTION cx_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+           " IF NEW.worker_id = 'holder' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;"
+           " CREATE TRIGGER cx_hold BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION cx_hold()");
+    long st = metric_one("verdict_coalesced_statements_total");
+    holder = (one_claim){"ko_h", "holder", ", \"limit_keys\": [\"ko-a\"]", 0, ""};
+    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
+    vt_sleep_ms(400); /* the holder's statement is in flight */
+    for (int i = 0; i < 4; i++) {
+        each[i] = (one_claim){
+            "ko_0", "ko", i % 2 ? ", \"limit_keys\": [\"ko-b\"]" : ", \"limit_keys\": [\"ko-a\"]",
+            0, ""};
+        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    pthread_join(hold, NULL);
+    vt_sql("DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()");
+    assert_int_equal(holder.status, 200);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(each[i].status, 200);
+        assert_string_equal(each[i].got_flow, "ko_0");
+    }
+    assert_int_equal(metric_one("verdict_coalesced_statements_total") - st, 2);
+    /* four jobs on four items, each holding its own request's key */
+    assert_int_equal(
+        vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs WHERE flow_step_id = 'ko_0'"
+                    " AND status = 'processing'"),
+        4);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'ko_0'"
+                                 " AND limit_keys = '{ko-b}'"),
+                     2);
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
@@ -444,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_flow_steps_share_a_statement),
         cmocka_unit_test(test_limited_flow_steps_share_a_statement),
         cmocka_unit_test(test_key_sets_share_a_statement),
+        cmocka_unit_test(test_key_sets_of_one_flow_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
