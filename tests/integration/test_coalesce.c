@@ -326,6 +326,33 @@ static long metric_one(const char *name)
     return vt_metric_sum(first, 1, sample);
 }
 
+/* on: a trigger holds every claim of worker "holder" in its statement for 1.5 s (the job's
+ * insert sleeps); off: the trigger is gone */
+static void hold_claims(bool on)
+{
+    free(vt_sql(on ? "CREATE FUNCTION cx_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                     " IF NEW.worker_id = 'holder' THEN PERFORM pg_sleep(1.5); END IF;"
+                     " RETURN NEW; END $$; CREATE TRIGGER cx_hold BEFORE INSERT ON jobs"
+                     " FOR EACH ROW EXECUTE FUNCTION cx_hold()"
+                   : "DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()"));
+}
+
+/* holder's claim held in its statement (hold_claims), then the four claims each[] started
+ * while it is in flight; returns when all five are answered and the hold is gone. */
+static void held_round(one_claim *holder, one_claim each[4])
+{
+    pthread_t hold, t[4];
+    hold_claims(true);
+    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, holder), 0);
+    vt_sleep_ms(400); /* the holder's statement is in flight */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    pthread_join(hold, NULL);
+    hold_claims(false);
+}
+
 /* text with every "%d" in it replaced by the digit i (0..9) */
 static void each_index(char *out, size_t size, const char *text, int i)
 {
@@ -349,31 +376,19 @@ static void each_index(char *out, size_t size, const char *text, int i)
  * (five statements). */
 static void flow_steps_share(const char *p, const char *keys)
 {
-    pthread_t hold, t[4];
     char fs[5][16], own[5][200];
     one_claim holder, each[4];
     for (int i = 0; i < 5; i++) {
         each_index(own[i], sizeof(own[i]), keys, i);
         snprintf(fs[i], sizeof(fs[i]), "%s_%d", p, i);
-        vt_sql_long("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') RETURNING 1", fs[i]);
-        vt_seed_items(fs[i], fs[i], 2 + i, 5, 3);
+        vt_seed_flow(fs[i], 2 + i);
     }
-    vt_sql("CREATE FUNCTION cx_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-           " IF NEW.worker_id = 'holder' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;"
-           " CREATE TRIGGER cx_hold BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION cx_hold()");
     long st = metric_one("verdict_coalesced_statements_total");
     long rq = metric_one("verdict_coalesced_requests_total");
     holder = (one_claim){fs[4], "holder", own[4], 0, ""};
-    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
-    vt_sleep_ms(400); /* the holder's statement is in flight */
-    for (int i = 0; i < 4; i++) {
-        each[i] = (one_claim){fs[i], "cx", own[i], 0, ""};
-        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
-    }
     for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
-    pthread_join(hold, NULL);
-    vt_sql("DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()");
+        each[i] = (one_claim){fs[i], "cx", own[i], 0, ""};
+    held_round(&holder, each);
     assert_int_equal(holder.status, 200);
     assert_string_equal(holder.got_flow, fs[4]);
     for (int i = 0; i < 4; i++) {
@@ -440,31 +455,19 @@ static void test_key_sets_share_a_statement(void **state)
  * the statement failed on a duplicate job (500 for every request). */
 static void test_key_sets_of_one_flow_step(void **state)
 {
-    pthread_t hold, t[4];
     one_claim holder, each[4];
     (void)state;
     vt_put_limit(&srv[0], "ko-a", "{\"concurrency\": 8}");
     vt_put_limit(&srv[0], "ko-b", "{\"concurrency\": 8}");
-    vt_sql_long("INSERT INTO flow_steps (flow_step_id) VALUES ('ko_h'), ('ko_0') RETURNING 1");
-    vt_seed_items("ko_h", "ko-h-", 1, 5, 3);
-    vt_seed_items("ko_0", "ko-", 8, 5, 3);
-    vt_sql("CREATE FUNCTION cx_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-           " IF NEW.worker_id = 'holder' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;"
-           " CREATE TRIGGER cx_hold BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION cx_hold()");
+    vt_seed_flow("ko_h", 1);
+    vt_seed_flow("ko_0", 8);
     long st = metric_one("verdict_coalesced_statements_total");
     holder = (one_claim){"ko_h", "holder", ", \"limit_keys\": [\"ko-a\"]", 0, ""};
-    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
-    vt_sleep_ms(400); /* the holder's statement is in flight */
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++)
         each[i] = (one_claim){
             "ko_0", "ko", i % 2 ? ", \"limit_keys\": [\"ko-b\"]" : ", \"limit_keys\": [\"ko-a\"]",
             0, ""};
-        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
-    }
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
-    pthread_join(hold, NULL);
-    vt_sql("DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()");
+    held_round(&holder, each);
     assert_int_equal(holder.status, 200);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(each[i].status, 200);

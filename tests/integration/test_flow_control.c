@@ -64,14 +64,6 @@ static int claim_keys(const vt_server *s, const char *flow, int limit, const cha
     return n;
 }
 
-/* n items of a new flow step, written straight into the database. */
-static void seed(const char *flow, int n)
-{
-    free(
-        vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') ON CONFLICT DO NOTHING", flow));
-    vt_seed_items(flow, flow, n, 5, 3);
-}
-
 static void complete(const vt_server *s, const vt_claim *c)
 {
     vt_resp r = vt_dispose(s, c, "\"disposition\": \"complete\"");
@@ -209,7 +201,7 @@ static void test_flow_control_concurrency_never_exceeded(void **state)
 {
     (void)state;
     vt_put_limit(&srv[0], "model:cc", "{\"concurrency\": 3}");
-    seed("cc", CC_ITEMS);
+    vt_seed_flow("cc", CC_ITEMS);
     run_clients("cc", "[\"model:cc\", \"provider:cc\"]", CC_CLIENTS, CC_ITEMS);
     long most = vt_max_in_flight("cc", "model:cc");
     assert_true(most <= CC_LIMIT);
@@ -257,7 +249,7 @@ static void test_flow_control_rate_within_burst(void **state)
     (void)state;
     vt_put_limit(&srv[0], "provider:rate",
                  "{\"rate\": {\"per\": \"second\", \"count\": 20, \"burst\": 5}}");
-    seed("rt", 60);
+    vt_seed_flow("rt", 60);
     run_clients("rt", "[\"provider:rate\"]", 8, 60);
     /* the largest excess of any window [a, b] of claims over burst + (b - a) * rate */
     char *excess = vt_sql("SELECT max(cnt - 5 - extract(epoch FROM b - a) * 20) FROM"
@@ -319,7 +311,7 @@ static void test_flow_control_backoff(void **state)
     pthread_t t[16];
     bo_arg a[16];
     _Atomic int stop = 0;
-    seed("bo", 400);
+    vt_seed_flow("bo", 400);
     vt_resp r = backoff("provider:a", 30);
     assert_int_equal(r.status, 200);
     assert_true(

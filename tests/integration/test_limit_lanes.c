@@ -53,13 +53,6 @@ static int claim(const char *flow, int limit, const char *keys, int est, vt_clai
     return n;
 }
 
-static void seed(const char *flow, int n)
-{
-    free(
-        vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') ON CONFLICT DO NOTHING", flow));
-    vt_seed_items(flow, flow, n, 5, 3);
-}
-
 static void finish(const vt_claim *c, int used_tokens)
 {
     char members[160];
@@ -88,7 +81,7 @@ static void test_lanes_small_concurrency(void **state)
     assert_int_equal(vt_sql_long("SELECT sum(slots) FROM limit_lanes WHERE key = 'model:ls3'"
                                  " AND slots = 1"),
                      3);
-    seed("ls3", 10);
+    vt_seed_flow("ls3", 10);
     for (int i = 0; i < 3; i++)
         assert_int_equal(claim("ls3", 1, "[\"model:ls3\"]", -1, &c[i]), 1);
     assert_int_equal(claim("ls3", 1, "[\"model:ls3\"]", -1, &c[3]), 0);
@@ -100,7 +93,7 @@ static void test_lanes_small_concurrency(void **state)
     /* concurrency 1: one lane; 0: one lane of no slot */
     vt_put_limit(&srv, "model:ls1", "{\"concurrency\": 0}");
     assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes WHERE key = 'model:ls1'"), 1);
-    seed("ls1", 3);
+    vt_seed_flow("ls1", 3);
     assert_int_equal(claim("ls1", 3, "[\"model:ls1\"]", -1, NULL), 0);
     vt_put_limit(&srv, "model:ls1", "{\"concurrency\": 1}");
     assert_int_equal(claim("ls1", 3, "[\"model:ls1\"]", -1, NULL), 1);
@@ -115,7 +108,7 @@ static void test_lanes_put_lowers_concurrency_while_held(void **state)
     vt_claim c[8], d[8];
     (void)state;
     vt_put_limit(&srv, "model:lpl", "{\"concurrency\": 8}");
-    seed("lpl", 20);
+    vt_seed_flow("lpl", 20);
     assert_int_equal(claim("lpl", 6, "[\"model:lpl\"]", -1, c), 6);
     vt_put_limit(&srv, "model:lpl", "{\"concurrency\": 3}");
     assert_int_equal(vt_sql_long("SELECT lanes FROM limits WHERE key = 'model:lpl'"), 3);
@@ -148,7 +141,7 @@ static void test_lanes_run_takes_one_lane(void **state)
     (void)state;
     vt_put_limit(&srv, "model:lr1", never);
     vt_put_limit(&srv, "site:lr1", never);
-    seed("lr1", 10);
+    vt_seed_flow("lr1", 10);
     assert_int_equal(claim("lr1", 5, "[\"model:lr1\", \"site:lr1\"]", 100, c), 5);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes l WHERE l.key IN ('model:lr1',"
                                  " 'site:lr1') AND l.xmin::text = (SELECT j.xmin::text FROM jobs j"
@@ -185,7 +178,7 @@ static void test_lanes_room_split(void **state)
     vt_claim c[5], a, b;
     (void)state;
     vt_put_limit(&srv, "model:lsp", "{\"concurrency\": 8}");
-    seed("lsp", 10);
+    vt_seed_flow("lsp", 10);
     assert_int_equal(claim("lsp", 5, "[\"model:lsp\"]", -1, c), 5);
     assert_int_equal(vt_sql_long("SELECT count(*) FROM limit_lanes WHERE key = 'model:lsp'"
                                  " AND cardinality(holders) = 1"),
@@ -194,7 +187,7 @@ static void test_lanes_room_split(void **state)
     while (vt_sql_long("SELECT extract(second FROM now())::int") > 45)
         vt_sleep_ms(500);
     vt_put_limit(&srv, "model:lsx", "{\"concurrency\": 2, \"tokens_per_minute\": 2}");
-    seed("lsx", 4);
+    vt_seed_flow("lsx", 4);
     assert_int_equal(claim("lsx", 1, "[\"model:lsx\"]", 0, &a), 1);
     assert_int_equal(claim("lsx", 1, "[\"model:lsx\"]", 0, &b), 1);
     finish(&b, 1);

@@ -79,16 +79,24 @@ static void test_transitions_sql_agrees_with_c(void **state)
     free(want.data);
 }
 
-/* The generic plan of statement sql (parameter types, arguments) in EXPLAIN VERBOSE: its
- * expressions are the inlined CASE, not a call of verdict_transition; `shows` is in it. */
-static void assert_inlined(const char *name, const char *types, const char *args, vd_sql sql,
-                           const char *shows)
+/* The generic plan of statement sql, prepared as name (parameter types) and run with args, in
+ * EXPLAIN (VERBOSE, FORMAT JSON); the caller frees it. */
+static char *generic_plan(const char *name, const char *types, const char *args, vd_sql sql)
 {
     char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
                         " PREPARE %s (%s) AS %s;"
                         " EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE %s (%s)",
                         name, types, vd_sql_statements[sql].text, name, args);
     assert_non_null(plan);
+    return plan;
+}
+
+/* The generic plan of statement sql (parameter types, arguments): its expressions are the
+ * inlined CASE, not a call of verdict_transition; `shows` is in it. */
+static void assert_inlined(const char *name, const char *types, const char *args, vd_sql sql,
+                           const char *shows)
+{
+    char *plan = generic_plan(name, types, args, sql);
     if (strstr(plan, "verdict_transition"))
         fail_msg("%s calls verdict_transition (not inlined): %s", name, plan);
     if (!strstr(plan, shows))
@@ -118,16 +126,14 @@ static void test_transitions_inlined(void **state)
 static void test_job_finish_inlines_answer_head(void **state)
 {
     (void)state;
-    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
-                        " PREPARE fin (bigint, bigint, text, text, text, text, text, text,"
-                        " integer, integer, double precision, boolean, text, jsonb, text, jsonb,"
-                        " text, boolean, text, boolean, text, text, boolean, text, text) AS %s;"
-                        " EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE fin (1, 1, 'processed',"
-                        " 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false, 'a',"
-                        " NULL, NULL, '{}', 'complete', false, NULL, false, NULL, 'x', true,"
-                        " NULL, NULL)",
-                        vd_sql_statements[VD_SQL_JOB_FINISH].text);
-    assert_non_null(plan);
+    char *plan = generic_plan(
+        "fin",
+        "bigint, bigint, text, text, text, text, text, text, integer, integer, double precision,"
+        " boolean, text, jsonb, text, jsonb, text, boolean, text, boolean, text, text, boolean,"
+        " text, text",
+        "1, 1, 'processed', 'completed', 'complete', 'complete', NULL, NULL, 0, 0, 0, false, 'a',"
+        " NULL, NULL, '{}', 'complete', false, NULL, false, NULL, 'x', true, NULL, NULL",
+        VD_SQL_JOB_FINISH);
     if (strstr(plan, "verdict_answer_head"))
         fail_msg("job_finish calls verdict_answer_head (not inlined): %s", plan);
     /* the head's body, inlined twice: into the kept head and into the answer */
@@ -143,12 +149,10 @@ static void test_job_finish_inlines_answer_head(void **state)
 static void test_claim_rank_inlined(void **state)
 {
     (void)state;
-    char *plan = vt_sql("SET plan_cache_mode = force_generic_plan;"
-                        " PREPARE cm (jsonb) AS %s;"
-                        " EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE cm ('[{\"ord\": 0, \"fs\": \"a\","
-                        " \"worker\": \"w\", \"lease\": 60, \"actor\": \"a\"}]')",
-                        vd_sql_statements[VD_SQL_CLAIM_MANY].text);
-    assert_non_null(plan);
+    char *plan = generic_plan("cm", "jsonb",
+                              "'[{\"ord\": 0, \"fs\": \"a\", \"worker\": \"w\", \"lease\": 60,"
+                              " \"actor\": \"a\"}]'",
+                              VD_SQL_CLAIM_MANY);
     if (strstr(plan, "verdict_claim_rank"))
         fail_msg("claim_many calls verdict_claim_rank (not inlined): %s", plan);
     if (!strstr(plan, "\"items_claimable\""))

@@ -120,6 +120,13 @@ void vt_seed_items(const char *flow, const char *prefix, int n, int max_attempts
                 flow, prefix, n, max_attempts, max_defers));
 }
 
+void vt_seed_flow(const char *flow, int n)
+{
+    free(
+        vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('%s') ON CONFLICT DO NOTHING", flow));
+    vt_seed_items(flow, flow, n, 5, 3);
+}
+
 void vt_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -51,6 +51,9 @@ long vt_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (sql/migrations/0023_item_sources.sql) but without register transitions: a test that needs many
  * items fast. The flow step must exist. */
 void vt_seed_items(const char *flow, const char *prefix, int n, int max_attempts, int max_defers);
+/* A flow step (if new) with n items (identifiers flow || 1..n; 5 attempts, 3 defers), written
+ * straight into the database. */
+void vt_seed_flow(const char *flow, int n);
 /* Sleep for ms milliseconds (a test waiting for a server-side timer; never an assertion). */
 void vt_sleep_ms(long ms);
 /* Run sql on a connection of the test's own (a transaction held open, say); fails the test
