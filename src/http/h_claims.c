@@ -154,8 +154,7 @@ static const char *claim_group(const claim_req *q)
 }
 
 /* A claim of one item without Idempotency-Key or wait is left to the coalescer: it shares a
- * statement with the other single-item claims of its limit keys and token estimate in flight
- * (of any flow step). */
+ * statement with the other single-item claims of its group in flight (claim_group). */
 static bool coalesces(vd_ctx *ctx, const claim_req *q)
 {
     claim_req *copy = NULL;
@@ -221,21 +220,26 @@ static vd_error claim_many(vd_conn *c, vd_ctx **ctxs, vd_claim_one *reqs, size_t
     vd_claim_one *sub = NULL;
     if (q->limit_keys || q->estimated_tokens >= 0)
         return vd_store_claim_many_limited(c, q->fs, NULL, -1, reqs, n);
-    rc = vd_store_claim_many(c, NULL, reqs, n);
-    of = rc ? NULL : calloc(n, sizeof(*of));
-    sub = of ? calloc(n, sizeof(*sub)) : NULL;
-    for (size_t k = 0; sub && k < n; k++) { /* the keyed flow steps' requests, in order */
+    if ((rc = vd_store_claim_many(c, NULL, reqs, n)))
+        return rc;
+    for (size_t k = 0; k < n; k++) /* the keyed flow steps' requests */
+        m += reqs[k].body == NULL;
+    if (m == 0)
+        return VD_OK;
+    of = calloc(m, sizeof(*of));
+    sub = calloc(m, sizeof(*sub));
+    rc = of && sub ? VD_OK : VD_ERR_INTERNAL;
+    m = 0;
+    for (size_t k = 0; rc == VD_OK && k < n; k++) { /* in order */
         if (!reqs[k].body) {
             of[m] = k;
             sub[m++] = reqs[k];
         }
     }
-    if (rc == VD_OK && !sub)
-        rc = VD_ERR_INTERNAL;
-    if (rc == VD_OK && m > 0)
+    if (rc == VD_OK)
         rc = vd_store_claim_many_limited(c, q->fs, NULL, -1, sub, m);
     for (size_t k = 0; rc == VD_OK && k < m; k++)
-        reqs[of[k]].body = sub[k].body ? sub[k].body : strdup("{\"claims\" : []}");
+        reqs[of[k]].body = sub[k].body;
     free(sub);
     free(of);
     return rc;

@@ -42,7 +42,7 @@ static bool claim_send(vd_async *x, claim_state *s)
     } else if (ok) {
         const char *plain[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[8], p[9]};
         ok = vd_async_job_add(j, -1, "BEGIN", 0, NULL) &&
-             vd_async_job_add(j, -1, "SET LOCAL plan_cache_mode = force_generic_plan", 0, NULL) &&
+             vd_async_job_add(j, -1, VD_SQL_GENERIC_PLAN, 0, NULL) &&
              vd_async_job_add(j, VD_SQL_CLAIM, NULL, 8, plain) &&
              vd_async_job_add(j, -1, "COMMIT", 0, NULL);
         j->keep = 2;

@@ -120,8 +120,8 @@ static void lock_done(void *arg, vd_async_outcome o, PGresult *kept)
 static bool add_lock(vd_async_job *j, const vd_job_key *keys, size_t n)
 {
     bool ok = vd_async_job_add(j, -1, "BEGIN", 0, NULL) &&
-              vd_async_job_add(j, -1, "SET LOCAL enable_seqscan = off", 0, NULL) &&
-              vd_async_job_add(j, -1, "SET LOCAL plan_cache_mode = force_generic_plan", 0, NULL);
+              vd_async_job_add(j, -1, VD_SQL_NO_SEQSCAN, 0, NULL) &&
+              vd_async_job_add(j, -1, VD_SQL_GENERIC_PLAN, 0, NULL);
     char *rows = NULL;
     j->keep = 3;
     if (ok && n == 1) { /* the positional statement, as the sync path sends one job */

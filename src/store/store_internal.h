@@ -10,6 +10,13 @@
 
 #include "verdict/store.h"
 
+/* The settings of a transaction's statements, the same on the sync path (tx.c) and on the
+ * executor (async_claim.c, async_jobs.c): job writes plan with sequential scans off
+ * (vd_sql_prefer_indexes), and claims and job writes plan once per connection
+ * (docs/decisions/0096-job-writes-planned-once.md). */
+#define VD_SQL_NO_SEQSCAN "SET LOCAL enable_seqscan = off"
+#define VD_SQL_GENERIC_PLAN "SET LOCAL plan_cache_mode = force_generic_plan"
+
 /* Most parameters any statement takes (statements.def). */
 #define VD_SQL_MAX_PARAMS 25
 

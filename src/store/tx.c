@@ -93,8 +93,8 @@ static int pending_steps(vd_conn *c, step *out, step tail)
     if (vd_tx_begin_pending(c) && txn_mode(c->db))
         out[k++] = COMMAND(c->settings);
     if (c->tx == VD_TX_BEGIN_PENDING_INDEXED) {
-        out[k++] = COMMAND("SET LOCAL enable_seqscan = off");
-        out[k++] = COMMAND("SET LOCAL plan_cache_mode = force_generic_plan");
+        out[k++] = COMMAND(VD_SQL_NO_SEQSCAN);
+        out[k++] = COMMAND(VD_SQL_GENERIC_PLAN);
     }
     if (c->deferred >= 0)
         out[k++] =
@@ -207,7 +207,7 @@ static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *para
     if (txn_mode(c->db))
         steps[k++] = COMMAND(c->settings);
     if (generic)
-        steps[k++] = COMMAND("SET LOCAL plan_cache_mode = force_generic_plan");
+        steps[k++] = COMMAND(VD_SQL_GENERIC_PLAN);
     keep = k;
     steps[k++] = (step){(int)sql, NULL, n, params};
     steps[k++] = COMMAND("COMMIT");
@@ -403,7 +403,7 @@ vd_error vd_sql_prefer_indexes(vd_conn *c)
     if (!c->ready)
         return VD_ERR_DATABASE_UNAVAILABLE;
     vd_conn_op_begin(c);
-    res = vd_conn_exec(c, "SET LOCAL enable_seqscan = off");
+    res = vd_conn_exec(c, VD_SQL_NO_SEQSCAN);
     err = PQresultStatus(res) == PGRES_COMMAND_OK ? VD_OK : vd_sql_error(c, res);
     PQclear(res);
     return err ? err : vd_sql_prefer_generic(c);
@@ -418,7 +418,7 @@ vd_error vd_sql_prefer_generic(vd_conn *c)
     if (!c->ready)
         return VD_ERR_DATABASE_UNAVAILABLE;
     vd_conn_op_begin(c);
-    res = vd_conn_exec(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    res = vd_conn_exec(c, VD_SQL_GENERIC_PLAN);
     err = PQresultStatus(res) == PGRES_COMMAND_OK ? VD_OK : vd_sql_error(c, res);
     PQclear(res);
     return err;
