@@ -20,7 +20,7 @@ phase, job_finish = cycle - lock, and the top functions of each phase into OUT (
 /tmp/cpuprobe). PRE_SQL=FILE runs FILE's statements (each ending ";" and a blank line)
 first, in the same session (a variant of a function or a constraint, to compare);
 STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements).
-KEYS=K claims with claim_many_limited naming K limits that never bind (bench-k0..), as
+KEYS=K claims with claim_many_take naming K limits that never bind (bench-k0..), as
 verdict-bench --limit-keys K does: the cost of the limit cells per claim."""
 import json
 import os
@@ -75,8 +75,7 @@ def limits():
 def claim_tx():
     if KEYS:
         keys = json.dumps(["bench-k%d" % k for k in range(int(KEYS))])
-        claim = "EXECUTE claim_many_limited(%s, %s, 1, %s, 100)" % (lit("bench_0"), lit(CLAIM),
-                                                                    lit(keys))
+        claim = "EXECUTE claim_many_take(%s, %s, %s, 100)" % (lit("bench_0"), lit(CLAIM), lit(keys))
     else:
         claim = "EXECUTE claim_many(%s)" % lit(CLAIM)
     return ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", claim, "COMMIT"]
@@ -116,8 +115,8 @@ def script(n, jobs):
         with open(os.environ["PRE_SQL"]) as f:
             out += [x.strip() for x in f.read().split(";\n\n") if x.strip()]
     out += limits()
-    out += [prepare(s) for s in ("claim_many", "claim_many_limited", "job_lock", "job_finish", "jobs_lock",
-                                 "jobs_finish")]
+    out += [prepare(s) for s in ("claim_many", "claim_many_take", "job_lock", "job_finish",
+                                 "jobs_lock", "jobs_finish")]
     out.append(MARK)
     for _ in range(2 * n):
         out += claim_tx()

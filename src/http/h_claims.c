@@ -210,39 +210,18 @@ static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
 
 /* The coalesced claims' statement. Plain claims (no limit keys, no estimate): claim_many; the
  * requests of keyed flow steps, left without a body, then claim with one claim_many_limited.
- * Claims with keys or an estimate: claim_many_limited. Each request names its own flow step,
- * limit keys and estimate. */
+ * Claims with keys or an estimate: claim_many_take (one key set and estimate), then
+ * claim_many_limited for what it leaves. Each request names its own flow step, limit keys and
+ * estimate. */
 static vd_error claim_many(vd_conn *c, vd_ctx **ctxs, vd_claim_one *reqs, size_t n)
 {
     const claim_req *q = ctxs[0]->coalesce_arg;
     vd_error rc = VD_OK;
-    size_t *of = NULL, m = 0;
-    vd_claim_one *sub = NULL;
     if (q->limit_keys || q->estimated_tokens >= 0)
-        return vd_store_claim_many_limited(c, q->fs, NULL, -1, reqs, n);
+        return vd_store_claim_many_take(c, q->fs, reqs, n);
     if ((rc = vd_store_claim_many(c, NULL, reqs, n)))
         return rc;
-    for (size_t k = 0; k < n; k++) /* the keyed flow steps' requests */
-        m += reqs[k].body == NULL;
-    if (m == 0)
-        return VD_OK;
-    of = calloc(m, sizeof(*of));
-    sub = calloc(m, sizeof(*sub));
-    rc = of && sub ? VD_OK : VD_ERR_INTERNAL;
-    m = 0;
-    for (size_t k = 0; rc == VD_OK && k < n; k++) { /* in order */
-        if (!reqs[k].body) {
-            of[m] = k;
-            sub[m++] = reqs[k];
-        }
-    }
-    if (rc == VD_OK)
-        rc = vd_store_claim_many_limited(c, q->fs, NULL, -1, sub, m);
-    for (size_t k = 0; rc == VD_OK && k < m; k++)
-        reqs[of[k]].body = sub[k].body;
-    free(sub);
-    free(of);
-    return rc;
+    return vd_store_claim_many_rest(c, q->fs, reqs, n); /* the keyed flow steps' requests */
 }
 
 void vd_claims_serve(vd_ctx **ctxs, size_t n)

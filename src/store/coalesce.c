@@ -132,3 +132,66 @@ vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id, const
     PQclear(res);
     return rc;
 }
+
+/* Claim with limits (claim_many_limited) the requests of reqs that have no answer yet, in
+ * order, and move their answers back. */
+vd_error vd_store_claim_many_rest(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
+                                  size_t n)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        m += reqs[k].body == NULL;
+    if (m == 0)
+        return VD_OK;
+    size_t *of = calloc(m, sizeof(*of));
+    vd_claim_one *sub = calloc(m, sizeof(*sub));
+    vd_error rc = of && sub ? VD_OK : VD_ERR_INTERNAL;
+    m = 0;
+    for (size_t k = 0; rc == VD_OK && k < n; k++) {
+        if (!reqs[k].body) {
+            of[m] = k;
+            sub[m++] = reqs[k];
+        }
+    }
+    if (rc == VD_OK)
+        rc = vd_store_claim_many_limited(c, flow_step_id, NULL, -1, sub, m);
+    for (size_t k = 0; rc == VD_OK && k < m; k++)
+        reqs[of[k]].body = sub[k].body;
+    free(sub);
+    free(of);
+    return rc;
+}
+
+/* Whether every request names the same limit keys (the same JSON text) and estimate. */
+static bool one_key_set(const vd_claim_one *reqs, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        const char *a = reqs[0].limit_keys, *b = reqs[i].limit_keys;
+        if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0) ||
+            reqs[i].estimated_tokens != reqs[0].estimated_tokens)
+            return false;
+    }
+    return n > 0;
+}
+
+vd_error vd_store_claim_many_take(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
+                                  size_t n)
+{
+    if (!one_key_set(reqs, n))
+        return vd_store_claim_many_limited(c, flow_step_id, NULL, -1, reqs, n);
+    char *rows = claim_rows(flow_step_id, reqs, n);
+    vd_i64_text est = vd_i64_text_of(reqs[0].estimated_tokens);
+    const char *p[] = {flow_step_id, rows, reqs[0].limit_keys,
+                       reqs[0].estimated_tokens >= 0 ? est.s : NULL};
+    PGresult *res = NULL;
+    vd_error rc = VD_ERR_INTERNAL;
+    for (size_t i = 0; i < n; i++)
+        reqs[i].body = NULL;
+    if (rows)
+        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY_TAKE, 4, p, &res);
+    free(rows);
+    if (rc == VD_OK)
+        rc = read_answers(res, reqs, n);
+    PQclear(res);
+    return rc ? rc : vd_store_claim_many_rest(c, flow_step_id, reqs, n);
+}

@@ -125,6 +125,127 @@
     "   FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t WHERE t.id > $1"            \
     "   WINDOW win AS (ORDER BY t.id)) x WHERE x.late = 0 AND x.n <= " VD_FEED_WINDOW ")"
 
+/* claim_many_take: the coalesced limited claims of one key set ($3, a JSON array, or NULL)
+ * and one token estimate per item ($4, or NULL), one statement with the limit room taken
+ * in it (sql/functions/verdict_limit_take_many.sql's first way, for the whole run): $2 holds
+ * one row per request, as claim_many's. A request in a flow step that is keyed, paused or
+ * fair is answered NULL, and so is every request when a key has no lane with room for the
+ * whole run though none is throttled: the store then claims those with claim_many_limited.
+ * Otherwise a flow step's request k gets its candidate k, all or none: a throttled key
+ * hands out nothing; a key set that hands out fewer items than asked is marked waiting.
+ * The one statement longer than the 4,095 characters C99 promises a string literal (GCC and
+ * Clang have no such limit). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+static const char claim_many_take[] =
+    "WITH r AS MATERIALIZED ("
+    "  SELECT x.*, coalesce((SELECT NOT (f.keyed OR f.paused) AND f.fair_key IS NULL"
+    "                          FROM flow_steps f WHERE f.flow_step_id = x.fs), true) AS fast,"
+    "         (row_number() OVER (PARTITION BY x.fs ORDER BY x.ord) - 1)::integer AS k"
+    "  FROM (SELECT y.ord, coalesce(y.fs, $1) AS fs, y.worker, y.version, y.lease, y.actor,"
+    "               y.trace, y.span"
+    "          FROM jsonb_to_recordset($2::jsonb) AS y(ord integer, fs text, worker text,"
+    "               version text, lease integer, actor text, trace text, span text)) x),"
+    " kk AS MATERIALIZED (SELECT (SELECT array_agg(DISTINCT e ORDER BY e)"
+    "                               FROM jsonb_array_elements_text($3::jsonb) e) AS keys),"
+    " g AS (SELECT fs, count(*) AS n FROM r WHERE fast GROUP BY fs),"
+    " locked AS ("
+    "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("
+    "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
+    "   FROM items"
+    "   WHERE flow_step_id = g.fs AND state IN ('available', 'deferred')"
+    "     AND available_at <= now()"
+    "   ORDER BY verdict_claim_rank(available_at, priority), id"
+    "   LIMIT g.n FOR UPDATE SKIP LOCKED) l),"
+    /* the job's id comes first: its lanes name it (sql/migrations/0038) */
+    " cand AS MATERIALIZED ("
+    "  SELECT l.id, l.state, l.attempts, nextval('transitions_id_seq') AS job, r.* FROM"
+    "   (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY rank, id) - 1)::integer"
+    "    AS n FROM locked) l"
+    "   JOIN r ON r.fs = l.fs AND r.k = l.n),"
+    " run AS MATERIALIZED (SELECT count(*)::integer AS n,"
+    "                             array_agg(c.job ORDER BY c.ord) AS jobs FROM cand c),"
+    /* per key one active lane with room for the whole run, walked from a random lane
+       SKIP LOCKED and wrapping, as verdict_limit_take_many's first way */
+    " need AS ("
+    "  SELECT l.key, l.lanes, coalesce(l.throttled_until > now(), false) AS shut,"
+    "         floor(random() * l.lanes)::integer AS start"
+    "    FROM limits l, kk, run"
+    "   WHERE run.n > 0 AND l.key = ANY (kk.keys)"
+    "     AND (l.lanes > 0 OR l.throttled_until > now())),"
+    " f AS MATERIALIZED ("
+    "  SELECT n.shut, CASE WHEN NOT n.shut THEN coalesce(x.id, y.id) END AS id"
+    "    FROM need n CROSS JOIN run"
+    "    LEFT JOIN LATERAL (SELECT c.id FROM limit_lanes c"
+    "        WHERE NOT n.shut AND c.key = n.key AND c.n >= n.start AND c.n < n.lanes"
+    "          AND verdict_lane_units(c, run.n, $4::bigint) >= run.n"
+    "        ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) x ON true"
+    "    LEFT JOIN LATERAL (SELECT c.id FROM limit_lanes c"
+    "        WHERE NOT n.shut AND x.id IS NULL AND c.key = n.key AND c.n < n.start"
+    "          AND verdict_lane_units(c, run.n, $4::bigint) >= run.n"
+    "        ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) y ON true),"
+    " w AS ("
+    "  UPDATE limit_lanes c SET"
+    "      holders = verdict_lane_hold(c, run.jobs),"
+    "      tat = CASE WHEN c.burst IS NULL THEN c.tat"
+    "                 ELSE greatest(c.tat, clock_timestamp()) + run.n * c.pace END,"
+    "      reserved = CASE WHEN c.tokens IS NULL THEN c.reserved"
+    "                      WHEN c.minute = date_trunc('minute', now())"
+    "                      THEN c.reserved + coalesce($4::bigint, 0) * run.n"
+    "                      ELSE coalesce($4::bigint, 0) * run.n END,"
+    "      used = CASE WHEN c.tokens IS NOT NULL"
+    "                       AND c.minute IS DISTINCT FROM date_trunc('minute', now())"
+    "                  THEN 0 ELSE c.used END,"
+    "      minute = CASE WHEN c.tokens IS NOT NULL THEN date_trunc('minute', now())"
+    "                    ELSE c.minute END"
+    "    FROM f, run WHERE c.id = f.id AND NOT EXISTS (SELECT 1 FROM f g WHERE g.id IS NULL)"
+    "  RETURNING c.id, c.tokens IS NOT NULL AS t),"
+    /* ok: every key took its lane (or there are none); shut: a key is throttled */
+    " took AS MATERIALIZED ("
+    "  SELECT EXISTS (SELECT 1 FROM f WHERE f.shut) AS shut,"
+    "         NOT EXISTS (SELECT 1 FROM f WHERE f.id IS NULL) AS ok,"
+    "         (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells),"
+    " cl AS MATERIALIZED (SELECT c.*, t.cells FROM cand c, took t WHERE t.ok),"
+    " j AS ("
+    "  INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, claim_token,"
+    "                    lease_expires_at, worker_version, limit_keys, limit_cells,"
+    "                    estimated_tokens, lease_seconds, claim_trace_id, claim_span_id,"
+    "                    claim_from, claim_actor)"
+    "  SELECT c.job, c.id, c.fs, c.worker, c.attempts + 1, gen_random_uuid(),"
+    "         now() + c.lease * interval '1 second', c.version, kk.keys, c.cells,"
+    "         CASE WHEN kk.keys IS NOT NULL THEN $4::bigint END, c.lease, c.trace, c.span,"
+    "         c.state, c.actor"
+    "  FROM cl c, kk ORDER BY c.ord"
+    "  RETURNING id, item_id, claim_token, attempt, lease_expires_at, limit_keys),"
+    " u AS ("
+    "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"
+    "    claim_token = j.claim_token, current_job_id = j.id,"
+    "    lease_expires_at = j.lease_expires_at, updated_at = now()"
+    "  FROM j JOIN item_sources s ON s.id = j.item_id"
+    "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
+    "  RETURNING i.id, verdict_item_json(i, s) AS item,"
+    "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
+    "      THEN verdict_item_review(i.id) END AS review),"
+    /* a function call only when some request goes without: as a limited claim of one
+       that got nothing marks its keys (verdict_claim_pick) */
+    " mark AS MATERIALIZED ("
+    "  SELECT CASE WHEN kk.keys IS NOT NULL AND (t.shut OR (t.ok"
+    "                AND run.n < (SELECT count(*) FROM r WHERE r.fast)))"
+    "    THEN verdict_limits_mark_waiting(kk.keys)::text END AS m FROM kk, run, took t)"
+    " SELECT r.ord, CASE WHEN NOT r.fast OR NOT (t.ok OR t.shut) THEN NULL"
+    "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
+    "  ELSE json_build_object('claims', json_build_array(json_build_object("
+    "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
+    "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
+    "   'limit_keys', j.limit_keys,"
+    "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
+    "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
+    "     ORDER BY p.id DESC LIMIT 1) END,"
+    "   'review', u.review)))::text END AS answer"
+    " FROM r CROSS JOIN took t CROSS JOIN mark LEFT JOIN cl c ON c.ord = r.ord"
+    " LEFT JOIN j ON j.item_id = c.id LEFT JOIN u ON u.id = c.id ORDER BY r.ord";
+#pragma GCC diagnostic pop
+
 const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
     [VD_SQL_SCHEMA_VERSION] = {"schema_version",
                                "SELECT coalesce(max(version), 0) FROM schema_migrations"},
@@ -374,6 +495,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "SELECT req, answer FROM verdict_claim_many_limited($1, $2::jsonb, $3::int,"
          " (SELECT array_agg(DISTINCT e ORDER BY e) FROM jsonb_array_elements_text($4::jsonb) e),"
          " $5::bigint)"},
+
+    /* claim_many_take: the limited claims of one key set (see claim_many_take above) */
+    [VD_SQL_CLAIM_MANY_TAKE] = {"claim_many_take", claim_many_take},
 
     /* SPEC §4: one statement claims the batch. The CTE with LIMIT .. FOR UPDATE SKIP LOCKED
      * locks exactly the rows it returns; concurrent claimers skip each other's rows. Only the

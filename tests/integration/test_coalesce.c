@@ -484,6 +484,60 @@ static void test_key_sets_of_one_flow_step(void **state)
                      2);
 }
 
+/* Limited claims of one key set whose run no lane has room for: the one-statement claim
+ * (claim_many_take) leaves them, and the pick splits the run over lanes. Concurrency 2 is two
+ * lanes of one slot; the holder's claim holds one lane in its statement, the four claims that
+ * wait for it find no lane with room for four, and one of them gets the other lane's slot. */
+static void test_one_key_set_run_split(void **state)
+{
+    one_claim holder, each[4];
+    int got = 0;
+    (void)state;
+    vt_put_limit(&srv[0], "rs-k", "{\"concurrency\": 2}");
+    vt_seed_flow("rs_h", 1);
+    vt_seed_flow("rs_0", 8);
+    holder = (one_claim){"rs_h", "holder", ", \"limit_keys\": [\"rs-k\"]", 0, ""};
+    for (int i = 0; i < 4; i++)
+        each[i] = (one_claim){"rs_0", "rs", ", \"limit_keys\": [\"rs-k\"]", 0, ""};
+    held_round(&holder, each);
+    assert_int_equal(holder.status, 200);
+    assert_string_equal(holder.got_flow, "rs_h");
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(each[i].status, 200);
+        got += strcmp(each[i].got_flow, "rs_0") == 0;
+    }
+    assert_int_equal(got, 1);
+    assert_int_equal((long)vt_limit_num(&srv[0], "rs-k", "in_flight"), 2);
+}
+
+/* Limited claims of one key set in a keyed flow step (its items carry keys of their own): the
+ * one-statement claim leaves them, and the pick claims each within its item's keys and the
+ * claim's. */
+static void test_one_key_set_keyed_flow_step(void **state)
+{
+    one_claim holder, each[4];
+    (void)state;
+    vt_put_limit(&srv[0], "kf-k", "{\"concurrency\": 8}");
+    vt_put_limit(&srv[0], "kf-site", "{\"concurrency\": 8}");
+    vt_seed_flow("kf_h", 1);
+    vt_seed_flow("kf_0", 6);
+    free(vt_sql("UPDATE items SET limit_keys = '{kf-site}' WHERE flow_step_id = 'kf_0';"
+                " UPDATE flow_steps SET keyed = true WHERE flow_step_id = 'kf_0'"));
+    holder = (one_claim){"kf_h", "holder", ", \"limit_keys\": [\"kf-k\"]", 0, ""};
+    for (int i = 0; i < 4; i++)
+        each[i] = (one_claim){"kf_0", "kf", ", \"limit_keys\": [\"kf-k\"]", 0, ""};
+    held_round(&holder, each);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(each[i].status, 200);
+        assert_string_equal(each[i].got_flow, "kf_0");
+    }
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'kf_0'"
+                                 " AND limit_keys = '{kf-k,kf-site}'"),
+                     4);
+    assert_int_equal((long)vt_limit_num(&srv[0], "kf-site", "in_flight"), 4);
+    assert_int_equal((long)vt_limit_num(&srv[0], "kf-k", "in_flight"), 5);
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
@@ -495,6 +549,8 @@ int main(void)
         cmocka_unit_test(test_limited_flow_steps_share_a_statement),
         cmocka_unit_test(test_key_sets_share_a_statement),
         cmocka_unit_test(test_key_sets_of_one_flow_step),
+        cmocka_unit_test(test_one_key_set_run_split),
+        cmocka_unit_test(test_one_key_set_keyed_flow_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

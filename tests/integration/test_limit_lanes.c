@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "store_internal.h"
 #include "verdict/util.h"
 #include "vt.h"
 #include "vt_api.h"
@@ -167,6 +168,44 @@ static void test_lanes_run_takes_one_lane(void **state)
         22);
 }
 
+/* The coalesced limited claims of one key set and estimate (claim_many_take) claim and take
+ * their room in one statement: run in a session of its own that counts PL/pgSQL calls
+ * (track_functions), three requests get three items, every job holds both keys with the
+ * estimate reserved, and none of the PL/pgSQL claim functions ran (verdict_claim_pick,
+ * verdict_limit_take, verdict_limit_take_many, verdict_claim_many_limited: the path that
+ * claimed these before, about 0.55 M more instructions a claim). */
+static void test_lanes_one_key_set_one_statement(void **state)
+{
+    static const char rows[] =
+        "[{\"ord\": 0, \"fs\": \"lo1\", \"worker\": \"w\", \"lease\": 60,"
+        " \"actor\": \"t\"}, {\"ord\": 1, \"fs\": \"lo1\", \"worker\": \"w\","
+        " \"lease\": 60, \"actor\": \"t\"}, {\"ord\": 2, \"fs\": \"lo1\","
+        " \"worker\": \"w\", \"lease\": 60, \"actor\": \"t\"}]";
+    (void)state;
+    vt_put_limit(&srv, "lo-a", "{\"concurrency\": 64, \"tokens_per_minute\": 100000}");
+    vt_put_limit(&srv, "lo-b", "{\"concurrency\": 64}");
+    vt_seed_flow("lo1", 5);
+    char *got =
+        vt_sql("SET track_functions = 'pl'; SET plan_cache_mode = force_generic_plan;"
+               " PREPARE ot (text, jsonb, jsonb, bigint) AS %s;"
+               " CREATE TEMP TABLE ot_out AS EXECUTE ot ('lo1', '%s', '[\"lo-b\", \"lo-a\"]', 50);"
+               " SELECT (SELECT count(*) FROM ot_out WHERE answer LIKE '%%\"job_id\"%%') || ':'"
+               "  || coalesce((SELECT string_agg(funcname, ',') FROM pg_stat_xact_user_functions"
+               "   WHERE funcname IN ('verdict_claim_pick', 'verdict_limit_take',"
+               "    'verdict_limit_take_many', 'verdict_claim_many_limited')), '')",
+               vd_sql_statements[VD_SQL_CLAIM_MANY_TAKE].text, rows);
+    assert_non_null(got);
+    assert_string_equal(got, "3:");
+    free(got);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'lo1'"
+                                 " AND limit_keys = '{lo-a,lo-b}' AND estimated_tokens = 50"
+                                 " AND cardinality(limit_cells) = 1"),
+                     3);
+    assert_int_equal(in_flight("lo-a"), 3);
+    assert_int_equal(in_flight("lo-b"), 3);
+    assert_true(vt_limit_num(&srv, "lo-a", "tokens_reserved") == 150);
+}
+
 /* A run larger than any lane's room is split over lanes rather than refused (concurrency 8:
  * eight lanes of one slot, a claim of 5 takes five lanes). Then the coarse case: concurrency 2
  * and 2 tokens a minute (two lanes of one slot and one token). Jobs A and B (no estimate) hold
@@ -205,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_lanes_put_lowers_concurrency_while_held),
         cmocka_unit_test(test_lanes_run_takes_one_lane),
         cmocka_unit_test(test_lanes_room_split),
+        cmocka_unit_test(test_lanes_one_key_set_one_statement),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -40,4 +40,17 @@ VD_MUST_USE vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_st
                                                  const char *keys_json, int64_t estimated_tokens,
                                                  vd_claim_one *reqs, size_t n);
 
+/* Claim with limits (vd_store_claim_many_limited) those of reqs whose body is NULL: the
+ * requests of keyed flow steps that vd_store_claim_many left. */
+VD_MUST_USE vd_error vd_store_claim_many_rest(vd_conn *c, const char *flow_step_id,
+                                              vd_claim_one *reqs, size_t n);
+
+/* The usual limited claims: when every request names the same limit keys and estimate, one
+ * statement claims and takes their room (claim_many_take), and only the requests it leaves
+ * (in keyed, paused or fair flow steps, or when a key has no lane with room for the whole
+ * run) claim with vd_store_claim_many_limited, which takes every other group. Every body is
+ * set. */
+VD_MUST_USE vd_error vd_store_claim_many_take(vd_conn *c, const char *flow_step_id,
+                                              vd_claim_one *reqs, size_t n);
+
 #endif
