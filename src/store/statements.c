@@ -198,13 +198,19 @@ static const char claim_many_take[] =
     "                  THEN 0 ELSE c.used END,"
     "      minute = CASE WHEN c.tokens IS NOT NULL THEN date_trunc('minute', now())"
     "                    ELSE c.minute END"
-    "    FROM f, run WHERE c.id = f.id AND NOT EXISTS (SELECT 1 FROM f g WHERE g.id IS NULL)"
+    "    FROM f, run WHERE c.id = f.id AND c.id = ANY (ARRAY(SELECT f.id FROM f))"
+    "      AND NOT EXISTS (SELECT 1 FROM f g WHERE g.id IS NULL)"
     "  RETURNING c.id, c.tokens IS NOT NULL AS t),"
-    /* ok: every key took its lane (or there are none); shut: a key is throttled */
+    /* ok: every key took its lane (or there are none); shut: a key is throttled. A key set
+       that hands out fewer items than asked is marked waiting, as a limited claim of one that
+       got nothing marks it (verdict_claim_pick): a function call only then */
     " took AS MATERIALIZED ("
-    "  SELECT EXISTS (SELECT 1 FROM f WHERE f.shut) AS shut,"
-    "         NOT EXISTS (SELECT 1 FROM f WHERE f.id IS NULL) AS ok,"
-    "         (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells),"
+    "  SELECT s.*, CASE WHEN kk.keys IS NOT NULL AND (s.shut OR (s.ok"
+    "                AND run.n < (SELECT count(*) FROM r WHERE r.fast)))"
+    "    THEN verdict_limits_mark_waiting(kk.keys)::text END AS m"
+    "  FROM (SELECT EXISTS (SELECT 1 FROM f WHERE f.shut) AS shut,"
+    "               NOT EXISTS (SELECT 1 FROM f WHERE f.id IS NULL) AS ok,"
+    "               (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells) s, kk, run),"
     " cl AS MATERIALIZED (SELECT c.*, t.cells FROM cand c, took t WHERE t.ok),"
     " j AS ("
     "  INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, claim_token,"
@@ -225,13 +231,7 @@ static const char claim_many_take[] =
     "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
     "  RETURNING i.id, verdict_item_json(i, s) AS item,"
     "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
-    "      THEN verdict_item_review(i.id) END AS review),"
-    /* a function call only when some request goes without: as a limited claim of one
-       that got nothing marks its keys (verdict_claim_pick) */
-    " mark AS MATERIALIZED ("
-    "  SELECT CASE WHEN kk.keys IS NOT NULL AND (t.shut OR (t.ok"
-    "                AND run.n < (SELECT count(*) FROM r WHERE r.fast)))"
-    "    THEN verdict_limits_mark_waiting(kk.keys)::text END AS m FROM kk, run, took t)"
+    "      THEN verdict_item_review(i.id) END AS review)"
     " SELECT r.ord, CASE WHEN NOT r.fast OR NOT (t.ok OR t.shut) THEN NULL"
     "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
     "  ELSE json_build_object('claims', json_build_array(json_build_object("
@@ -242,7 +242,7 @@ static const char claim_many_take[] =
     "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
     "     ORDER BY p.id DESC LIMIT 1) END,"
     "   'review', u.review)))::text END AS answer"
-    " FROM r CROSS JOIN took t CROSS JOIN mark LEFT JOIN cl c ON c.ord = r.ord"
+    " FROM r CROSS JOIN took t LEFT JOIN cl c ON c.ord = r.ord"
     " LEFT JOIN j ON j.item_id = c.id LEFT JOIN u ON u.id = c.id ORDER BY r.ord";
 #pragma GCC diagnostic pop
 
