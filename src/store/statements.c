@@ -126,15 +126,14 @@
     "   WINDOW win AS (ORDER BY t.id)) x WHERE x.late = 0 AND x.n <= " VD_FEED_WINDOW ")"
 
 /* claim_many_take: the coalesced limited claims of one key set ($3, a JSON array, or NULL)
- * and one token estimate per item ($4, or NULL), one statement with the limit room taken
- * in it (sql/functions/verdict_limit_take_many.sql's first way, for the whole run): $2 holds
- * one row per request, as claim_many's. A request in a flow step that is keyed, paused or
- * fair is answered NULL, and so is every request when a key has no lane with room for the
- * whole run though none is throttled: the store then claims those with claim_many_limited.
- * Otherwise a flow step's request k gets its candidate k, all or none: a throttled key
- * hands out nothing; a key set that hands out fewer items than asked is marked waiting.
- * The one statement longer than the 4,095 characters C99 promises a string literal (GCC and
- * Clang have no such limit). */
+ * and one token estimate per item ($4, or NULL) in one statement, the limit room taken in it:
+ * $2 holds one row per request, as claim_many's, and a flow step's request k gets its
+ * candidate k as claim_many gives it. The run takes, per key, one lane with room for all of
+ * it (verdict_limit_take_many's first way, written here), or, when a key has none, is split
+ * over lanes by verdict_limit_take_many; a throttled key hands out nothing. A request in a
+ * flow step that is keyed (items with keys of their own), paused or fair is answered NULL:
+ * the store claims those with claim_many_limited. The one statement longer than the 4,095
+ * characters C99 promises a string literal (GCC and Clang have no such limit). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverlength-strings"
 static const char claim_many_take[] =
@@ -201,17 +200,31 @@ static const char claim_many_take[] =
     "    FROM f, run WHERE c.id = f.id AND c.id = ANY (ARRAY(SELECT f.id FROM f))"
     "      AND NOT EXISTS (SELECT 1 FROM f g WHERE g.id IS NULL)"
     "  RETURNING c.id, c.tokens IS NOT NULL AS t),"
-    /* ok: every key took its lane (or there are none); shut: a key is throttled. A key set
-       that hands out fewer items than asked is marked waiting, as a limited claim of one that
-       got nothing marks it (verdict_claim_pick): a function call only then */
+    /* ok: every key took its lane (or there are none): every candidate is granted, on those
+       lanes; shut: a key is throttled, none is. Otherwise (a key has no lane with room for
+       the whole run) verdict_limit_take_many splits the run over lanes: the lanes this
+       statement locked are its own, and it updated none of them (split: a JSON array of the
+       token lanes of each job granted, in the run's order) */
+    " t0 AS MATERIALIZED ("
+    "  SELECT EXISTS (SELECT 1 FROM f WHERE f.shut) AS shut,"
+    "         NOT EXISTS (SELECT 1 FROM f WHERE f.id IS NULL) AS ok,"
+    "         (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells),"
     " took AS MATERIALIZED ("
-    "  SELECT s.*, CASE WHEN kk.keys IS NOT NULL AND (s.shut OR (s.ok"
-    "                AND run.n < (SELECT count(*) FROM r WHERE r.fast)))"
-    "    THEN verdict_limits_mark_waiting(kk.keys)::text END AS m"
-    "  FROM (SELECT EXISTS (SELECT 1 FROM f WHERE f.shut) AS shut,"
-    "               NOT EXISTS (SELECT 1 FROM f WHERE f.id IS NULL) AS ok,"
-    "               (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells) s, kk, run),"
-    " cl AS MATERIALIZED (SELECT c.*, t.cells FROM cand c, took t WHERE t.ok),"
+    "  SELECT t0.*, CASE WHEN NOT t0.shut AND NOT t0.ok"
+    "    THEN verdict_limit_take_many(kk.keys, $4::bigint, run.jobs) END AS split"
+    "  FROM t0, kk, run),"
+    " cl AS MATERIALIZED ("
+    "  SELECT c.*, CASE WHEN t.ok THEN t.cells ELSE (SELECT array_agg(x::bigint)"
+    "    FROM jsonb_array_elements_text(t.split -> (array_position(run.jobs, c.job) - 1)) x)"
+    "    END AS cells"
+    "  FROM cand c, took t, run WHERE NOT t.shut"
+    "   AND (t.ok OR array_position(run.jobs, c.job) <= jsonb_array_length(t.split))),"
+    /* a key set that hands out fewer items than asked is marked waiting, as a limited claim
+       of one that got nothing marks it (verdict_claim_pick): a function call only then */
+    " mark AS MATERIALIZED ("
+    "  SELECT CASE WHEN kk.keys IS NOT NULL"
+    "    AND (SELECT count(*) FROM cl) < (SELECT count(*) FROM r WHERE r.fast)"
+    "    THEN verdict_limits_mark_waiting(kk.keys)::text END AS m FROM kk),"
     " j AS ("
     "  INSERT INTO jobs (id, item_id, flow_step_id, worker_id, attempt, claim_token,"
     "                    lease_expires_at, worker_version, limit_keys, limit_cells,"
@@ -232,7 +245,7 @@ static const char claim_many_take[] =
     "  RETURNING i.id, verdict_item_json(i, s) AS item,"
     "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
     "      THEN verdict_item_review(i.id) END AS review)"
-    " SELECT r.ord, CASE WHEN NOT r.fast OR NOT (t.ok OR t.shut) THEN NULL"
+    " SELECT r.ord, CASE WHEN NOT r.fast THEN NULL"
     "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
     "  ELSE json_build_object('claims', json_build_array(json_build_object("
     "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
@@ -242,7 +255,7 @@ static const char claim_many_take[] =
     "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
     "     ORDER BY p.id DESC LIMIT 1) END,"
     "   'review', u.review)))::text END AS answer"
-    " FROM r CROSS JOIN took t LEFT JOIN cl c ON c.ord = r.ord"
+    " FROM r CROSS JOIN mark LEFT JOIN cl c ON c.ord = r.ord"
     " LEFT JOIN j ON j.item_id = c.id LEFT JOIN u ON u.id = c.id ORDER BY r.ord";
 #pragma GCC diagnostic pop
 

@@ -485,7 +485,7 @@ static void test_key_sets_of_one_flow_step(void **state)
 }
 
 /* Limited claims of one key set whose run no lane has room for: the one-statement claim
- * (claim_many_take) leaves them, and the pick splits the run over lanes. Concurrency 2 is two
+ * (claim_many_take) splits the run over lanes (verdict_limit_take_many). Concurrency 2 is two
  * lanes of one slot; the holder's claim holds one lane in its statement, the four claims that
  * wait for it find no lane with room for four, and one of them gets the other lane's slot. */
 static void test_one_key_set_run_split(void **state)

@@ -47,9 +47,8 @@ VD_MUST_USE vd_error vd_store_claim_many_rest(vd_conn *c, const char *flow_step_
 
 /* The usual limited claims: when every request names the same limit keys and estimate, one
  * statement claims and takes their room (claim_many_take), and only the requests it leaves
- * (in keyed, paused or fair flow steps, or when a key has no lane with room for the whole
- * run) claim with vd_store_claim_many_limited, which takes every other group. Every body is
- * set. */
+ * (in keyed, paused or fair flow steps) claim with vd_store_claim_many_limited, which also
+ * takes every other group. Every body is set. */
 VD_MUST_USE vd_error vd_store_claim_many_take(vd_conn *c, const char *flow_step_id,
                                               vd_claim_one *reqs, size_t n);
 
