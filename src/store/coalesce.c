@@ -84,6 +84,19 @@ static vd_error read_answers(const PGresult *res, vd_claim_one *reqs, size_t n)
     return rc;
 }
 
+/* Run claim statement sql (np parameters p) alone in its transaction and read one answer per
+ * request into reqs (NULL where the statement leaves one); on an error no body is set. */
+static vd_error exec_claims(vd_conn *c, vd_sql sql, int np, const char *const *p,
+                            vd_claim_one *reqs, size_t n)
+{
+    PGresult *res = NULL;
+    vd_error rc = p[1] ? vd_sql_exec_generic(c, sql, np, p, &res) : VD_ERR_INTERNAL;
+    if (rc == VD_OK)
+        rc = read_answers(res, reqs, n);
+    PQclear(res);
+    return rc;
+}
+
 vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs, size_t n)
 {
     char *rows = claim_rows(flow_step_id, reqs, n);
@@ -113,15 +126,10 @@ vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id, const
     vd_i64_text count = vd_i64_text_of((int64_t)n), est = vd_i64_text_of(estimated_tokens);
     const char *p[] = {flow_step_id, rows, count.s, keys_json,
                        estimated_tokens >= 0 ? est.s : NULL};
-    PGresult *res = NULL;
-    vd_error rc = VD_ERR_INTERNAL;
     for (size_t i = 0; i < n; i++)
         reqs[i].body = NULL;
-    if (rows)
-        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY_LIMITED, 5, p, &res);
+    vd_error rc = exec_claims(c, VD_SQL_CLAIM_MANY_LIMITED, 5, p, reqs, n);
     free(rows);
-    if (rc == VD_OK)
-        rc = read_answers(res, reqs, n);
     for (size_t i = 0; rc == VD_OK && i < n; i++)
         if (!reqs[i].body) /* every request has its answer */
             rc = VD_ERR_INTERNAL;
@@ -129,7 +137,6 @@ vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_step_id, const
         free(reqs[i].body);
         reqs[i].body = NULL;
     }
-    PQclear(res);
     return rc;
 }
 
@@ -183,15 +190,9 @@ vd_error vd_store_claim_many_take(vd_conn *c, const char *flow_step_id, vd_claim
     vd_i64_text est = vd_i64_text_of(reqs[0].estimated_tokens);
     const char *p[] = {flow_step_id, rows, reqs[0].limit_keys,
                        reqs[0].estimated_tokens >= 0 ? est.s : NULL};
-    PGresult *res = NULL;
-    vd_error rc = VD_ERR_INTERNAL;
     for (size_t i = 0; i < n; i++)
         reqs[i].body = NULL;
-    if (rows)
-        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY_TAKE, 4, p, &res);
+    vd_error rc = exec_claims(c, VD_SQL_CLAIM_MANY_TAKE, 4, p, reqs, n);
     free(rows);
-    if (rc == VD_OK)
-        rc = read_answers(res, reqs, n);
-    PQclear(res);
     return rc ? rc : vd_store_claim_many_rest(c, flow_step_id, reqs, n);
 }

@@ -125,6 +125,19 @@
     "   FROM (SELECT verdict_feed_horizon() AS at OFFSET 0) h, audit t WHERE t.id > $1"            \
     "   WINDOW win AS (ORDER BY t.id)) x WHERE x.late = 0 AND x.n <= " VD_FEED_WINDOW ")"
 
+/* The items of the jobs j claimed (claim_many, claim_many_take): each moved to claimed with
+ * its job, answered as JSON with an editor's review when its last change may be one. */
+#define CLAIMED_ITEMS                                                                              \
+    " u AS ("                                                                                      \
+    "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"     \
+    "    claim_token = j.claim_token, current_job_id = j.id,"                                      \
+    "    lease_expires_at = j.lease_expires_at, updated_at = now()"                                \
+    "  FROM j JOIN item_sources s ON s.id = j.item_id"                                             \
+    "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"                       \
+    "  RETURNING i.id, verdict_item_json(i, s) AS item,"                                           \
+    "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"    \
+    "      THEN verdict_item_review(i.id) END AS review)"
+
 /* claim_many_take: the coalesced limited claims of one key set ($3, a JSON array, or NULL)
  * and one token estimate per item ($4, or NULL) in one statement, the limit room taken in it:
  * $2 holds one row per request, as claim_many's, and a flow step's request k gets its
@@ -235,16 +248,7 @@ static const char claim_many_take[] =
     "         CASE WHEN kk.keys IS NOT NULL THEN $4::bigint END, c.lease, c.trace, c.span,"
     "         c.state, c.actor"
     "  FROM cl c, kk ORDER BY c.ord"
-    "  RETURNING id, item_id, claim_token, attempt, lease_expires_at, limit_keys),"
-    " u AS ("
-    "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"
-    "    claim_token = j.claim_token, current_job_id = j.id,"
-    "    lease_expires_at = j.lease_expires_at, updated_at = now()"
-    "  FROM j JOIN item_sources s ON s.id = j.item_id"
-    "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
-    "  RETURNING i.id, verdict_item_json(i, s) AS item,"
-    "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
-    "      THEN verdict_item_review(i.id) END AS review)"
+    "  RETURNING id, item_id, claim_token, attempt, lease_expires_at, limit_keys)," CLAIMED_ITEMS
     " SELECT r.ord, CASE WHEN NOT r.fast THEN NULL"
     "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
     "  ELSE json_build_object('claims', json_build_array(json_build_object("
@@ -474,16 +478,7 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"
          "         c.state, c.actor"
          "  FROM cand c ORDER BY c.ord"
-         "  RETURNING id, item_id, claim_token, attempt, lease_expires_at),"
-         " u AS ("
-         "  UPDATE items i SET state = verdict_transition(i.state, 'claim'), attempts = j.attempt,"
-         "    claim_token = j.claim_token, current_job_id = j.id,"
-         "    lease_expires_at = j.lease_expires_at, updated_at = now()"
-         "  FROM j JOIN item_sources s ON s.id = j.item_id"
-         "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
-         "  RETURNING i.id, verdict_item_json(i, s) AS item,"
-         "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
-         "      THEN verdict_item_review(i.id) END AS review)"
+         "  RETURNING id, item_id, claim_token, attempt, lease_expires_at)," CLAIMED_ITEMS
          " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = r.fs"
          "                          AND f.keyed AND NOT f.paused) THEN NULL"
          "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
