@@ -121,7 +121,7 @@ static void upgrade_from_0043(void)
         PQclear(vt_pq_ok(pg, "BEGIN"));
         PQclear(vt_pq_ok(pg, vd_migrations[i].data));
         snprintf(sql, sizeof(sql), "INSERT INTO schema_migrations VALUES (%d, '%s')",
-                 atoi(vd_migrations[i].name), vd_migrations[i].name);
+                 (int)strtol(vd_migrations[i].name, NULL, 10), vd_migrations[i].name);
         PQclear(vt_pq_ok(pg, sql));
         PQclear(vt_pq_ok(pg, "COMMIT"));
     }
@@ -297,17 +297,17 @@ static void test_upgrade_usage_settles_on_the_lane(void **state)
     assert_int_equal(vt_limit_num(&up, "up:b", "tokens_used_total"), 4750);
 }
 
-/* up:c refuses claims while throttled; when the pause ends (brought to a second from now) a
+/* up:c refuses claims while throttled; when the pause ends (brought to 2 seconds from now) a
  * claim passes, and a backoff soon after grows the carried streak: 4, a pause of 10 * 2^3. */
 static void test_upgrade_throttle_goes_on(void **state)
 {
     vt_claim c;
     (void)state;
     assert_int_equal(claim("up:c", 1, NULL), 0);
-    free(vt_sql("UPDATE limits SET throttled_until = clock_timestamp() + interval '1 second'"
+    free(vt_sql("UPDATE limits SET throttled_until = clock_timestamp() + interval '2 seconds'"
                 " WHERE key = 'up:c'"));
     assert_int_equal(claim("up:c", 1, NULL), 0);
-    vt_sleep_ms(1300);
+    vt_sleep_ms(2300);
     assert_int_equal(claim("up:c", 1, &c), 1);
     vt_resp r = vt_http(&up, "POST", "/v1/limits/up:c/backoff", VT_WORKER,
                         "{\"retry_after_seconds\": 10}", NULL);
