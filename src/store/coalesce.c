@@ -25,9 +25,19 @@ static cJSON *keys_or_null(const char *keys_json)
     return keys ? keys : cJSON_CreateNull();
 }
 
+/* A request's Idempotency-Key and raw body into its row (claim_many), when it has a key. */
+static bool add_idem(cJSON *row, const vd_claim_one *q)
+{
+    if (!q->idem_key)
+        return true;
+    return cJSON_AddStringToObject(row, "key", q->idem_key) &&
+           cJSON_AddStringToObject(row, "body", q->idem_body ? q->idem_body : "");
+}
+
 /* The requests as rows: [{"ord","worker","version","lease","actor","trace","span","fs",
- * "keys","est"}...]; fs is a request's own flow step, or flow_step_id; keys and est its own
- * limit keys and token estimate, or null. */
+ * "keys","est"[,"key","body"]}...]; fs is a request's own flow step, or flow_step_id; keys and
+ * est its own limit keys and token estimate, or null; key and body its Idempotency-Key and raw
+ * body, when it has a key. */
 static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size_t n)
 {
     static const char *const names[] = {"ord",   "worker", "version", "lease", "actor",
@@ -58,6 +68,8 @@ static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size
                 ok = false;
             }
         }
+        if (row && !add_idem(row, q))
+            ok = false;
         if (row)
             cJSON_AddItemToArray(rows, row);
     }
@@ -66,16 +78,19 @@ static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size
     return text;
 }
 
-/* The answers of claim_many's rows (ord, answer) into reqs; all or none. */
+/* The answers of claim_many's rows (ord, answer[, how]) into reqs; all or none. */
 static vd_error read_answers(const PGresult *res, vd_claim_one *reqs, size_t n)
 {
     vd_error rc = PQntuples(res) == (int)n ? VD_OK : VD_ERR_INTERNAL;
     for (int r = 0; rc == VD_OK && r < PQntuples(res); r++) {
         long i = strtol(PQgetvalue(res, r, 0), NULL, 10);
-        if (i < 0 || (size_t)i >= n || reqs[i].body)
+        long how = PQnfields(res) > 2 ? strtol(PQgetvalue(res, r, 2), NULL, 10) : 0;
+        if (i < 0 || (size_t)i >= n || reqs[i].body || how < 0 || how > VD_CLAIM_UNANSWERED)
             rc = VD_ERR_INTERNAL;
         else if (!PQgetisnull(res, r, 1))
             rc = vd_sql_dup(res, r, 1, &reqs[i].body);
+        if (rc == VD_OK)
+            reqs[i].idem = (vd_claim_idem)how;
     }
     for (size_t i = 0; rc && i < n; i++) {
         free(reqs[i].body);
@@ -90,8 +105,10 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
     const char *p[] = {rows};
     PGresult *res = NULL;
     vd_error rc = VD_ERR_INTERNAL;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         reqs[i].body = NULL;
+        reqs[i].idem = VD_CLAIM_OWN;
+    }
     if (rows && vd_in_tx(c)) { /* claim_next of coalesced dispositions: in their transaction */
         rc = vd_sql_prefer_generic(c);
         if (rc == VD_OK)

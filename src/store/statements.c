@@ -301,17 +301,24 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* claim_many: the claims of one item each that many requests made at once
      * (service/coalesce.c), of one flow step or several, one statement: $1 holds one row per
-     * request (ord 0..n-1, its flow step, worker, version, lease, actor, trace and span). Per
-     * flow step its candidates are numbered in claim order and candidate k goes to that flow
-     * step's request k: each gets its own job and token (the job's row records the claim), or
-     * nothing when fewer were claimable. One row per request: its ord and answer, the claim's
-     * answer for one item; NULL answers for a keyed flow step's requests (they then claim with
-     * limits). */
+     * request (ord 0..n-1, its flow step, worker, version, lease, actor, trace and span, and
+     * with an Idempotency-Key its key and raw body). Per flow step its candidates are numbered
+     * in claim order and candidate k goes to that flow step's request k: each gets its own job
+     * and token (the job's row records the claim), or nothing when fewer were claimable. A key
+     * stored already answers its stored reply (or its reuse) and claims nothing; a new key's
+     * first request claims and its key keeps the answer in the same transaction; a later
+     * request of the same key in the statement answers as a concurrent one would after it (a
+     * replay, or the reuse). One row per request: its ord, answer and how it was answered; NULL
+     * answers for a keyed flow step's requests (they then claim with limits, or alone). */
     [VD_SQL_CLAIM_MANY] =
         {"claim_many",
-         "WITH r AS (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY ord) - 1)::integer"
-         "  AS k FROM jsonb_to_recordset($1::jsonb) AS r(ord integer, fs text,"
+         "WITH r0 AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ord integer, fs text,"
          "  worker text, version text, lease integer, actor text, trace text, span text)),"
+         /* the requests with an Idempotency-Key, and how each answers */
+         " h AS MATERIALIZED (SELECT * FROM verdict_claim_keys($1::jsonb)),"
+         /* the requests that claim: without a key, or the first of a new key */
+         " r AS (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY ord) - 1)::integer"
+         "  AS k FROM r0 WHERE NOT EXISTS (SELECT 1 FROM h WHERE h.ord = r0.ord AND h.how > 0)),"
          " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"
          " locked AS ("
          /* the rank is selected once and numbered from (verdict_claim_rank is inlined: its
@@ -349,9 +356,9 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "  WHERE i.id = j.item_id AND i.id = ANY (ARRAY(SELECT item_id FROM j))"
          "  RETURNING i.id, verdict_item_json(i, s) AS item,"
          "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"
-         "      THEN verdict_item_review(i.id) END AS review)"
-         " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = r.fs"
-         "                          AND f.keyed AND NOT f.paused) THEN NULL"
+         "      THEN verdict_item_review(i.id) END AS review),"
+         " a AS MATERIALIZED (SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f"
+         "   WHERE f.flow_step_id = r.fs AND f.keyed AND NOT f.paused) THEN NULL"
          "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
          "  ELSE json_build_object('claims', json_build_array(json_build_object("
          "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
@@ -361,9 +368,28 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
          "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
          "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
          "     ORDER BY p.id DESC LIMIT 1) END,"
-         "   'review', u.review)))::text END"
+         "   'review', u.review)))::text END AS answer"
          " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"
-         " LEFT JOIN u ON u.id = c.id ORDER BY r.ord"},
+         " LEFT JOIN u ON u.id = c.id),"
+         /* a new key keeps its lead's answer, in the claim's transaction (idem_claim and
+            idem_save in one); one stored meanwhile by another request is not taken over */
+         " ins AS (INSERT INTO idempotency_keys AS k (route, key_name, idem_key, request_hash,"
+         "   status, response)"
+         "  SELECT 'claims', h.actor, h.key, h.hash, 200, a.answer FROM h JOIN a ON a.ord = h.ord"
+         "  ORDER BY 2, 3"
+         "  ON CONFLICT (route, key_name, idem_key) DO UPDATE"
+         "  SET request_hash = excluded.request_hash, status = excluded.status,"
+         "      response = excluded.response, created_at = now()"
+         "  WHERE k.created_at < now() - interval '24 hours' RETURNING k.key_name, k.idem_key)"
+         /* one row per request: its ord, answer and how (verdict_claim_keys) */
+         " SELECT r0.ord, CASE coalesce(h.how, 0) WHEN 0 THEN a.answer"
+         "  WHEN 1 THEN coalesce(h.response, l.answer) END, coalesce(h.how, 0)"
+         " FROM r0 LEFT JOIN h ON h.ord = r0.ord LEFT JOIN a ON a.ord = r0.ord"
+         " LEFT JOIN a l ON l.ord = h.lead"
+         /* a new key stored by another request since the statement began: all again */
+         " WHERE verdict_idem_raced(EXISTS (SELECT 1 FROM h WHERE h.how = 0 AND NOT EXISTS"
+         "  (SELECT 1 FROM ins WHERE ins.key_name = h.actor AND ins.idem_key = h.key)))"
+         " ORDER BY r0.ord"},
 
     /* claim_many_limited: the same for requests that name limit keys or a token estimate, or
      * in a keyed flow step (sql/functions/verdict_claim_many_limited.sql): $4 the group's limit
