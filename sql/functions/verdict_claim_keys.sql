@@ -5,7 +5,8 @@
 -- alone after it): each one's body hash as idem_claim makes it, the first request of its key in
 -- the statement (lead), and how it is answered: 0 it claims (a new key's lead), 1 a replay (the
 -- stored answer, response, or the lead's), 2 the key's reuse with another body, 3 a key stored
--- without an answer. Read in the statement's snapshot.
+-- without an answer. Read in the statement's snapshot, one primary-key probe per request (the
+-- LIMIT keeps the probe per row: a join would read every key of the route).
 CREATE OR REPLACE FUNCTION public.verdict_claim_keys(p_rows jsonb)
  RETURNS TABLE(ord integer, actor text, key text, hash text, lead integer, how integer, response text)
  LANGUAGE sql
@@ -27,7 +28,10 @@ AS $function$
                AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = x.fs
                                   AND f.keyed AND NOT f.paused)
             WINDOW w AS (PARTITION BY x.actor, x.key ORDER BY x.ord)) h
-      LEFT JOIN idempotency_keys k ON k.route = 'claims' AND k.key_name = h.actor
-       AND k.idem_key = h.key AND k.created_at >= now() - interval '24 hours'
+      LEFT JOIN LATERAL (SELECT k.idem_key, k.request_hash, k.response FROM idempotency_keys k
+                          WHERE k.route = 'claims' AND k.key_name = h.actor
+                            AND k.idem_key = h.key
+                            AND k.created_at >= now() - interval '24 hours'
+                          LIMIT 1) k ON true
 $function$
 ;
