@@ -732,6 +732,32 @@ static void test_key_and_claim_commit_together(void **state)
     assert_int_equal(jobs_of("ak"), 2);
 }
 
+/* A keyed claim in a keyed flow step (its items name limit keys): claim_many answers nothing
+ * for it and it claims alone with its key on the runner's connection, with limits, as before
+ * (not in the claim_many_limited of the unkeyed ones); a repeat replays it. */
+static void test_key_in_a_keyed_flow_step(void **state)
+{
+    keyed_claim a = keyed("kk", "kkw", "kk-1", "");
+    long rq = metric_one("verdict_coalesced_requests_total");
+    (void)state;
+    vt_seed_flow("kk", 4);
+    vt_put_limit(&srv[0], "kk-model", "{\"concurrency\": 6}");
+    /* as a registration with limit keys leaves them (items_insert) */
+    free(vt_sql("UPDATE items SET limit_keys = '{kk-model}' WHERE flow_step_id = 'kk';"
+                " UPDATE flow_steps SET keyed = true WHERE flow_step_id = 'kk'"));
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM flow_steps WHERE flow_step_id = 'kk'"
+                                 " AND keyed"),
+                     1);
+    keyed_claim_main(&a);
+    assert_int_equal(a.status, 200);
+    assert_false(a.replayed);
+    assert_non_null(strstr(a.body, "\"claim_token\""));
+    assert_int_equal(metric_one("verdict_coalesced_requests_total") - rq, 1);
+    assert_int_equal((long)vt_limit_num(&srv[0], "kk-model", "in_flight"), 1);
+    assert_replays(&a);
+    assert_int_equal(jobs_of("kk"), 1);
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
@@ -747,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_one_key_in_a_statement),
         cmocka_unit_test(test_one_key_on_two_replicas),
         cmocka_unit_test(test_key_and_claim_commit_together),
+        cmocka_unit_test(test_key_in_a_keyed_flow_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
