@@ -76,6 +76,7 @@ typedef struct vb_options {
     int stats_repeats;
     int limit_keys;     /* > 0: that many limits that never bind (bench-k0..), set before */
     int keys_per_claim; /* each HTTP claim names this many of them (1..16, default 2) */
+    bool idem_keys;     /* every HTTP claim sends an Idempotency-Key of its own */
 } vb_options;
 
 const char *vb_scenario_name(vb_scenario s);
@@ -117,6 +118,7 @@ typedef struct vb_http {
     char *body; /* points into in; NUL-terminated */
     size_t body_len;
     long reconnects;
+    char extra[128]; /* one more header line ("Name: value\r\n") for the next request, or "" */
 } vb_http;
 
 /* Connect to 127.0.0.1:port; token may be NULL. Returns false (and leaves h closed) on

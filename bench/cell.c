@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "verdict/config.h"
 #include "verdict/error.h"
@@ -186,6 +187,16 @@ static void claim_keys(const worker *w, char *out, size_t cap)
         snprintf(out + len, cap - len, "]");
 }
 
+/* --idempotency-keys: the claim's own Idempotency-Key (as the PHP client sends one with every
+ * claim), unique in the process: the bench's pid and a counter. */
+static void claim_idem_key(worker *w)
+{
+    static _Atomic long next;
+    if (w->sh->o->idem_keys)
+        snprintf(w->http.extra, sizeof(w->http.extra), "Idempotency-Key: vb-%ld-%ld\r\n",
+                 (long)getpid(), atomic_fetch_add(&next, 1));
+}
+
 /* Claim; returns the status and fills claims[0..*n). */
 static int do_claim(worker *w, int limit, claim *claims, int *n)
 {
@@ -208,6 +219,7 @@ static int do_claim(worker *w, int limit, claim *claims, int *n)
         return status;
     }
     if (w->sh->mode == VB_MODE_HTTP) {
+        claim_idem_key(w);
         status = vb_http_request(&w->http, "POST", "/v1/claims", body, (size_t)len);
         if (status == 200)
             *n = parse_claims(w->http.body, claims, VB_MAX_BATCH);

@@ -207,8 +207,8 @@ int vb_http_request(vb_http *h, const char *method, const char *path, const char
             return -1;
         h->reconnects++;
     }
-    n = snprintf(h->out, h->out_cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%zu\r\n\r\n",
-                 method, path, h->port, h->auth,
+    n = snprintf(h->out, h->out_cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%s%zu\r\n\r\n",
+                 method, path, h->port, h->auth, h->extra,
                  body ? "Content-Type: application/json\r\nContent-Length: " : "Content-Length: ",
                  body ? body_len : 0);
     if (n < 0)
@@ -222,6 +222,7 @@ int vb_http_request(vb_http *h, const char *method, const char *path, const char
         h->out_cap = need;
         return vb_http_request(h, method, path, body, body_len);
     }
+    h->extra[0] = '\0'; /* for this request only */
     if (body)
         memcpy(h->out + n, body, body_len);
     if (!send_all(h->fd, h->out, (size_t)n + (body ? body_len : 0))) {

@@ -62,6 +62,7 @@ static const char usage[] =
     "  --seed N               random seed of the mix (same sequence on both sides)\n"
     "  --limit-keys N         set N limits that never bind; every HTTP claim names some\n"
     "  --keys-per-claim K     how many of them each claim names (default 2)\n"
+    "  --idempotency-keys     every HTTP claim sends an Idempotency-Key of its own\n"
     "  --json                 one JSON document on stdout instead of the tables\n"
     "  --quick                smoke run: 2000 items, clients 1,8, 2 s cells, 0.5 s warm-up\n"
     "  --keep-db              do not drop the database at the end\n"
@@ -217,8 +218,9 @@ static int parse_args(int argc, char **argv, vb_options *o)
             o->minimal &= strcmp(a, "--no-minimal") != 0;
         } else if (strcmp(a, "--quick") == 0 || strcmp(a, "--json") == 0 ||
                    strcmp(a, "--keep-db") == 0 || strcmp(a, "--adjudicator") == 0 ||
-                   strcmp(a, "--no-vacuum") == 0) {
+                   strcmp(a, "--no-vacuum") == 0 || strcmp(a, "--idempotency-keys") == 0) {
             takes = false;
+            o->idem_keys |= strcmp(a, "--idempotency-keys") == 0;
             o->json |= strcmp(a, "--json") == 0;
             o->keep_db |= strcmp(a, "--keep-db") == 0;
             o->adjudicator |= strcmp(a, "--adjudicator") == 0;

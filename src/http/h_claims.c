@@ -153,12 +153,21 @@ static const char *claim_group(const claim_req *q)
     return !q->limit_keys && q->estimated_tokens < 0 ? "plain" : "limited";
 }
 
-/* A claim of one item without Idempotency-Key or wait is left to the coalescer: it shares a
- * statement with the other single-item claims of its group in flight (claim_group). */
+/* Whether a claim's Idempotency-Key can go in claim_many's rows: a plain claim (a limited
+ * one keeps its key alone) whose body PostgreSQL reads as jsonb as its own key would be (a
+ * body with a \u escape, which jsonb may refuse, claims alone: its error stays its own). */
+static bool key_coalesces(const vd_ctx *ctx, const claim_req *q)
+{
+    return !q->key || (!strcmp(claim_group(q), "plain") && ctx->body && !strstr(ctx->body, "\\u"));
+}
+
+/* A claim of one item without wait is left to the coalescer: it shares a statement with the
+ * other single-item claims of its group in flight (claim_group), its Idempotency-Key too
+ * (key_coalesces: the key is kept or answered in that statement, claim_many). */
 static bool coalesces(vd_ctx *ctx, const claim_req *q)
 {
     claim_req *copy = NULL;
-    if (!ctx->coalesce_on || q->limit != 1 || q->key || q->wait > 0)
+    if (!ctx->coalesce_on || q->limit != 1 || !key_coalesces(ctx, q) || q->wait > 0)
         return false;
     copy = malloc(sizeof(*copy));
     if (!copy)
@@ -191,11 +200,26 @@ static bool goes_async(vd_ctx *ctx, claim_req *q)
     return true;
 }
 
-/* One request's claim after claim_many answered it: its answer, or (in a keyed flow step,
- * body NULL) the claim alone on the runner's connection. */
-static void claim_answer(vd_ctx *ctx, vd_conn *c, char *body)
+/* One request's claim after claim_many answered it: its answer, its key's stored answer or
+ * refusal, or (in a keyed flow step with an Idempotency-Key, body NULL) the claim alone on the
+ * runner's connection. */
+static void claim_answer(vd_ctx *ctx, vd_conn *c, const vd_claim_one *one)
 {
     const claim_req *q = ctx->coalesce_arg;
+    char *body = one->body;
+    if (one->idem == VD_CLAIM_REUSED || one->idem == VD_CLAIM_UNANSWERED) {
+        free(body);
+        ctx->err = vd_store_fail(ctx,
+                                 one->idem == VD_CLAIM_REUSED ? VD_ERR_IDEMPOTENCY_KEY_REUSED
+                                                              : VD_ERR_DATABASE_UNAVAILABLE,
+                                 NULL);
+        return;
+    }
+    if (one->idem == VD_CLAIM_REPLAYED) {
+        ctx->idempotent_replayed = true;
+        ctx->err = vd_respond_owned(ctx, body);
+        return;
+    }
     if (!body) {
         vd_conn_set_trace(c, ctx->trace.trace_id, ctx->trace.span_id);
         ctx->dbc = c;
@@ -231,9 +255,19 @@ void vd_claims_serve(vd_ctx **ctxs, size_t n)
     vd_error rc = reqs ? vd_db_acquire_until(ctxs[0]->db, ctxs[0]->deadline, &c) : VD_ERR_INTERNAL;
     for (size_t i = 0; reqs && i < n; i++) {
         const claim_req *q = ctxs[i]->coalesce_arg;
-        reqs[i] = (vd_claim_one){
-            q->worker, q->version, ctxs[i]->actor, ctxs[i]->trace.trace_id, ctxs[i]->trace.span_id,
-            q->lease,  NULL,       q->fs,          q->limit_keys,           q->estimated_tokens};
+        reqs[i] = (vd_claim_one){q->worker,
+                                 q->version,
+                                 ctxs[i]->actor,
+                                 ctxs[i]->trace.trace_id,
+                                 ctxs[i]->trace.span_id,
+                                 q->lease,
+                                 NULL,
+                                 q->fs,
+                                 q->limit_keys,
+                                 q->estimated_tokens,
+                                 q->key,
+                                 ctxs[i]->body,
+                                 VD_CLAIM_OWN};
     }
     if (rc == VD_OK)
         rc = claim_many(c, ctxs, reqs, n);
@@ -242,7 +276,7 @@ void vd_claims_serve(vd_ctx **ctxs, size_t n)
         if (rc)
             ctxs[i]->err = vd_store_fail(ctxs[i], rc, NULL);
         else
-            claim_answer(ctxs[i], c, reqs[i].body);
+            claim_answer(ctxs[i], c, &reqs[i]);
         free(q->limit_keys);
         free(q);
         ctxs[i]->coalesce_arg = NULL;

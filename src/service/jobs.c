@@ -256,7 +256,10 @@ static vd_error claim_shared(vd_conn *c, apply_ctx *a, size_t k, size_t nfin)
                                    NULL,
                                    snap->flow_step_id,
                                    NULL,
-                                   -1};
+                                   -1,
+                                   NULL,
+                                   NULL,
+                                   VD_CLAIM_OWN};
     }
     if (rc == VD_OK)
         rc = vd_store_claim_many(c, NULL, reqs, n);

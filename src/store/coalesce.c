@@ -25,9 +25,19 @@ static cJSON *keys_or_null(const char *keys_json)
     return keys ? keys : cJSON_CreateNull();
 }
 
+/* A request's Idempotency-Key and raw body into its row (claim_many), when it has a key. */
+static bool add_idem(cJSON *row, const vd_claim_one *q)
+{
+    if (!q->idem_key)
+        return true;
+    return cJSON_AddStringToObject(row, "key", q->idem_key) &&
+           cJSON_AddStringToObject(row, "body", q->idem_body ? q->idem_body : "");
+}
+
 /* The requests as rows: [{"ord","worker","version","lease","actor","trace","span","fs",
- * "keys","est"}...]; fs is a request's own flow step, or flow_step_id; keys and est its own
- * limit keys and token estimate, or null. */
+ * "keys","est"[,"key","body"]}...]; fs is a request's own flow step, or flow_step_id; keys and
+ * est its own limit keys and token estimate, or null; key and body its Idempotency-Key and raw
+ * body, when it has a key. */
 static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size_t n)
 {
     static const char *const names[] = {"ord",   "worker", "version", "lease", "actor",
@@ -58,6 +68,8 @@ static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size
                 ok = false;
             }
         }
+        if (row && !add_idem(row, q))
+            ok = false;
         if (row)
             cJSON_AddItemToArray(rows, row);
     }
@@ -66,16 +78,19 @@ static char *claim_rows(const char *flow_step_id, const vd_claim_one *reqs, size
     return text;
 }
 
-/* The answers of claim_many's rows (ord, answer) into reqs; all or none. */
+/* The answers of claim_many's rows (ord, answer[, how]) into reqs; all or none. */
 static vd_error read_answers(const PGresult *res, vd_claim_one *reqs, size_t n)
 {
     vd_error rc = PQntuples(res) == (int)n ? VD_OK : VD_ERR_INTERNAL;
     for (int r = 0; rc == VD_OK && r < PQntuples(res); r++) {
         long i = strtol(PQgetvalue(res, r, 0), NULL, 10);
-        if (i < 0 || (size_t)i >= n || reqs[i].body)
+        long how = PQnfields(res) > 2 ? strtol(PQgetvalue(res, r, 2), NULL, 10) : 0;
+        if (i < 0 || (size_t)i >= n || reqs[i].body || how < 0 || how > VD_CLAIM_UNANSWERED)
             rc = VD_ERR_INTERNAL;
         else if (!PQgetisnull(res, r, 1))
             rc = vd_sql_dup(res, r, 1, &reqs[i].body);
+        if (rc == VD_OK)
+            reqs[i].idem = (vd_claim_idem)how;
     }
     for (size_t i = 0; rc && i < n; i++) {
         free(reqs[i].body);
@@ -103,14 +118,19 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
     const char *p[] = {rows};
     PGresult *res = NULL;
     vd_error rc = VD_ERR_INTERNAL;
-    for (size_t i = 0; i < n; i++)
+    vd_sql sql = VD_SQL_CLAIM_MANY; /* claim_many_keyed only when some request has a key */
+    for (size_t i = 0; i < n; i++) {
         reqs[i].body = NULL;
+        reqs[i].idem = VD_CLAIM_OWN;
+        if (reqs[i].idem_key)
+            sql = VD_SQL_CLAIM_MANY_KEYED;
+    }
     if (rows && vd_in_tx(c)) { /* claim_next of coalesced dispositions: in their transaction */
         rc = vd_sql_prefer_generic(c);
         if (rc == VD_OK)
-            rc = vd_sql_exec(c, VD_SQL_CLAIM_MANY, 1, p, &res);
+            rc = vd_sql_exec(c, sql, 1, p, &res);
     } else if (rows) { /* alone: BEGIN, generic plan, the claim, COMMIT in one round trip */
-        rc = vd_sql_exec_generic(c, VD_SQL_CLAIM_MANY, 1, p, &res);
+        rc = vd_sql_exec_generic(c, sql, 1, p, &res);
     }
     free(rows);
     if (rc == VD_OK)
@@ -147,7 +167,7 @@ vd_error vd_store_claim_many_rest(vd_conn *c, const char *flow_step_id, vd_claim
 {
     size_t m = 0;
     for (size_t k = 0; k < n; k++)
-        m += reqs[k].body == NULL;
+        m += reqs[k].body == NULL && !reqs[k].idem_key;
     if (m == 0)
         return VD_OK;
     size_t *of = calloc(m, sizeof(*of));
@@ -155,7 +175,7 @@ vd_error vd_store_claim_many_rest(vd_conn *c, const char *flow_step_id, vd_claim
     vd_error rc = of && sub ? VD_OK : VD_ERR_INTERNAL;
     m = 0;
     for (size_t k = 0; rc == VD_OK && k < n; k++) {
-        if (!reqs[k].body) {
+        if (!reqs[k].body && !reqs[k].idem_key) {
             of[m] = k;
             sub[m++] = reqs[k];
         }

@@ -138,6 +138,63 @@
     "    CASE WHEN i.last_reason_code IN ('review_answered', 'lease_expired', 'admin_release')"    \
     "      THEN verdict_item_review(i.id) END AS review)"
 
+/* claim_many's and claim_many_keyed's claims: r holds the requests that claim (ord, fs,
+ * worker, version, lease, actor, trace, span, and k: the request's place among those of its
+ * flow step). Per flow step its candidates are numbered in claim order and candidate k goes to
+ * that flow step's request k: each gets its own job and token (the job's row records the
+ * claim), or nothing when fewer were claimable. */
+#define CLAIM_MANY_CLAIMS                                                                            \
+    " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"                                           \
+    " locked AS (" /* the rank is selected once and numbered from (verdict_claim_rank is inlined:    \
+                      its body is immutable, sql/functions/verdict_claim_rank.sql) */                                                 \
+    "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("                                                 \
+    "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"              \
+    "   FROM items"                                                                                  \
+    "   WHERE flow_step_id = g.fs AND state IN ('available', 'deferred')"                            \
+    "     AND available_at <= now()"                                                                 \
+    "     AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = g.fs"                    \
+    "                     AND (f.paused OR f.keyed))" /* priority with aging: items_claimable        \
+                                                         (sql/migrations/0037_priority_fairness.sql) \
+                                                       */                                            \
+    "   ORDER BY verdict_claim_rank(available_at, priority), id"                                     \
+    "   LIMIT g.n FOR UPDATE SKIP LOCKED) l),"                                                       \
+    " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"                              \
+    "  (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY rank, id) - 1)::integer AS n"         \
+    "   FROM locked) l"                                                                              \
+    "  JOIN r ON r.fs = l.fs AND r.k = l.n),"                                                        \
+    " j AS (" /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039),     \
+                 in ord order */                                                                                            \
+    "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"                    \
+    "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"           \
+    "                    claim_span_id, claim_from, claim_actor)"                                    \
+    "  SELECT c.id, c.fs, c.worker, c.attempts + 1, gen_random_uuid(),"                              \
+    "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"           \
+    "         c.state, c.actor"                                                                      \
+    "  FROM cand c ORDER BY c.ord"                                                                   \
+    "  RETURNING id, item_id, claim_token, attempt, lease_expires_at)," CLAIMED_ITEMS
+
+/* Each claiming request's answer (ord, answer): the claim's answer for one item; NULL for a
+ * keyed flow step's requests (they then claim with limits). */
+#define CLAIM_MANY_ANSWERS                                                                         \
+    " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f"                                  \
+    "   WHERE f.flow_step_id = r.fs AND f.keyed AND NOT f.paused) THEN NULL"                       \
+    "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"                       \
+    "  ELSE json_build_object('claims', json_build_array(json_build_object("                       \
+    "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"                       \
+    "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item," /* a first attempt    \
+                                                                                has no earlier job \
+                                                                                (a job's attempt   \
+                                                                                is its item's      \
+                                                                                claims so far,     \
+                                                                                plus one): no read                                                                                     \
+                                                                                (see claim) */     \
+    "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"      \
+    "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"                     \
+    "     ORDER BY p.id DESC LIMIT 1) END,"                                                        \
+    "   'review', u.review)))::text END AS answer"                                                 \
+    " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"                    \
+    " LEFT JOIN u ON u.id = c.id"
+
 /* claim_many_take: the coalesced limited claims of one key set ($3, a JSON array, or NULL)
  * and one token estimate per item ($4, or NULL) in one statement, the limit room taken in it:
  * $2 holds one row per request, as claim_many's, and a flow step's request k gets its
@@ -439,60 +496,50 @@ const vd_sql_statement vd_sql_statements[VD_SQL__MAX] = {
 
     /* claim_many: the claims of one item each that many requests made at once
      * (service/coalesce.c), of one flow step or several, one statement: $1 holds one row per
-     * request (ord 0..n-1, its flow step, worker, version, lease, actor, trace and span). Per
-     * flow step its candidates are numbered in claim order and candidate k goes to that flow
-     * step's request k: each gets its own job and token (the job's row records the claim), or
-     * nothing when fewer were claimable. One row per request: its ord and answer, the claim's
-     * answer for one item; NULL answers for a keyed flow step's requests (they then claim with
-     * limits). */
+     * request (ord 0..n-1, its flow step, worker, version, lease, actor, trace and span). One
+     * row per request: its ord and answer (CLAIM_MANY_CLAIMS, CLAIM_MANY_ANSWERS). */
     [VD_SQL_CLAIM_MANY] =
         {"claim_many",
          "WITH r AS (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY ord) - 1)::integer"
          "  AS k FROM jsonb_to_recordset($1::jsonb) AS r(ord integer, fs text,"
+         "  worker text, version text, lease integer, actor text, trace text, span "
+         "text))," CLAIM_MANY_CLAIMS CLAIM_MANY_ANSWERS " ORDER BY r.ord"},
+
+    /* claim_many_keyed: the same when some requests carry an Idempotency-Key (the row's key
+     * and raw body; decision 0100): a stored key answers its stored reply or refusal without
+     * claiming, a new key's first request claims and its key row is kept with the answer in
+     * the same statement, a second request with the key in the group answers as the first;
+     * one row per request: its ord, answer and how it answers (vd_claim_idem). Its own
+     * statement, so that claims without keys do not start its plan (+0.47 M instructions). */
+    [VD_SQL_CLAIM_MANY_KEYED] =
+        {"claim_many_keyed",
+         "WITH r0 AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(ord integer, fs text,"
          "  worker text, version text, lease integer, actor text, trace text, span text)),"
-         " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"
-         " locked AS ("
-         /* the rank is selected once and numbered from (verdict_claim_rank is inlined: its
-            body is immutable, sql/functions/verdict_claim_rank.sql) */
-         "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("
-         "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"
-         "   FROM items"
-         "   WHERE flow_step_id = g.fs AND state IN ('available', 'deferred')"
-         "     AND available_at <= now()"
-         "     AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = g.fs"
-         "                     AND (f.paused OR f.keyed))"
-         /* priority with aging: items_claimable (sql/migrations/0037_priority_fairness.sql) */
-         "   ORDER BY verdict_claim_rank(available_at, priority), id"
-         "   LIMIT g.n FOR UPDATE SKIP LOCKED) l),"
-         " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"
-         "  (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY rank, id) - 1)::integer AS n"
-         "   FROM locked) l"
-         "  JOIN r ON r.fs = l.fs AND r.k = l.n),"
-         " j AS ("
-         /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039), in ord
-            order */
-         "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"
-         "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"
-         "                    claim_span_id, claim_from, claim_actor)"
-         "  SELECT c.id, c.fs, c.worker, c.attempts + 1, gen_random_uuid(),"
-         "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"
-         "         c.state, c.actor"
-         "  FROM cand c ORDER BY c.ord"
-         "  RETURNING id, item_id, claim_token, attempt, lease_expires_at)," CLAIMED_ITEMS
-         " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = r.fs"
-         "                          AND f.keyed AND NOT f.paused) THEN NULL"
-         "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"
-         "  ELSE json_build_object('claims', json_build_array(json_build_object("
-         "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"
-         "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"
-         /* a first attempt has no earlier job (a job's attempt is its item's claims so far,
-            plus one): no read (see claim) */
-         "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"
-         "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"
-         "     ORDER BY p.id DESC LIMIT 1) END,"
-         "   'review', u.review)))::text END"
-         " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"
-         " LEFT JOIN u ON u.id = c.id ORDER BY r.ord"},
+         /* the requests with an Idempotency-Key, and how each answers */
+         " h AS MATERIALIZED (SELECT * FROM verdict_claim_keys($1::jsonb)),"
+         /* the requests that claim: without a key, or the first of a new key */
+         " r AS (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY ord) - 1)::integer"
+         "  AS k FROM r0 WHERE NOT EXISTS (SELECT 1 FROM h WHERE h.ord = r0.ord AND h.how > "
+         "0))," CLAIM_MANY_CLAIMS ", a AS MATERIALIZED (" CLAIM_MANY_ANSWERS "),"
+         /* a new key keeps its lead's answer, in the claim's transaction (idem_claim and
+            idem_save in one); one stored meanwhile by another request is not taken over */
+         " ins AS (INSERT INTO idempotency_keys AS k (route, key_name, idem_key, request_hash,"
+         "   status, response)"
+         "  SELECT 'claims', h.actor, h.key, h.hash, 200, a.answer FROM h JOIN a ON a.ord = h.ord"
+         "  ORDER BY 2, 3"
+         "  ON CONFLICT (route, key_name, idem_key) DO UPDATE"
+         "  SET request_hash = excluded.request_hash, status = excluded.status,"
+         "      response = excluded.response, created_at = now()"
+         "  WHERE k.created_at < now() - interval '24 hours' RETURNING k.key_name, k.idem_key)"
+         /* one row per request: its ord, answer and how (verdict_claim_keys) */
+         " SELECT r0.ord, CASE coalesce(h.how, 0) WHEN 0 THEN a.answer"
+         "  WHEN 1 THEN coalesce(h.response, l.answer) END, coalesce(h.how, 0)"
+         " FROM r0 LEFT JOIN h ON h.ord = r0.ord LEFT JOIN a ON a.ord = r0.ord"
+         " LEFT JOIN a l ON l.ord = h.lead"
+         /* a new key stored by another request since the statement began: all again */
+         " WHERE verdict_idem_raced(EXISTS (SELECT 1 FROM h WHERE h.how = 0 AND NOT EXISTS"
+         "  (SELECT 1 FROM ins WHERE ins.key_name = h.actor AND ins.idem_key = h.key)))"
+         " ORDER BY r0.ord"},
 
     /* claim_many_limited: the same for requests that name limit keys or a token estimate, or
      * in a keyed flow step (sql/functions/verdict_claim_many_limited.sql): $4 the group's limit

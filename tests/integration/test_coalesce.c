@@ -4,7 +4,9 @@
  * finishes, with wN's token), a wrong token or a call on a finished job in the same group
  * answers only its own request with its own error, an identical repeat replays, and the
  * statements did serve several requests at once (verdict_coalesced_*_total); the same for
- * single dispositions that claim the next item (claim_next). */
+ * single dispositions that claim the next item (claim_next); and single claims with an
+ * Idempotency-Key in those statements: a stored key answers its stored answer, a new one claims
+ * and is kept with its job, one key claims once in a statement or across replicas. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -538,6 +540,278 @@ static void test_one_key_set_keyed_flow_step(void **state)
     assert_int_equal((long)vt_limit_num(&srv[0], "kf-k", "in_flight"), 5);
 }
 
+/* One single-item claim with an Idempotency-Key, and its answer. */
+typedef struct keyed_claim {
+    const char *flow, *worker, *key, *more; /* more: more members of the claim, or "" */
+    int replica;                            /* the verdictd it goes to: 0 or 1 */
+    long status;
+    bool replayed;
+    char body[2048]; /* the answer */
+    char error[64];  /* its error code, or "" */
+    char content_type[128];
+} keyed_claim;
+
+static keyed_claim keyed(const char *flow, const char *worker, const char *key, const char *more)
+{
+    keyed_claim a;
+    memset(&a, 0, sizeof(a));
+    a.flow = flow;
+    a.worker = worker;
+    a.key = key;
+    a.more = more;
+    return a;
+}
+
+static void *keyed_claim_main(void *p)
+{
+    keyed_claim *a = p;
+    char body[300], header[160];
+    snprintf(body, sizeof(body), "{\"flow_step_id\": \"%s\", \"worker_id\": \"%s\"%s}", a->flow,
+             a->worker, a->more);
+    snprintf(header, sizeof(header), "Idempotency-Key: %s", a->key);
+    const char *headers[] = {header, NULL};
+    vt_resp r = vt_http(&srv[a->replica], "POST", "/v1/claims", VT_WORKER, body, headers);
+    const char *error = vt_str(r.json, "error");
+    a->status = r.status;
+    a->replayed = r.replayed;
+    snprintf(a->body, sizeof(a->body), "%s", r.body ? r.body : "");
+    snprintf(a->error, sizeof(a->error), "%s", error ? error : "");
+    snprintf(a->content_type, sizeof(a->content_type), "%s", r.content_type);
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* A plain claim of worker "holder" held in its statement (hold_claims), then the n keyed
+ * claims each[] started while it is in flight: they share the next statement. Returns the
+ * statements and requests the coalescer counted meanwhile. */
+static void keyed_round(const char *holder_flow, keyed_claim *each, int n, long *statements,
+                        long *requests)
+{
+    pthread_t hold, t[8];
+    one_claim holder = {holder_flow, "holder", "", 0, ""};
+    long st = metric_one("verdict_coalesced_statements_total");
+    long rq = metric_one("verdict_coalesced_requests_total");
+    hold_claims(true);
+    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
+    vt_sleep_ms(400); /* the holder's statement is in flight */
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, keyed_claim_main, &each[i]), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    pthread_join(hold, NULL);
+    hold_claims(false);
+    assert_int_equal(holder.status, 200);
+    *statements = metric_one("verdict_coalesced_statements_total") - st;
+    *requests = metric_one("verdict_coalesced_requests_total") - rq;
+}
+
+static long jobs_of(const char *flow)
+{
+    return vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = '%s'", flow);
+}
+
+/* Its replay: the same body and key answer the same text, marked replayed, with nothing
+ * claimed; the same key with another body is refused. */
+static void assert_replays(const keyed_claim *first)
+{
+    keyed_claim again = *first, other = *first;
+    long jobs = jobs_of(first->flow);
+    keyed_claim_main(&again);
+    assert_int_equal(again.status, 200);
+    assert_true(again.replayed);
+    assert_string_equal(again.body, first->body);
+    assert_string_equal(again.content_type, first->content_type);
+    other.worker = "someone-else";
+    keyed_claim_main(&other);
+    assert_int_equal(other.status, 422);
+    assert_string_equal(other.error, "idempotency_key_reused");
+    assert_int_equal(jobs_of(first->flow), jobs);
+}
+
+/* Single claims with an Idempotency-Key share a statement like the others: five requests in
+ * two statements, four jobs, each key stored with its request's answer; each replays that
+ * answer and refuses another body, as a key first answered alone (a claim that may wait, on
+ * the path of its own) does. Before, a keyed claim ran alone: five requests, one coalesced. */
+static void test_keyed_claims_share_a_statement(void **state)
+{
+    keyed_claim each[4], alone = keyed("ik", "ikw", "ik-alone", ", \"wait_seconds\": 1");
+    char key[4][16];
+    long st = 0, rq = 0;
+    (void)state;
+    vt_seed_flow("ik_h", 1);
+    vt_seed_flow("ik", 8);
+    for (int i = 0; i < 4; i++) {
+        snprintf(key[i], sizeof(key[i]), "ik-key-%d", i);
+        each[i] = keyed("ik", "ikw", key[i], "");
+    }
+    keyed_round("ik_h", each, 4, &st, &rq);
+    print_message("four keyed claims: %ld requests in %ld statements\n", rq, st);
+    assert_int_equal(rq, 5);
+    assert_int_equal(st, 2);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(each[i].status, 200);
+        assert_false(each[i].replayed);
+        assert_non_null(strstr(each[i].body, "\"claim_token\""));
+        /* the key keeps exactly the answer its request got */
+        assert_int_equal(
+            vt_sql_long("SELECT count(*) FROM idempotency_keys WHERE route = 'claims'"
+                        " AND idem_key = '%s' AND status = 200 AND response = $v$%s$v$",
+                        key[i], each[i].body),
+            1);
+    }
+    assert_int_equal(vt_sql_long("SELECT count(DISTINCT item_id) FROM jobs"
+                                 " WHERE flow_step_id = 'ik' AND status = 'processing'"),
+                     4);
+    for (int i = 0; i < 4; i++)
+        assert_replays(&each[i]);
+    keyed_claim_main(&alone);
+    assert_int_equal(alone.status, 200);
+    assert_false(alone.replayed);
+    assert_replays(&alone);
+}
+
+/* One key three times in one statement, with two bodies: one request claims, the one with its
+ * body answers its answer as a replay, the other body is refused (two concurrent requests with
+ * one key answer one after the other so); a key stored before answers its stored answer or
+ * refuses another body, and a new key beside them claims: a refusal fails no other request.
+ * Before, keyed claims ran alone (one request coalesced). */
+static void test_one_key_in_a_statement(void **state)
+{
+    keyed_claim pre = keyed("sk", "skw", "sk-pre", ""), each[6];
+    long st = 0, rq = 0;
+    int own = -1;
+    (void)state;
+    vt_seed_flow("sk_h", 1);
+    vt_seed_flow("sk", 8);
+    keyed_claim_main(&pre);
+    assert_int_equal(pre.status, 200);
+    each[0] = keyed("sk", "skw", "sk-same", "");
+    each[1] = keyed("sk", "skw", "sk-same", "");
+    each[2] = keyed("sk", "sko", "sk-same", "");
+    each[3] = keyed("sk", "skw", "sk-pre", "");
+    each[4] = keyed("sk", "sko", "sk-pre", "");
+    each[5] = keyed("sk", "skw", "sk-new", "");
+    keyed_round("sk_h", each, 6, &st, &rq);
+    assert_int_equal(rq, 7);
+    assert_int_equal(st, 2);
+    for (int i = 0; i < 3; i++) /* the one that claimed sk-same */
+        if (each[i].status == 200 && !each[i].replayed) {
+            assert_int_equal(own, -1);
+            own = i;
+        }
+    assert_true(own >= 0);
+    for (int i = 0; i < 3; i++) {
+        if (i == own)
+            continue;
+        if (strcmp(each[i].worker, each[own].worker) == 0) {
+            assert_int_equal(each[i].status, 200);
+            assert_true(each[i].replayed);
+            assert_string_equal(each[i].body, each[own].body);
+        } else {
+            assert_int_equal(each[i].status, 422);
+            assert_string_equal(each[i].error, "idempotency_key_reused");
+        }
+    }
+    assert_int_equal(each[3].status, 200);
+    assert_true(each[3].replayed);
+    assert_string_equal(each[3].body, pre.body);
+    assert_int_equal(each[4].status, 422);
+    assert_string_equal(each[4].error, "idempotency_key_reused");
+    assert_int_equal(each[5].status, 200);
+    assert_false(each[5].replayed);
+    assert_non_null(strstr(each[5].body, "\"claim_token\""));
+    assert_int_equal(jobs_of("sk"), 3); /* sk-pre, sk-same, sk-new */
+}
+
+/* A key stored by a concurrent request after the statement began (a claim on the other
+ * replica, its statement held while it claims): the statement does not claim for it a second
+ * time; it runs again and answers the stored answer. One item claimed for the key. */
+static void test_one_key_on_two_replicas(void **state)
+{
+    keyed_claim a = keyed("rk", "holder", "rk-1", ""), b = a;
+    pthread_t ta, tb;
+    long rq = metric_one("verdict_coalesced_requests_total");
+    (void)state;
+    vt_seed_flow("rk", 4);
+    b.replica = 1;
+    hold_claims(true);
+    assert_int_equal(pthread_create(&tb, NULL, keyed_claim_main, &b), 0);
+    vt_sleep_ms(400); /* b's statement holds the key's claim */
+    assert_int_equal(pthread_create(&ta, NULL, keyed_claim_main, &a), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    hold_claims(false);
+    assert_int_equal(metric_one("verdict_coalesced_requests_total") - rq, 1);
+    assert_int_equal(a.status, 200);
+    assert_int_equal(b.status, 200);
+    assert_true(a.replayed != b.replayed);
+    assert_string_equal(a.body, b.body);
+    assert_int_equal(jobs_of("rk"), 1);
+}
+
+/* A key and its claim commit together: a statement that fails after the claim (storing the
+ * key) leaves neither the job nor the key; one that fails at the claim (the job's insert)
+ * leaves no key. Then the same key claims afresh. */
+static void test_key_and_claim_commit_together(void **state)
+{
+    keyed_claim a = keyed("ak", "akw", "ak-boom", ""), b = keyed("ak", "boom", "ak-job", "");
+    long rq = metric_one("verdict_coalesced_requests_total");
+    (void)state;
+    vt_seed_flow("ak", 4);
+    free(vt_sql("CREATE FUNCTION ak_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF TG_TABLE_NAME = 'jobs' AND NEW.worker_id = 'boom'"
+                "  OR TG_TABLE_NAME = 'idempotency_keys' AND NEW.idem_key = 'ak-boom' THEN"
+                " RAISE EXCEPTION 'ak_fail'; END IF; RETURN NEW; END $$;"
+                " CREATE TRIGGER ak_fail BEFORE INSERT ON jobs FOR EACH ROW"
+                " EXECUTE FUNCTION ak_fail(); CREATE TRIGGER ak_fail BEFORE INSERT"
+                " ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION ak_fail()"));
+    keyed_claim_main(&a);
+    keyed_claim_main(&b);
+    assert_true(a.status >= 500);
+    assert_true(b.status >= 500);
+    assert_int_equal(metric_one("verdict_coalesced_requests_total") - rq, 2);
+    assert_int_equal(jobs_of("ak"), 0);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM idempotency_keys"
+                                 " WHERE idem_key IN ('ak-boom', 'ak-job')"),
+                     0);
+    free(vt_sql("DROP TRIGGER ak_fail ON jobs; DROP TRIGGER ak_fail ON idempotency_keys;"
+                " DROP FUNCTION ak_fail()"));
+    keyed_claim_main(&a);
+    keyed_claim_main(&b);
+    assert_int_equal(a.status, 200);
+    assert_false(a.replayed);
+    assert_int_equal(b.status, 200);
+    assert_false(b.replayed);
+    assert_int_equal(jobs_of("ak"), 2);
+}
+
+/* A keyed claim in a keyed flow step (its items name limit keys): claim_many answers nothing
+ * for it and it claims alone with its key on the runner's connection, with limits, as before
+ * (not in the claim_many_limited of the unkeyed ones); a repeat replays it. */
+static void test_key_in_a_keyed_flow_step(void **state)
+{
+    keyed_claim a = keyed("kk", "kkw", "kk-1", "");
+    long rq = metric_one("verdict_coalesced_requests_total");
+    (void)state;
+    vt_seed_flow("kk", 4);
+    vt_put_limit(&srv[0], "kk-model", "{\"concurrency\": 6}");
+    /* as a registration with limit keys leaves them (items_insert) */
+    free(vt_sql("UPDATE items SET limit_keys = '{kk-model}' WHERE flow_step_id = 'kk';"
+                " UPDATE flow_steps SET keyed = true WHERE flow_step_id = 'kk'"));
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM flow_steps WHERE flow_step_id = 'kk'"
+                                 " AND keyed"),
+                     1);
+    keyed_claim_main(&a);
+    assert_int_equal(a.status, 200);
+    assert_false(a.replayed);
+    assert_non_null(strstr(a.body, "\"claim_token\""));
+    assert_int_equal(metric_one("verdict_coalesced_requests_total") - rq, 1);
+    assert_int_equal((long)vt_limit_num(&srv[0], "kk-model", "in_flight"), 1);
+    assert_replays(&a);
+    assert_int_equal(jobs_of("kk"), 1);
+}
+
 VT_FIXTURE(.srv = {&srv[0], &srv[1]}, .env = VT_ENV("VERDICT_LOG_LEVEL=warn"))
 
 int main(void)
@@ -551,6 +825,11 @@ int main(void)
         cmocka_unit_test(test_key_sets_of_one_flow_step),
         cmocka_unit_test(test_one_key_set_run_split),
         cmocka_unit_test(test_one_key_set_keyed_flow_step),
+        cmocka_unit_test(test_keyed_claims_share_a_statement),
+        cmocka_unit_test(test_one_key_in_a_statement),
+        cmocka_unit_test(test_one_key_on_two_replicas),
+        cmocka_unit_test(test_key_and_claim_commit_together),
+        cmocka_unit_test(test_key_in_a_keyed_flow_step),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,14 @@
 #include "verdict/error.h"
 #include "verdict/store.h"
 
+/* How claim_many answered a request with an Idempotency-Key (vd_claim_one.idem). */
+typedef enum vd_claim_idem {
+    VD_CLAIM_OWN = 0,    /* its own claim (or no key) */
+    VD_CLAIM_REPLAYED,   /* body: the key's stored answer (or its first request's) */
+    VD_CLAIM_REUSED,     /* the key's answer is of another body (VD_ERR_IDEMPOTENCY_KEY_REUSED) */
+    VD_CLAIM_UNANSWERED, /* the key is stored without an answer (VD_ERR_DATABASE_UNAVAILABLE) */
+} vd_claim_idem;
+
 /* One request's claim of one item: what it asks for, and its answer. */
 typedef struct vd_claim_one {
     const char *worker_id, *worker_version, *actor; /* worker_version: or NULL */
@@ -20,13 +28,20 @@ typedef struct vd_claim_one {
      * or NULL / -1: the call's */
     const char *limit_keys;
     int64_t estimated_tokens;
+    /* claim_many: the request's Idempotency-Key and raw body (its scope: route "claims", key
+     * name actor), or NULL; and how it was answered (out) */
+    const char *idem_key, *idem_body;
+    vd_claim_idem idem;
 } vd_claim_one;
 
 /* Claim one item for each of reqs[0..n), each in its own flow step (reqs[i].flow_step_id, or
  * flow_step_id when NULL), in one statement, in a transaction of its own or in the caller's open
  * one (claim_many): a flow step's request k gets its k-th claimable item in claim order, or an
  * answer without claims. A keyed flow step's requests claim nothing and keep their body NULL
- * (the caller claims them with limits). On an error no body is set. */
+ * (the caller claims them with limits, or alone with their Idempotency-Key). A request with an
+ * Idempotency-Key answers as vd_store_claim would (reqs[i].idem): a stored key its stored
+ * answer, a new one its claim, kept with it in the same transaction. On an error no body is
+ * set. */
 VD_MUST_USE vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one *reqs,
                                          size_t n);
 
