@@ -140,54 +140,48 @@
 
 /* claim_many's and claim_many_keyed's claims: r holds the requests that claim (ord, fs,
  * worker, version, lease, actor, trace, span, and k: the request's place among those of its
- * flow step). Per flow step its candidates are numbered in claim order and candidate k goes to
- * that flow step's request k: each gets its own job and token (the job's row records the
- * claim), or nothing when fewer were claimable. */
-#define CLAIM_MANY_CLAIMS                                                                            \
-    " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"                                           \
-    " locked AS (" /* the rank is selected once and numbered from (verdict_claim_rank is inlined:    \
-                      its body is immutable, sql/functions/verdict_claim_rank.sql) */                                                 \
-    "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("                                                 \
-    "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"              \
-    "   FROM items"                                                                                  \
-    "   WHERE flow_step_id = g.fs AND state IN ('available', 'deferred')"                            \
-    "     AND available_at <= now()"                                                                 \
-    "     AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = g.fs"                    \
-    "                     AND (f.paused OR f.keyed))" /* priority with aging: items_claimable        \
-                                                         (sql/migrations/0037_priority_fairness.sql) \
-                                                       */                                            \
-    "   ORDER BY verdict_claim_rank(available_at, priority), id"                                     \
-    "   LIMIT g.n FOR UPDATE SKIP LOCKED) l),"                                                       \
-    " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"                              \
-    "  (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY rank, id) - 1)::integer AS n"         \
-    "   FROM locked) l"                                                                              \
-    "  JOIN r ON r.fs = l.fs AND r.k = l.n),"                                                        \
-    " j AS (" /* the job's row records the claim (claim_from, claim_actor: sql/migrations/0039),     \
-                 in ord order */                                                                                            \
-    "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"                    \
-    "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"           \
-    "                    claim_span_id, claim_from, claim_actor)"                                    \
-    "  SELECT c.id, c.fs, c.worker, c.attempts + 1, gen_random_uuid(),"                              \
-    "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"           \
-    "         c.state, c.actor"                                                                      \
-    "  FROM cand c ORDER BY c.ord"                                                                   \
+ * flow step). Per flow step its candidates are numbered in claim order, by the rank selected
+ * once (verdict_claim_rank is inlined: its body is immutable; priority with aging, the index
+ * items_claimable: sql/migrations/0037_priority_fairness.sql), and candidate k goes to that
+ * flow step's request k: each gets its own job and token, the job's row recording the claim
+ * (claim_from, claim_actor: sql/migrations/0039), in ord order, or nothing when fewer were
+ * claimable. A keyed flow step's candidates are left to the claim with limits. */
+#define CLAIM_MANY_CLAIMS                                                                          \
+    " g AS (SELECT fs, count(*) AS n FROM r GROUP BY fs),"                                         \
+    " locked AS ("                                                                                 \
+    "  SELECT g.fs, l.* FROM g CROSS JOIN LATERAL ("                                               \
+    "   SELECT id, state, attempts, verdict_claim_rank(available_at, priority) AS rank"            \
+    "   FROM items"                                                                                \
+    "   WHERE flow_step_id = g.fs AND state IN ('available', 'deferred')"                          \
+    "     AND available_at <= now()"                                                               \
+    "     AND NOT EXISTS (SELECT 1 FROM flow_steps f WHERE f.flow_step_id = g.fs"                  \
+    "                     AND (f.paused OR f.keyed))"                                              \
+    "   ORDER BY verdict_claim_rank(available_at, priority), id"                                   \
+    "   LIMIT g.n FOR UPDATE SKIP LOCKED) l),"                                                     \
+    " cand AS MATERIALIZED (SELECT l.id, l.state, l.attempts, r.* FROM"                            \
+    "  (SELECT *, (row_number() OVER (PARTITION BY fs ORDER BY rank, id) - 1)::integer AS n"       \
+    "   FROM locked) l"                                                                            \
+    "  JOIN r ON r.fs = l.fs AND r.k = l.n),"                                                      \
+    " j AS ("                                                                                      \
+    "  INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,"                  \
+    "                    lease_expires_at, worker_version, lease_seconds, claim_trace_id,"         \
+    "                    claim_span_id, claim_from, claim_actor)"                                  \
+    "  SELECT c.id, c.fs, c.worker, c.attempts + 1, gen_random_uuid(),"                            \
+    "         now() + c.lease * interval '1 second', c.version, c.lease, c.trace, c.span,"         \
+    "         c.state, c.actor"                                                                    \
+    "  FROM cand c ORDER BY c.ord"                                                                 \
     "  RETURNING id, item_id, claim_token, attempt, lease_expires_at)," CLAIMED_ITEMS
 
 /* Each claiming request's answer (ord, answer): the claim's answer for one item; NULL for a
- * keyed flow step's requests (they then claim with limits). */
+ * keyed flow step's requests (they then claim with limits). A first attempt has no earlier
+ * job (a job's attempt is its item's claims so far, plus one): no checkpoint read. */
 #define CLAIM_MANY_ANSWERS                                                                         \
     " SELECT r.ord, CASE WHEN EXISTS (SELECT 1 FROM flow_steps f"                                  \
     "   WHERE f.flow_step_id = r.fs AND f.keyed AND NOT f.paused) THEN NULL"                       \
     "  WHEN j.id IS NULL THEN json_build_object('claims', '[]'::json)::text"                       \
     "  ELSE json_build_object('claims', json_build_array(json_build_object("                       \
     "   'job_id', j.id, 'claim_token', j.claim_token, 'attempt', j.attempt,"                       \
-    "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item," /* a first attempt    \
-                                                                                has no earlier job \
-                                                                                (a job's attempt   \
-                                                                                is its item's      \
-                                                                                claims so far,     \
-                                                                                plus one): no read                                                                                     \
-                                                                                (see claim) */     \
+    "   'lease_expires_at', verdict_ts(j.lease_expires_at), 'item', u.item,"                       \
     "   'previous_checkpoint', CASE WHEN j.attempt > 1 THEN (SELECT p.checkpoint FROM jobs p"      \
     "     WHERE p.item_id = u.id AND p.id < j.id AND p.checkpoint IS NOT NULL"                     \
     "     ORDER BY p.id DESC LIMIT 1) END,"                                                        \
