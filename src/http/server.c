@@ -387,7 +387,7 @@ typedef struct async_group {
     vd_req *reqs[]; /* n */
 } async_group;
 
-static void serve_now(vd_server *srv, vd_req **reqs, size_t n);
+static void serve_now(vd_req **reqs, size_t n);
 
 /* The executor's end of a coalesced group (on its thread): every request answered, or handed
  * back (nothing of it committed) with async_sync to the front of its group, for a runner to
@@ -402,7 +402,7 @@ static void async_group_done(void *arg, bool again)
     for (size_t i = 0; again && i < g->n; i++)
         g->reqs[i]->ctx.async_sync = true;
     if (again && !vd_coalescer_done(c, key, (void **)g->reqs, g->n)) {
-        serve_now(g->srv, g->reqs, g->n); /* out of memory: here, as the runner would */
+        serve_now(g->reqs, g->n); /* out of memory: here, as the runner would */
         free(g);
         return;
     }
@@ -441,11 +441,10 @@ static bool serve_async(vd_server *srv, const char *key, vd_req **reqs, vd_ctx *
 }
 
 /* Serve reqs[0..n) (one kind and group) synchronously, on this thread, and resume them. */
-static void serve_now(vd_server *srv, vd_req **reqs, size_t n)
+static void serve_now(vd_req **reqs, size_t n)
 {
     vd_ctx *ctxs[VD_COALESCE_BATCH] = {0};
     bool claims = reqs[0]->ctx.coalesce == VD_COALESCE_CLAIM;
-    (void)srv;
     for (size_t i = 0; i < n; i++)
         ctxs[i] = &reqs[i]->ctx;
     if (claims)
@@ -470,7 +469,7 @@ static void serve_coalesced(void *arg, const char *group, void **items, size_t n
         ctxs[i] = &reqs[i]->ctx;
     }
     if (!serve_async(arg, group, reqs, ctxs, n))
-        serve_now(arg, reqs, n);
+        serve_now(reqs, n);
 }
 
 /* Hand the request to its coalescer. Its group idle: serve it here at once (no hand-off),
@@ -486,7 +485,7 @@ static void coalesce_submit(vd_req *r)
         serve_coalesced(srv, group, &item, 1);
         vd_coalescer_led(c, group);
     } else if (!vd_coalescer_submit(c, group, r)) {
-        serve_now(srv, &r, 1); /* not in the coalescer: nothing to keep in flight */
+        serve_now(&r, 1); /* not in the coalescer: nothing to keep in flight */
     }
 }
 
