@@ -10,7 +10,10 @@
  * byte as the worker threads answer them (replays, refusals, one job and many), a finish that
  * fails answered as the sync path answers it, a backend terminated while the lock waits or
  * while the finish runs handed back and applied once, and a connection lost after its COMMIT
- * answered 503 and replayed. */
+ * answered 503 and replayed. Coalesced single dispositions take it as one group (decision
+ * 0097): counted there, answered byte for byte as the worker threads answer them, a failing
+ * finish or a terminated backend handed back and each request answered its own way, once, and a
+ * stop with a group in flight answering every request. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
