@@ -392,6 +392,78 @@ void vd_dispositions_serve(vd_ctx **ctxs, size_t n)
     free(ans);
 }
 
+/* Coalesced single dispositions on the executor (decision 0097): their writes and answers
+ * (owned) and the requests (borrowed) until they are answered or handed back. */
+typedef struct disp_group {
+    vd_job_write *w;
+    vd_job_answer *ans;
+    size_t n;
+    void (*done)(void *arg, bool again);
+    void *arg;
+    vd_ctx *ctxs[]; /* n */
+} disp_group;
+
+/* Whether ctxs[0..n) may go to the executor as one batch (the rules of batch_goes_async). */
+static bool group_fits(vd_ctx **ctxs, size_t n, const vd_job_write *w)
+{
+    const vd_config *cfg = ctxs[0]->cfg;
+    if (cfg->otlp_endpoint && *cfg->otlp_endpoint)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!ctxs[i]->async_on || ctxs[i]->async_sync || job_repeats(ctxs, i))
+            return false;
+    }
+    return vd_job_async_fits(cfg, w, n);
+}
+
+/* The executor's answer (on its thread): each request answered as serve_round answers it
+ * when the one transaction did not fail (a failure after the finish was sent, which may have
+ * committed, is every request's: nothing is tried again); handed back, left as it was. */
+static void group_done(void *arg, bool again, vd_error rc)
+{
+    disp_group *g = arg;
+    void (*done)(void *arg, bool again) = g->done;
+    void *done_arg = g->arg;
+    for (size_t i = 0; i < g->n; i++) {
+        vd_ctx *ctx = g->ctxs[i];
+        if (!again && rc)
+            ctx->err = vd_store_fail(ctx, rc, NULL);
+        else if (!again)
+            disposition_answer(ctx, &g->ans[i]);
+        free(g->ans[i].kept);
+        if (!again) { /* as vd_dispositions_serve leaves it */
+            disp_cleanup(ctx->coalesce_arg);
+            free(ctx->coalesce_arg);
+            ctx->coalesce_arg = NULL;
+        }
+    }
+    free(g->w);
+    free(g->ans);
+    free(g);
+    done(done_arg, again); /* the requests may be resumed there: nothing read after */
+}
+
+bool vd_dispositions_serve_async(vd_ctx **ctxs, size_t n, struct vd_async *x,
+                                 void (*done)(void *arg, bool again), void *arg)
+{
+    disp_group *g = n > 0 ? calloc(1, sizeof(*g) + n * sizeof(*g->ctxs)) : NULL;
+    vd_job_write *w = g ? calloc(n, sizeof(*w)) : NULL;
+    vd_job_answer *ans = w ? calloc(n, sizeof(*ans)) : NULL;
+    for (size_t i = 0; ans && i < n; i++)
+        w[i] = ((const disp_in *)ctxs[i]->coalesce_arg)->w;
+    if (ans && group_fits(ctxs, n, w)) {
+        *g = (disp_group){w, ans, n, done, arg};
+        memcpy(g->ctxs, ctxs, n * sizeof(*ctxs));
+        if (vd_job_apply_async(x, ctxs[0]->cfg, w, n, ctxs[0]->trace.trace_id, ctxs[0]->deadline,
+                               ans, group_done, g))
+            return true; /* g and the requests may be answered already: not read */
+    }
+    free(g);
+    free(w);
+    free(ans);
+    return false;
+}
+
 vd_error vd_h_disposition(vd_ctx *ctx)
 {
     static const vd_member members[] = {DISPOSITION_MEMBERS, NEXT_MEMBERS};

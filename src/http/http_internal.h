@@ -124,6 +124,14 @@ struct vd_ctx {
  * flow step; h_jobs.c: single dispositions. */
 void vd_claims_serve(vd_ctx **ctxs, size_t n);
 void vd_dispositions_serve(vd_ctx **ctxs, size_t n);
+/* Coalesced single dispositions ctxs[0..n) on the executor x (decision 0097), when they may go
+ * as a batch would (the executor on, none with async_sync, no OTLP export, distinct jobs,
+ * vd_job_async_fits: no claim_next, rejection, decide hook, ...): done(arg, again) is called
+ * once, on the executor thread, with every ctx answered exactly as vd_dispositions_serve
+ * answers it, or (again: nothing of it committed) every ctx as it was, to be served by
+ * vd_dispositions_serve. False (nothing sent, nothing changed): serve them synchronously. */
+bool vd_dispositions_serve_async(vd_ctx **ctxs, size_t n, struct vd_async *x,
+                                 void (*done)(void *arg, bool again), void *arg);
 
 /* Submit the batch disposition the handler left in ctx->async_batch (taken from it) to the
  * executor x: done(arg, again) is called once, on the executor thread, with ctx answered, or

@@ -392,6 +392,36 @@ void vd_metrics_observe_async_dispositions(bool handed_back)
     __atomic_fetch_add(&async_disps[handed_back], 1, __ATOMIC_RELAXED);
 }
 
+/* groups of coalesced single dispositions (and their requests) the executor answered (0) and
+ * handed back to a runner (1) */
+static unsigned long async_groups[2], async_group_reqs[2]; /* atomic */
+
+void vd_metrics_observe_async_coalesced(bool handed_back, size_t requests)
+{
+    __atomic_fetch_add(&async_groups[handed_back], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&async_group_reqs[handed_back], requests, __ATOMIC_RELAXED);
+}
+
+static void render_async_coalesced(vd_buf *out)
+{
+    vd_buf_printf(out,
+                  "# HELP verdict_db_async_coalesced_total Statements of coalesced single "
+                  "dispositions sent on the non-blocking executor, by outcome (answered there, "
+                  "or handed back to a runner: nothing of it committed).\n"
+                  "# TYPE verdict_db_async_coalesced_total counter\n"
+                  "verdict_db_async_coalesced_total{outcome=\"answered\"} %lu\n"
+                  "verdict_db_async_coalesced_total{outcome=\"handed_back\"} %lu\n"
+                  "# HELP verdict_db_async_coalesced_requests_total The single dispositions "
+                  "those statements carried, by outcome.\n"
+                  "# TYPE verdict_db_async_coalesced_requests_total counter\n"
+                  "verdict_db_async_coalesced_requests_total{outcome=\"answered\"} %lu\n"
+                  "verdict_db_async_coalesced_requests_total{outcome=\"handed_back\"} %lu\n",
+                  __atomic_load_n(&async_groups[0], __ATOMIC_RELAXED),
+                  __atomic_load_n(&async_groups[1], __ATOMIC_RELAXED),
+                  __atomic_load_n(&async_group_reqs[0], __ATOMIC_RELAXED),
+                  __atomic_load_n(&async_group_reqs[1], __ATOMIC_RELAXED));
+}
+
 static void render_async(vd_buf *out)
 {
     vd_buf_printf(out,
@@ -449,6 +479,7 @@ void vd_metrics_render(vd_buf *out, const vd_metrics_input *in)
     render_http(out);
     render_coalesced(out);
     render_async(out);
+    render_async_coalesced(out);
     render_sweeper(out, in->sweeper);
     render_otlp(out);
     /* the database families are left out (not failed) while the database is down:

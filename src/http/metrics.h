@@ -29,6 +29,9 @@ void vd_metrics_observe_coalesced(bool dispositions, size_t requests);
 void vd_metrics_observe_async(bool handed_back);
 /* The same for a batch disposition (verdict_db_async_dispositions_total). */
 void vd_metrics_observe_async_dispositions(bool handed_back);
+/* The same for a group of coalesced single dispositions of `requests` requests
+ * (verdict_db_async_coalesced_total, and ..._requests_total). */
+void vd_metrics_observe_async_coalesced(bool handed_back, size_t requests);
 /* One connection closed to keep the global connection cap (guard.c). */
 void vd_metrics_connection_evicted(void);
 /* What one scrape shows besides the in-process counters. */

@@ -378,20 +378,75 @@ static void coalesced_answered(vd_req *r)
     MHD_resume_connection(ctx->conn);
 }
 
-/* The coalescers' statement (coalesce.h): items are requests of one kind and group. */
-static void serve_coalesced(void *arg, const char *group, void **items, size_t n)
+/* Coalesced dispositions on the executor (decision 0097): their group's key and requests,
+ * until the executor answers them or hands them back. */
+typedef struct async_group {
+    vd_server *srv;
+    char key[VD_COALESCE_GROUP_MAX + 1];
+    size_t n;
+    vd_req *reqs[]; /* n */
+} async_group;
+
+static void serve_now(vd_req **reqs, size_t n);
+
+/* The executor's end of a coalesced group (on its thread): every request answered, or handed
+ * back (nothing of it committed) with async_sync to the front of its group, for a runner to
+ * serve synchronously. The group's statement stays in flight until here (vd_coalescer_keep). */
+static void async_group_done(void *arg, bool again)
+{
+    async_group *g = arg;
+    vd_coalescer *c = g->srv->disps;
+    char key[VD_COALESCE_GROUP_MAX + 1];
+    memcpy(key, g->key, sizeof(key));
+    vd_metrics_observe_async_coalesced(again, g->n);
+    for (size_t i = 0; again && i < g->n; i++)
+        g->reqs[i]->ctx.async_sync = true;
+    if (again && !vd_coalescer_done(c, key, (void **)g->reqs, g->n)) {
+        serve_now(g->reqs, g->n); /* out of memory: here, as the runner would */
+        free(g);
+        return;
+    }
+    if (!again) {
+        vd_metrics_observe_coalesced(true, g->n);
+        for (size_t i = 0; i < g->n; i++) /* r may be freed once resumed: nothing read after */
+            coalesced_answered(g->reqs[i]);
+        free(g);
+        vd_coalescer_done(c, key, NULL, 0); /* the server may stop once it is done: last */
+        return;
+    }
+    free(g);
+}
+
+/* Coalesced dispositions the executor takes: their statement kept in flight in the coalescer
+ * until it answers (async_group_done). False: serve them here. */
+static bool serve_async(vd_server *srv, const char *key, vd_req **reqs, vd_ctx **ctxs, size_t n)
+{
+    async_group *g = NULL;
+    if (!srv->async || reqs[0]->ctx.coalesce != VD_COALESCE_DISPOSITION)
+        return false;
+    g = calloc(1, sizeof(*g) + n * sizeof(*g->reqs));
+    if (!g || !vd_coalescer_keep(srv->disps, key)) {
+        free(g);
+        return false;
+    }
+    g->srv = srv;
+    snprintf(g->key, sizeof(g->key), "%s", key);
+    g->n = n;
+    memcpy(g->reqs, reqs, n * sizeof(*reqs));
+    if (vd_dispositions_serve_async(ctxs, n, srv->async, async_group_done, g))
+        return true; /* g may be answered already: not read */
+    vd_coalescer_done(srv->disps, key, NULL, 0);
+    free(g);
+    return false;
+}
+
+/* Serve reqs[0..n) (one kind and group) synchronously, on this thread, and resume them. */
+static void serve_now(vd_req **reqs, size_t n)
 {
     vd_ctx *ctxs[VD_COALESCE_BATCH] = {0};
-    vd_req *reqs[VD_COALESCE_BATCH] = {0};
-    (void)arg;
-    (void)group; /* every request carries its own (coalesce_group) */
-    if (n == 0 || n > VD_COALESCE_BATCH)
-        return; /* the coalescer never hands out more than its max_batch */
-    for (size_t i = 0; i < n; i++) {
-        reqs[i] = items[i];
+    bool claims = reqs[0]->ctx.coalesce == VD_COALESCE_CLAIM;
+    for (size_t i = 0; i < n; i++)
         ctxs[i] = &reqs[i]->ctx;
-    }
-    bool claims = ((vd_req *)items[0])->ctx.coalesce == VD_COALESCE_CLAIM;
     if (claims)
         vd_claims_serve(ctxs, n);
     else
@@ -399,6 +454,22 @@ static void serve_coalesced(void *arg, const char *group, void **items, size_t n
     vd_metrics_observe_coalesced(!claims, n);
     for (size_t i = 0; i < n; i++) /* r may be freed once resumed: nothing read after */
         coalesced_answered(reqs[i]);
+}
+
+/* The coalescers' statement (coalesce.h): items are requests of one kind and group. Single
+ * dispositions that fit go to the executor; the rest are served here. */
+static void serve_coalesced(void *arg, const char *group, void **items, size_t n)
+{
+    vd_ctx *ctxs[VD_COALESCE_BATCH] = {0};
+    vd_req *reqs[VD_COALESCE_BATCH] = {0};
+    if (n == 0 || n > VD_COALESCE_BATCH)
+        return; /* the coalescer never hands out more than its max_batch */
+    for (size_t i = 0; i < n; i++) {
+        reqs[i] = items[i];
+        ctxs[i] = &reqs[i]->ctx;
+    }
+    if (!serve_async(arg, group, reqs, ctxs, n))
+        serve_now(reqs, n);
 }
 
 /* Hand the request to its coalescer. Its group idle: serve it here at once (no hand-off),
@@ -414,7 +485,7 @@ static void coalesce_submit(vd_req *r)
         serve_coalesced(srv, group, &item, 1);
         vd_coalescer_led(c, group);
     } else if (!vd_coalescer_submit(c, group, r)) {
-        serve_coalesced(srv, group, &item, 1);
+        serve_now(&r, 1); /* not in the coalescer: nothing to keep in flight */
     }
 }
 

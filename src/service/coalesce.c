@@ -2,7 +2,9 @@
  * the groups and the ready list; a group is on the ready list while it has items waiting and
  * a free slot (fewer than max_in_flight statements running), and is freed when it has
  * neither items nor statements. Runners take a group from the ready list, up to max_batch of
- * its oldest items, and run the statement outside the lock. */
+ * its oldest items, and run the statement outside the lock. A statement kept (vd_coalescer_keep)
+ * goes on after its call returned; its group keeps the slot, and the runners stay (even when
+ * stopping) until every kept statement is done, so what it gives back is still served. */
 #include "verdict/coalesce.h"
 
 #include <pthread.h>
@@ -27,6 +29,7 @@ struct vd_coalescer {
     group *groups;
     group *ready_head, *ready_tail;
     bool stopping, stopped;
+    int kept; /* statements kept in flight beyond their call (vd_coalescer_keep) */
     int max_batch, max_in_flight, nthreads;
     vd_coalesce_fn fn;
     void *arg;
@@ -92,9 +95,9 @@ static void *runner_main(void *arg)
     void **batch = calloc((size_t)c->max_batch, sizeof(*batch));
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (!c->ready_head && !c->stopping)
+        while (!c->ready_head && !(c->stopping && c->kept == 0))
             pthread_cond_wait(&c->cv, &c->mu);
-        if (!c->ready_head) /* stopping, and nothing is waiting */
+        if (!c->ready_head) /* stopping, nothing is waiting and nothing kept */
             break;
         group *g = pop_ready(c);
         size_t n = batch ? take(c, g, batch) : 0;
@@ -221,6 +224,63 @@ void vd_coalescer_led(vd_coalescer *c, const char *group_key)
         }
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+static group *existing_group(vd_coalescer *c, const char *key)
+{
+    for (group *g = c->groups; g; g = g->next) {
+        if (strcmp(g->key, key) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+bool vd_coalescer_keep(vd_coalescer *c, const char *group_key)
+{
+    pthread_mutex_lock(&c->mu);
+    group *g = existing_group(c, group_key); /* it has the caller's statement in flight */
+    if (g) {
+        g->in_flight++;
+        c->kept++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return g != NULL;
+}
+
+/* Put items[0..n) before g's waiting items; false when out of memory. */
+static bool give_back(group *g, void **items, size_t n)
+{
+    if (g->count + n > g->cap) {
+        size_t cap = g->cap ? g->cap : 16;
+        while (cap < g->count + n)
+            cap *= 2;
+        void **more = realloc(g->items, cap * sizeof(*more));
+        if (!more)
+            return false;
+        g->items = more;
+        g->cap = cap;
+    }
+    memmove(g->items + n, g->items, g->count * sizeof(*g->items));
+    memcpy(g->items, items, n * sizeof(*items));
+    g->count += n;
+    return true;
+}
+
+bool vd_coalescer_done(vd_coalescer *c, const char *group_key, void **items, size_t n)
+{
+    bool ok = n == 0;
+    pthread_mutex_lock(&c->mu);
+    group *g = existing_group(c, group_key);
+    if (g) {
+        ok = n == 0 || give_back(g, items, n);
+        g->in_flight--;
+        c->kept--;
+        settle(c, g); /* what waited (or came back) goes to a runner */
+    }
+    if (c->kept == 0)
+        pthread_cond_broadcast(&c->cv); /* a stopping runner may leave now */
+    pthread_mutex_unlock(&c->mu);
+    return ok;
 }
 
 void vd_coalescer_stop(vd_coalescer *c)

@@ -10,7 +10,10 @@
  * byte as the worker threads answer them (replays, refusals, one job and many), a finish that
  * fails answered as the sync path answers it, a backend terminated while the lock waits or
  * while the finish runs handed back and applied once, and a connection lost after its COMMIT
- * answered 503 and replayed. */
+ * answered 503 and replayed. Coalesced single dispositions take it as one group (decision
+ * 0097): counted there, answered byte for byte as the worker threads answer them, a failing
+ * finish or a terminated backend handed back and each request answered its own way, once, and a
+ * stop with a group in flight answering every request. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -739,6 +742,323 @@ static void test_disposition_lost_after_commit(void **state)
     vt_server_stop(&s);
 }
 
+/* verdict_db_async_coalesced_requests_total{outcome} (coalesced single dispositions carried by
+ * the executor) summed over the servers given. */
+static long async_singles(const vt_server *const *s, int n, const char *outcome)
+{
+    char sample[160];
+    snprintf(sample, sizeof(sample), "verdict_db_async_coalesced_requests_total{outcome=\"%s\"}",
+             outcome);
+    return vt_metric_sum(s, n, sample);
+}
+
+/* One single disposition (POST /v1/jobs/{id}/disposition) run on a thread of its own. */
+typedef struct single_call {
+    const vt_server *s;
+    vt_claim c;
+    const char *members;
+    long status;
+    bool replayed;
+    char *shape; /* "<status> <stripped body>" (malloc'd) */
+} single_call;
+
+static void *single_client(void *p)
+{
+    single_call *k = p;
+    vt_resp r = vt_dispose(k->s, &k->c, k->members);
+    size_t len;
+    k->status = r.status;
+    k->replayed = cJSON_IsTrue(cJSON_GetObjectItem(r.json, "replayed"));
+    if (r.json)
+        strip(r.json);
+    char *text = r.json ? cJSON_PrintUnformatted(r.json) : NULL;
+    len = (text ? strlen(text) : 0) + 32;
+    k->shape = malloc(len);
+    snprintf(k->shape, len, "%ld %s", r.status, text ? text : "(no JSON)");
+    free(text);
+    vt_resp_free(&r);
+    vt_http_thread_cleanup();
+    return NULL;
+}
+
+/* Run k[0..n) at once, each on its own thread, and wait for all of them. */
+static void run_singles(single_call *k, int n)
+{
+    pthread_t t[64];
+    assert_true(n <= 64);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, single_client, &k[i]), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void singles_free(single_call *k, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(k[i].shape);
+        k[i].shape = NULL;
+    }
+}
+
+#define SINGLES 48
+
+/* Concurrent single dispositions (coalesced) are carried by the executor: every one counted
+ * there as answered, none handed back, each answered 200 once and applied once. */
+static void test_singles_on_executor(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long before = async_singles(on, 1, "answered"), back = async_singles(on, 1, "handed_back");
+    single_call k[SINGLES];
+    vt_claim c[SINGLES];
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('sx')");
+    vt_seed_items("sx", "sx-", SINGLES, 5, 3);
+    assert_int_equal(vt_claim_n(&srv[0], "sx", SINGLES, 600, c), SINGLES);
+    for (int i = 0; i < SINGLES; i++)
+        k[i] = (single_call){&srv[0], c[i], "\"disposition\": \"complete\"", 0, false, NULL};
+    run_singles(k, SINGLES);
+    for (int i = 0; i < SINGLES; i++) {
+        if (k[i].status != 200 || k[i].replayed)
+            fail_msg("single %d: %s", i, k[i].shape);
+    }
+    singles_free(k, SINGLES);
+    print_message("singles: %ld answered by the executor, %ld handed back\n",
+                  async_singles(on, 1, "answered") - before,
+                  async_singles(on, 1, "handed_back") - back);
+    assert_int_equal(async_singles(on, 1, "answered") - before, SINGLES);
+    assert_int_equal(async_singles(on, 1, "handed_back"), back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN jobs j ON j.id = t.job_id"
+                                 " WHERE j.flow_step_id = 'sx' AND t.cause = 'complete'"),
+                     SINGLES);
+}
+
+#define SHAPES 9
+
+/* The single dispositions of a round over six claims of flow step sshape: completes, a fail, a
+ * defer, a review request, a wrong token, an unknown job, a replay, a different call on a
+ * finished job. */
+static void shape_calls(const vt_server *s, single_call *k)
+{
+    static const char *const members[SHAPES] = {
+        "\"disposition\": \"complete\", \"engine_data\": {\"k\": 1}",
+        "\"disposition\": \"fail\", \"error\": \"e\", \"retryable\": true, "
+        "\"retry_after_seconds\": 60",
+        "\"disposition\": \"defer_item\", \"reason_code\": \"quality_gate\", "
+        "\"retry_after_seconds\": 120",
+        "\"disposition\": \"request_review\", \"question\": \"which?\"",
+        "\"disposition\": \"complete\"",
+        "\"disposition\": \"complete\"",
+        "\"disposition\": \"complete\", \"evidence\": \"seen\"",
+        "\"disposition\": \"complete\", \"engine_data\": {\"k\": 1}",
+        "\"disposition\": \"fail\", \"error\": \"e\", \"retryable\": false",
+    };
+    vt_claim c[6], none = {999999999, 0, 1, "00000000-0000-0000-0000-000000000000"};
+    assert_int_equal(vt_claim_n(s, "sshape", 6, 600, c), 6);
+    for (int i = 0; i < SHAPES; i++)
+        k[i] = (single_call){s, c[i < 6 ? i : 0], members[i], 0, false, NULL};
+    snprintf(k[4].c.token, sizeof(k[4].c.token), "00000000-0000-0000-0000-000000000000");
+    k[5].c = none;
+}
+
+/* One round on s: the calls one after the other (each alone: one job, positional
+ * statements), then a second round's first seven at once (coalesced groups); every answer's
+ * shape appended to out, in call order. */
+static void singles_round(const vt_server *s, vd_buf *out)
+{
+    single_call k[SHAPES];
+    shape_calls(s, k);
+    for (int i = 0; i < SHAPES; i++)
+        run_singles(&k[i], 1);
+    for (int i = 0; i < SHAPES; i++)
+        vd_buf_printf(out, "%s\n", k[i].shape);
+    singles_free(k, SHAPES);
+    shape_calls(s, k);
+    run_singles(k, 6); /* distinct jobs, at once */
+    run_singles(&k[6], 3);
+    for (int i = 0; i < SHAPES; i++)
+        vd_buf_printf(out, "%s\n", k[i].shape);
+    singles_free(k, SHAPES);
+}
+
+/* Single dispositions answered by the executor (srv[0]) and by the worker threads
+ * (VERDICT_DB_ASYNC_CONNECTIONS=0): the same status and body, byte for byte (ids, times and
+ * the numbers in messages masked). */
+static void test_singles_same_answers(void **state)
+{
+    vt_server off;
+    const vt_server *on[] = {&srv[0]}, *offs[] = {&off};
+    long before = async_singles(on, 1, "answered");
+    vd_buf a = {0}, b = {0};
+    (void)state;
+    vt_server_start(&off, (const char *const[]){"VERDICT_DB_ASYNC_CONNECTIONS=0",
+                                                "VERDICT_LOG_LEVEL=warn", NULL});
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('sshape')");
+    vt_seed_items("sshape", "ss-", 24, 5, 3);
+    singles_round(&srv[0], &a);
+    singles_round(&off, &b);
+    if (strcmp(a.data, b.data) != 0)
+        fail_msg("executor:\n%s\nworker thread:\n%s", a.data, b.data);
+    assert_true(async_singles(on, 1, "answered") - before >= 10);
+    assert_int_equal(async_singles(offs, 1, "answered"), 0);
+    vt_server_stop(&off);
+    vd_buf_cleanup(&a);
+    vd_buf_cleanup(&b);
+}
+
+/* Three jobs of flow step sfboom and three of sfine on s, completed at once; each answer's
+ * shape into out, in call order. */
+static void boom_singles(const vt_server *s, vd_buf *out)
+{
+    single_call k[6];
+    vt_claim c[6];
+    assert_int_equal(vt_claim_n(s, "sfboom", 3, 600, c), 3);
+    assert_int_equal(vt_claim_n(s, "sfine", 3, 600, c + 3), 3);
+    for (int i = 0; i < 6; i++)
+        k[i] = (single_call){
+            s, c[i % 2 ? i / 2 : 3 + i / 2], "\"disposition\": \"complete\"", 0, false, NULL};
+    run_singles(k, 6);
+    for (int i = 0; i < 6; i++)
+        vd_buf_printf(out, "%s\n", k[i].shape);
+    singles_free(k, 6);
+}
+
+/* jobs_finish failing for one flow step (a trigger) in a coalesced group: the executor hands
+ * the group back, and each request is answered its own way (the sync path's one by one
+ * retry): the others complete, those of the failing flow step answer as a worker thread
+ * answers them, and nothing of theirs is committed. */
+static void test_singles_finish_error(void **state)
+{
+    vt_server off;
+    const vt_server *on[] = {&srv[0]};
+    long back = async_singles(on, 1, "handed_back");
+    vd_buf a = {0}, b = {0};
+    (void)state;
+    vt_server_start(&off, (const char *const[]){"VERDICT_DB_ASYNC_CONNECTIONS=0",
+                                                "VERDICT_LOG_LEVEL=error", NULL});
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('sfboom'), ('sfine')");
+    vt_seed_items("sfboom", "sfb-", 6, 5, 3);
+    vt_seed_items("sfine", "sff-", 6, 5, 3);
+    vt_sql("CREATE FUNCTION sfboom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'sfboom' AND NEW.status <> 'processing' THEN "
+           "RAISE EXCEPTION 'sfboom'; END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER sfboom BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION sfboom()");
+    boom_singles(&srv[0], &a);
+    boom_singles(&off, &b);
+    vt_sql("DROP TRIGGER sfboom ON jobs");
+    vt_sql("DROP FUNCTION sfboom()");
+    vt_server_stop(&off);
+    if (strcmp(a.data, b.data) != 0)
+        fail_msg("executor:\n%s\nworker thread:\n%s", a.data, b.data);
+    int i = 0;
+    for (const char *line = a.data; *line; line = strchr(line, '\n') + 1, i++) {
+        bool fine = i % 2 == 0; /* boom_singles: sfine, sfboom, sfine, ... */
+        if ((strncmp(line, "200 ", 4) == 0) != fine)
+            fail_msg("call %d (%s): %s", i, fine ? "sfine" : "sfboom", a.data);
+    }
+    assert_int_equal(i, 6);
+    assert_true(async_singles(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'sfine'"
+                                 " AND status = 'completed'"),
+                     6);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'sfboom'"
+                                 " AND status = 'processing'"),
+                     6);
+    vd_buf_cleanup(&a);
+    vd_buf_cleanup(&b);
+}
+
+/* The executor's backend terminated while a coalesced group's finish runs (a trigger sleeps):
+ * handed back, served on the sync path, every request answered once and applied once. */
+static void test_singles_terminated(void **state)
+{
+    const vt_server *on[] = {&srv[0]};
+    long back = async_singles(on, 1, "handed_back");
+    single_call k[4];
+    vt_claim c[4];
+    long killed = 0;
+    pthread_t t[4];
+    (void)state;
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('sterm')");
+    vt_seed_items("sterm", "st-", 4, 5, 3);
+    assert_int_equal(vt_claim_n(&srv[0], "sterm", 4, 600, c), 4);
+    vt_sql("CREATE FUNCTION sterm() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'sterm' AND NEW.status <> 'processing' THEN "
+           "PERFORM pg_sleep(0.2); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER sterm BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION sterm()");
+    for (int i = 0; i < 4; i++) {
+        k[i] = (single_call){&srv[0], c[i], "\"disposition\": \"complete\"", 0, false, NULL};
+        assert_int_equal(pthread_create(&t[i], NULL, single_client, &k[i]), 0);
+    }
+    for (int i = 0; i < 40 && killed == 0; i++) {
+        vt_sleep_ms(25);
+        killed = vt_sql_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()");
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    vt_sql("DROP TRIGGER sterm ON jobs");
+    vt_sql("DROP FUNCTION sterm()");
+    assert_true(killed >= 1);
+    for (int i = 0; i < 4; i++) {
+        if (k[i].status != 200 || k[i].replayed)
+            fail_msg("single %d: %s", i, k[i].shape);
+    }
+    singles_free(k, 4);
+    assert_true(async_singles(on, 1, "handed_back") > back);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM audit t JOIN jobs j ON j.id = t.job_id"
+                                 " WHERE j.flow_step_id = 'sterm' AND t.cause = 'complete'"),
+                     4);
+}
+
+/* A stop while coalesced single dispositions are on the executor (each finish held by a
+ * trigger): the runners wait for them, every request is answered (200, or 503 when it came
+ * after the stop began), verdictd exits cleanly, and what was answered 200 is what was
+ * committed. */
+static void test_singles_stop_in_flight(void **state)
+{
+    vt_server s;
+    const vt_server *one[] = {&s};
+    single_call k[STOPPERS];
+    vt_claim c[STOPPERS];
+    pthread_t t[STOPPERS];
+    long ok = 0, carried = 0;
+    (void)state;
+    vt_replica_start(&s);
+    vt_sql("INSERT INTO flow_steps (flow_step_id) VALUES ('sstop')");
+    vt_seed_items("sstop", "sp-", STOPPERS, 5, 3);
+    assert_int_equal(vt_claim_n(&s, "sstop", STOPPERS, 600, c), STOPPERS);
+    vt_sql("CREATE FUNCTION sstop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "IF NEW.flow_step_id = 'sstop' AND NEW.status <> 'processing' THEN "
+           "PERFORM pg_sleep(0.05); END IF; RETURN NEW; END $$");
+    vt_sql("CREATE TRIGGER sstop BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION sstop()");
+    for (int i = 0; i < STOPPERS; i++) {
+        k[i] = (single_call){&s, c[i], "\"disposition\": \"complete\"", 0, false, NULL};
+        assert_int_equal(pthread_create(&t[i], NULL, single_client, &k[i]), 0);
+    }
+    /* the first goes alone; once it is answered the rest, which waited, go as one group */
+    for (int i = 0; i < 200 && carried == 0; i++) {
+        vt_sleep_ms(10);
+        carried = async_singles(one, 1, "answered");
+    }
+    vt_server_stop(&s); /* asserts a clean exit */
+    for (int i = 0; i < STOPPERS; i++) {
+        pthread_join(t[i], NULL);
+        if (k[i].status != 200 && k[i].status != 503)
+            fail_msg("single %d: %s", i, k[i].shape);
+        ok += k[i].status == 200;
+    }
+    singles_free(k, STOPPERS);
+    vt_sql("DROP TRIGGER sstop ON jobs");
+    vt_sql("DROP FUNCTION sstop()");
+    print_message("stop: %ld of %d answered 200 (%ld on the executor before the stop)\n", ok,
+                  STOPPERS, carried);
+    assert_true(carried > 0);
+    assert_true(ok > 0);
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs WHERE flow_step_id = 'sstop'"
+                                 " AND status = 'completed'"),
+                     ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -752,6 +1072,11 @@ int main(void)
         cmocka_unit_test(test_finish_terminated),
         cmocka_unit_test(test_lock_terminated),
         cmocka_unit_test(test_disposition_lost_after_commit),
+        cmocka_unit_test(test_singles_on_executor),
+        cmocka_unit_test(test_singles_same_answers),
+        cmocka_unit_test(test_singles_finish_error),
+        cmocka_unit_test(test_singles_terminated),
+        cmocka_unit_test(test_singles_stop_in_flight),
         cmocka_unit_test(test_batch_cycles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -187,10 +187,10 @@ static void *run_call(void *arg)
 static void wait_waiters(PGconn *pg, int n)
 {
     for (int i = 0; i < 1500; i++) { /* 15 s: a loaded machine */
-        PGresult *res = PQexec(pg, "SELECT count(*) FROM pg_stat_activity WHERE"
-                                   " application_name = 'verdictd' AND wait_event_type = 'Lock'");
-        int have = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-        PQclear(res);
+        /* not on pg: inside its transaction pg_stat_activity is one snapshot, taken at the first
+         * look (a backend that connects later, e.g. the executor's, would never show) */
+        long have = vt_sql_long("SELECT count(*) FROM pg_stat_activity WHERE"
+                                " application_name = 'verdictd' AND wait_event_type = 'Lock'");
         if (have >= n)
             return;
         pause_ms(10);

@@ -4,7 +4,8 @@
  * max_in_flight statements running; a caller may serve a lone item of an idle group itself
  * (vd_coalescer_lead), and what arrives meanwhile waits for it; every item is served once, under
  * many submitting threads (scripts/test.sh runs this under ThreadSanitizer too); stop serves what
- * is queued and refuses the rest. */
+ * is queued and refuses the rest; a statement kept in flight beyond its call (the executor's)
+ * holds its slot until done, what it gives back is served first, and stop waits for it. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -235,6 +236,94 @@ static void test_long_key_refused(void **state)
     assert_int_equal(s->calls, 0);
 }
 
+/* A statement that goes on after its call (as on the executor): the first call of group "k"
+ * keeps its statement in flight and leaves its items unserved. */
+static vd_coalescer *kept_c;
+static void *kept_items[8];
+static size_t kept_n;
+
+static void keep_first(void *arg, const char *group, void **items, size_t n)
+{
+    seen *s = arg;
+    pthread_mutex_lock(&s->mu);
+    bool first = kept_n == 0 && strcmp(group, "k") == 0;
+    if (first) {
+        memcpy(kept_items, items, n * sizeof(*items));
+        kept_n = n;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (first)
+        assert_true(vd_coalescer_keep(kept_c, group));
+    else
+        record(arg, group, items, n);
+}
+
+static size_t kept_count(seen *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = kept_n;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* The slot stays taken until vd_coalescer_done: nothing else of the group runs meanwhile
+ * (max_in_flight 1); what the kept statement gives back is served first, with what waited. */
+static void test_kept_statement_holds_its_slot(void **state)
+{
+    seen *s = seen_new();
+    (void)state;
+    kept_n = 0;
+    kept_c = vd_coalescer_start(2, 100, 1, keep_first, s);
+    assert_non_null(kept_c);
+    assert_false(vd_coalescer_keep(kept_c, "none")); /* no statement of it in flight */
+    assert_true(vd_coalescer_submit(kept_c, "k", (void *)(intptr_t)1));
+    sleep_ms(20);
+    assert_true(vd_coalescer_submit(kept_c, "k", (void *)(intptr_t)2));
+    assert_true(vd_coalescer_submit(kept_c, "k", (void *)(intptr_t)3));
+    assert_true(vd_coalescer_submit(kept_c, "other", (void *)(intptr_t)4));
+    wait_calls(s, 1); /* another group is not held back */
+    sleep_ms(50);
+    assert_int_equal(calls_of(s), 1);
+    assert_int_equal(kept_count(s), 1);
+    assert_true(vd_coalescer_done(kept_c, "k", kept_items, kept_n)); /* given back */
+    wait_calls(s, 2);
+    assert_string_equal(s->group[1], "k");
+    assert_int_equal(s->first[1], 1); /* the given back item first */
+    assert_int_equal(s->n[1], 3);
+    vd_coalescer_free(kept_c);
+    assert_int_equal(s->served[1] + s->served[2] + s->served[3] + s->served[4], 4);
+}
+
+static void *stopper(void *arg)
+{
+    vd_coalescer_stop(arg);
+    return NULL;
+}
+
+/* A stop waits for the kept statement, and serves what it gives back. */
+static void test_stop_waits_for_kept(void **state)
+{
+    seen *s = seen_new();
+    pthread_t t;
+    (void)state;
+    kept_n = 0;
+    kept_c = vd_coalescer_start(1, 100, 1, keep_first, s);
+    assert_non_null(kept_c);
+    assert_true(vd_coalescer_submit(kept_c, "k", (void *)(intptr_t)5));
+    for (int i = 0; i < 1000 && kept_count(s) == 0; i++)
+        sleep_ms(1);
+    assert_int_equal(kept_count(s), 1);
+    assert_int_equal(pthread_create(&t, NULL, stopper, kept_c), 0);
+    sleep_ms(50);
+    assert_false(vd_coalescer_submit(kept_c, "k", (void *)(intptr_t)6)); /* stopping */
+    assert_int_equal(calls_of(s), 0);
+    assert_true(vd_coalescer_done(kept_c, "k", kept_items, kept_n));
+    pthread_join(t, NULL); /* returns only once the given back item was served */
+    assert_int_equal(calls_of(s), 1);
+    assert_int_equal(s->served[5], 1);
+    vd_coalescer_free(kept_c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +333,8 @@ int main(void)
         cmocka_unit_test(test_many_threads_each_item_once),
         cmocka_unit_test(test_lead_when_idle),
         cmocka_unit_test(test_long_key_refused),
+        cmocka_unit_test(test_kept_statement_holds_its_slot),
+        cmocka_unit_test(test_stop_waits_for_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,7 +33,19 @@ bool vd_coalescer_submit(vd_coalescer *c, const char *group, void *item);
 bool vd_coalescer_lead(vd_coalescer *c, const char *group);
 /* The caller's statement of vd_coalescer_lead is done (it served one item). */
 void vd_coalescer_led(vd_coalescer *c, const char *group);
-/* Refuse new items, serve every queued one and join the runners. NULL: no-op. */
+/* Keep the statement the caller runs for group (inside the coalescer's fn, or between
+ * vd_coalescer_lead and vd_coalescer_led) in flight beyond that call: it goes on elsewhere
+ * (the non-blocking executor) and its slot stays taken, so max_in_flight still bounds the
+ * group's statements, until vd_coalescer_done. Call before handing the statement on; false
+ * (nothing kept) when the caller has no statement of group in flight. */
+bool vd_coalescer_keep(vd_coalescer *c, const char *group);
+/* The statement kept by vd_coalescer_keep is over: its slot is free. items[0..n) (n may be 0)
+ * are items it gave back unserved: they go to the front of the group, oldest first, for a
+ * runner (taken even while stopping). False only when they could not be queued (out of
+ * memory): the caller then serves them itself. Any thread. */
+bool vd_coalescer_done(vd_coalescer *c, const char *group, void **items, size_t n);
+/* Refuse new items, serve every queued one, wait for the kept statements (and serve what they
+ * give back) and join the runners. NULL: no-op. */
 void vd_coalescer_stop(vd_coalescer *c);
 /* Stop (when not stopped yet) and free. NULL: no-op. */
 void vd_coalescer_free(vd_coalescer *c);
