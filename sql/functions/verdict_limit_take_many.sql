@@ -6,7 +6,8 @@
 -- lane SKIP LOCKED, all written when every key found one: one row write per key. Else the run
 -- is split: per key the lanes with room for one or more, in the walk's order (up to one per
 -- job), the grant m is the least any key can serve, and each key's lanes take the first m
--- jobs in order, each lane as many as it has room for. Answers one JSON array per granted job:
+-- jobs in order, each lane as many as it has room for (verdict_limit_split). Answers one JSON
+-- array per granted job:
 -- the lanes with a token window it reserved on (its limit_cells). A throttled key grants none
 -- and writes nothing.
 CREATE OR REPLACE FUNCTION public.verdict_limit_take_many(p_keys text[], p_est bigint, p_jobs bigint[])
@@ -19,7 +20,6 @@ DECLARE
     one jsonb;
     is_shut boolean;
     is_missing boolean;
-    answer jsonb;
 BEGIN
     WITH need AS (
         SELECT l.key, l.lanes, coalesce(l.throttled_until > now(), false) AS shut,
@@ -30,11 +30,11 @@ BEGIN
         SELECT n.shut, CASE WHEN NOT n.shut THEN coalesce(x.id, y.id) END AS id FROM need n
           LEFT JOIN LATERAL (SELECT c.id FROM limit_lanes c
               WHERE NOT n.shut AND c.key = n.key AND c.n >= n.start AND c.n < n.lanes
-                AND verdict_lane_units(c, want, est) >= want
+                AND (c.slots IS NULL OR c.slots >= want) AND verdict_lane_units(c, want, est) >= want
               ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) x ON true
           LEFT JOIN LATERAL (SELECT c.id FROM limit_lanes c
               WHERE NOT n.shut AND x.id IS NULL AND c.key = n.key AND c.n < n.start
-                AND verdict_lane_units(c, want, est) >= want
+                AND (c.slots IS NULL OR c.slots >= want) AND verdict_lane_units(c, want, est) >= want
               ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) y ON true),
     w AS (
         UPDATE limit_lanes c SET
@@ -60,54 +60,6 @@ BEGIN
         RETURN (SELECT jsonb_agg(one) FROM generate_series(1, want));
     END IF;
     -- the run split over lanes (the lanes found above are still ours: not skipped)
-    WITH need AS (
-        SELECT l.key, l.lanes, floor(random() * l.lanes)::integer AS start
-          FROM limits l WHERE l.key = ANY (p_keys) AND l.lanes > 0),
-    locked AS MATERIALIZED (
-        SELECT n.key, x.id, x.wrapped, x.n, least(x.units, want) AS units
-          FROM need n
-          JOIN LATERAL (SELECT * FROM (SELECT c.id, c.n, false AS wrapped,
-                                              verdict_lane_units(c, want, est) AS units
-                FROM limit_lanes c
-               WHERE c.key = n.key AND c.n >= n.start AND c.n < n.lanes
-                 AND verdict_lane_units(c, 1, est) >= 1
-               ORDER BY c.n LIMIT want FOR UPDATE SKIP LOCKED) a
-              UNION ALL
-              SELECT * FROM (SELECT c.id, c.n, true AS wrapped,
-                                    verdict_lane_units(c, want, est) AS units
-                FROM limit_lanes c
-               WHERE c.key = n.key AND c.n < n.start AND verdict_lane_units(c, 1, est) >= 1
-               ORDER BY c.n LIMIT want FOR UPDATE SKIP LOCKED) b LIMIT want) x ON true),
-    spread AS MATERIALIZED (
-        SELECT l.*, sum(l.units) OVER (PARTITION BY l.key ORDER BY l.wrapped, l.n) AS upto
-          FROM locked l),
-    g AS (
-        SELECT least(want, coalesce(min(a.avail), want))::integer AS m
-          FROM (SELECT n.key, coalesce(sum(c.units), 0) AS avail FROM need n
-                  LEFT JOIN spread c ON c.key = n.key GROUP BY n.key) a),
-    x AS (
-        SELECT c.*, (c.upto - c.units)::integer AS before,
-               greatest(0, least(c.upto, g.m) - (c.upto - c.units))::integer AS cnt
-          FROM spread c, g),
-    w AS (
-        UPDATE limit_lanes c SET
-            holders = verdict_lane_hold(c, p_jobs[x.before + 1 : x.before + x.cnt]),
-            tat = CASE WHEN c.burst IS NULL THEN c.tat
-                       ELSE greatest(c.tat, clock_timestamp()) + x.cnt * c.pace END,
-            reserved = CASE WHEN c.tokens IS NULL THEN c.reserved
-                            WHEN c.minute = date_trunc('minute', now())
-                            THEN c.reserved + est * x.cnt ELSE est * x.cnt END,
-            used = CASE WHEN c.tokens IS NOT NULL
-                             AND c.minute IS DISTINCT FROM date_trunc('minute', now())
-                        THEN 0 ELSE c.used END,
-            minute = CASE WHEN c.tokens IS NOT NULL THEN date_trunc('minute', now())
-                          ELSE c.minute END
-          FROM x WHERE c.id = x.id AND x.cnt > 0
-        RETURNING c.id, c.tokens IS NOT NULL AS t, x.before, x.cnt)
-    SELECT coalesce(jsonb_agg((SELECT coalesce(jsonb_agg(w.id ORDER BY w.id), '[]')
-                                 FROM w WHERE w.t AND k > w.before
-                                  AND k <= w.before + w.cnt) ORDER BY k), '[]')
-      INTO answer FROM generate_series(1, (SELECT g.m FROM g)) k;
-    RETURN answer;
+    RETURN verdict_limit_split(p_keys, p_est, p_jobs);
 END $function$
 ;

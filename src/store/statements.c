@@ -194,7 +194,7 @@
  * $2 holds one row per request, as claim_many's, and a flow step's request k gets its
  * candidate k as claim_many gives it. The run takes, per key, one lane with room for all of
  * it (verdict_limit_take_many's first way, written here), or, when a key has none, is split
- * over lanes by verdict_limit_take_many; a throttled key hands out nothing. A request in a
+ * over lanes by verdict_limit_split; a throttled key hands out nothing. A request in a
  * flow step that is keyed (items with keys of their own), paused or fair is answered NULL:
  * the store claims those with claim_many_limited. The one statement longer than the 4,095
  * characters C99 promises a string literal (GCC and Clang have no such limit). */
@@ -241,10 +241,12 @@ static const char claim_many_take[] =
     "    FROM need n CROSS JOIN run"
     "    LEFT JOIN LATERAL (SELECT c.id FROM limit_lanes c"
     "        WHERE NOT n.shut AND c.key = n.key AND c.n >= n.start AND c.n < n.lanes"
+    "          AND (c.slots IS NULL OR c.slots >= run.n)"
     "          AND verdict_lane_units(c, run.n, $4::bigint) >= run.n"
     "        ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) x ON true"
     "    LEFT JOIN LATERAL (SELECT c.id FROM limit_lanes c"
     "        WHERE NOT n.shut AND x.id IS NULL AND c.key = n.key AND c.n < n.start"
+    "          AND (c.slots IS NULL OR c.slots >= run.n)"
     "          AND verdict_lane_units(c, run.n, $4::bigint) >= run.n"
     "        ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) y ON true),"
     " w AS ("
@@ -266,7 +268,7 @@ static const char claim_many_take[] =
     "  RETURNING c.id, c.tokens IS NOT NULL AS t),"
     /* ok: every key took its lane (or there are none): every candidate is granted, on those
        lanes; shut: a key is throttled, none is. Otherwise (a key has no lane with room for
-       the whole run) verdict_limit_take_many splits the run over lanes: the lanes this
+       the whole run) verdict_limit_split splits the run over lanes: the lanes this
        statement locked are its own, and it updated none of them (split: a JSON array of the
        token lanes of each job granted, in the run's order) */
     " t0 AS MATERIALIZED ("
@@ -275,7 +277,7 @@ static const char claim_many_take[] =
     "         (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells),"
     " took AS MATERIALIZED ("
     "  SELECT t0.*, CASE WHEN NOT t0.shut AND NOT t0.ok"
-    "    THEN verdict_limit_take_many(kk.keys, $4::bigint, run.jobs) END AS split"
+    "    THEN verdict_limit_split(kk.keys, $4::bigint, run.jobs) END AS split"
     "  FROM t0, kk, run),"
     " cl AS MATERIALIZED ("
     "  SELECT c.*, CASE WHEN t.ok THEN t.cells ELSE (SELECT array_agg(x::bigint)"
