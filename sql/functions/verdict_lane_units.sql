@@ -8,14 +8,5 @@ AS $function$ SELECT least(
     CASE WHEN c.slots IS NULL THEN NULL
          WHEN cardinality(c.holders) + want <= c.slots THEN want
          ELSE greatest(0, c.slots - cardinality(verdict_lane_alive(c.holders))) END,
-    CASE WHEN c.burst IS NULL THEN NULL
-         ELSE least(c.burst, greatest(0, floor((extract(epoch FROM c.burst * c.pace)
-             - extract(epoch FROM greatest(c.tat, clock_timestamp()) - clock_timestamp()))
-             / extract(epoch FROM c.pace)))) END::bigint,
-    CASE WHEN c.tokens IS NULL THEN NULL
-         WHEN c.minute IS DISTINCT FROM date_trunc('minute', now()) OR c.reserved = 0
-         THEN CASE WHEN coalesce(est, 0) = 0 THEN want ELSE greatest(1, c.tokens / est) END
-         WHEN c.reserved >= c.tokens THEN 0
-         WHEN coalesce(est, 0) = 0 THEN want
-         ELSE (c.tokens - c.reserved) / est END) $function$
+    verdict_lane_room(c, want, est)) $function$
 ;
