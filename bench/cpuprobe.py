@@ -21,7 +21,8 @@ phase, job_finish = cycle - lock, and the top functions of each phase into OUT (
 first, in the same session (a variant of a function or a constraint, to compare);
 STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements).
 KEYS=K claims with claim_many_take naming K limits that never bind (bench-k0..), as
-verdict-bench --limit-keys K does: the cost of the limit cells per claim."""
+verdict-bench --limit-keys K does: the cost of the limit cells per claim. CLAIM_SEQSCAN=1
+leaves sequential scans on for the claims (as verdictd sent them before decision 0122)."""
 import json
 import os
 import re
@@ -78,7 +79,10 @@ def claim_tx():
         claim = "EXECUTE claim_many_take(%s, %s, %s, 100)" % (lit("bench_0"), lit(CLAIM), lit(keys))
     else:
         claim = "EXECUTE claim_many(%s)" % lit(CLAIM)
-    return ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", claim, "COMMIT"]
+    if os.environ.get("CLAIM_SEQSCAN"):  # as verdictd sent claims before decision 0122
+        return ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", claim, "COMMIT"]
+    return ["BEGIN", "SET LOCAL enable_seqscan = off",
+            "SET LOCAL plan_cache_mode = force_generic_plan", claim, "COMMIT"]
 
 
 def lock(job):

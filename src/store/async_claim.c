@@ -1,7 +1,8 @@
 /* async_claim.c - a claim on the non-blocking executor (store/async.h): the same statements
- * vd_store_claim_keyed sends without an Idempotency-Key. The plain claim goes as BEGIN, a
- * generic plan, the claim and COMMIT in one pipeline; when it answers NULL (a keyed flow step)
- * or the claim names keys or tokens, claim_limited goes alone, as the sync path sends it. */
+ * vd_store_claim_keyed sends without an Idempotency-Key. The plain claim goes as BEGIN,
+ * sequential scans off, a generic plan, the claim and COMMIT in one pipeline; when it answers
+ * NULL (a keyed flow step) or the claim names keys or tokens, claim_limited goes in a pipeline
+ * of its own with sequential scans off, as the sync path sends it (vd_sql_exec_indexed). */
 #include "async_internal.h"
 
 #include <stdio.h>
@@ -28,7 +29,8 @@ static void state_free(claim_state *s)
 
 static void claim_done(void *arg, vd_async_outcome o, PGresult *kept);
 
-/* The plain claim's pipeline (BEGIN, generic plan, claim, COMMIT), or claim_limited alone. */
+/* The claim's pipeline: BEGIN, sequential scans off, a generic plan, the plain claim, COMMIT;
+ * or BEGIN, sequential scans off, claim_limited, COMMIT. */
 static bool claim_send(vd_async *x, claim_state *s)
 {
     const char *p[10];
@@ -36,17 +38,19 @@ static bool claim_send(vd_async *x, claim_state *s)
     bool ok = j != NULL;
     for (int i = 0; i < 10; i++)
         p[i] = s->p[i];
+    /* planned by index, as the store's claims (vd_sql_exec_indexed) */
+    ok = ok && vd_async_job_add(j, -1, "BEGIN", 0, NULL) &&
+         vd_async_job_add(j, -1, VD_SQL_NO_SEQSCAN, 0, NULL);
     if (ok && s->limited) {
         ok = vd_async_job_add(j, VD_SQL_CLAIM_LIMITED, NULL, 10, p);
-        j->keep = 0;
     } else if (ok) {
         const char *plain[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[8], p[9]};
-        ok = vd_async_job_add(j, -1, "BEGIN", 0, NULL) &&
-             vd_async_job_add(j, -1, VD_SQL_GENERIC_PLAN, 0, NULL) &&
-             vd_async_job_add(j, VD_SQL_CLAIM, NULL, 8, plain) &&
-             vd_async_job_add(j, -1, "COMMIT", 0, NULL);
-        j->keep = 2;
+        ok = vd_async_job_add(j, -1, VD_SQL_GENERIC_PLAN, 0, NULL) &&
+             vd_async_job_add(j, VD_SQL_CLAIM, NULL, 8, plain);
     }
+    ok = ok && vd_async_job_add(j, -1, "COMMIT", 0, NULL);
+    if (ok)
+        j->keep = s->limited ? 2 : 3;
     if (!ok) {
         vd_async_job_free(j);
         return false;

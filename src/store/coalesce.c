@@ -105,7 +105,7 @@ static vd_error exec_claims(vd_conn *c, vd_sql sql, int np, const char *const *p
                             vd_claim_one *reqs, size_t n)
 {
     PGresult *res = NULL;
-    vd_error rc = p[1] ? vd_sql_exec_generic(c, sql, np, p, &res) : VD_ERR_INTERNAL;
+    vd_error rc = p[1] ? vd_sql_exec_indexed(c, sql, np, p, &res) : VD_ERR_INTERNAL;
     if (rc == VD_OK)
         rc = read_answers(res, reqs, n);
     PQclear(res);
@@ -129,8 +129,8 @@ vd_error vd_store_claim_many(vd_conn *c, const char *flow_step_id, vd_claim_one 
         rc = vd_sql_prefer_generic(c);
         if (rc == VD_OK)
             rc = vd_sql_exec(c, sql, 1, p, &res);
-    } else if (rows) { /* alone: BEGIN, generic plan, the claim, COMMIT in one round trip */
-        rc = vd_sql_exec_generic(c, sql, 1, p, &res);
+    } else if (rows) { /* alone: BEGIN, planned by index, the claim, COMMIT in one round trip */
+        rc = vd_sql_exec_indexed(c, sql, 1, p, &res);
     }
     free(rows);
     if (rc == VD_OK)

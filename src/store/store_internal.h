@@ -183,6 +183,13 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
  * transaction only. Same result contract and reconnect-once rule as vd_sql_exec. */
 vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
                              PGresult **res);
+/* The same with sequential scans off as well (SET LOCAL enable_seqscan = off), for the claims:
+ * their generic plan is made on a connection's first claim, often while jobs is empty or
+ * never analyzed, and a plan that scans jobs then (a claim's look-up of a lane's holders, of
+ * an earlier attempt's checkpoint) would scan all of it as it grows, until an ANALYZE
+ * (docs/decisions/0122-claims-planned-by-index.md). */
+vd_error vd_sql_exec_indexed(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                             PGresult **res);
 /* Run `sql` and copy the text of its first row's first column into *out (malloc'd):
  * VD_ERR_NOT_FOUND when there is no row or the value is NULL. For the statements that answer
  * one JSON document. */

@@ -194,19 +194,25 @@ static vd_error run_committing(vd_conn *c, const step *steps, int count, int kee
     return err;
 }
 
+/* How a statement run alone is planned: as PostgreSQL chooses, once per connection (a generic
+ * plan), or once per connection with sequential scans off. */
+typedef enum plan_mode { PLAN_AUTO = 0, PLAN_GENERIC, PLAN_INDEXED } plan_mode;
+
 /* One statement outside a transaction, once: alone in session mode; in transaction mode, or
  * with a generic plan, as BEGIN, settings, statement, COMMIT in one pipeline. */
-static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *params, bool generic,
+static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *params, plan_mode plan,
                           PGresult **out)
 {
-    step steps[5];
+    step steps[6];
     int k = 0, keep;
-    if (!generic && !txn_mode(c->db))
+    if (plan == PLAN_AUTO && !txn_mode(c->db))
         return run_with_pending(c, (step){(int)sql, NULL, n, params}, out);
     steps[k++] = COMMAND("BEGIN");
     if (txn_mode(c->db))
         steps[k++] = COMMAND(c->settings);
-    if (generic)
+    if (plan == PLAN_INDEXED)
+        steps[k++] = COMMAND(VD_SQL_NO_SEQSCAN);
+    if (plan != PLAN_AUTO)
         steps[k++] = COMMAND(VD_SQL_GENERIC_PLAN);
     keep = k;
     steps[k++] = (step){(int)sql, NULL, n, params};
@@ -218,7 +224,7 @@ static vd_error run_alone(vd_conn *c, vd_sql sql, int n, const char *const *para
  * deadlock (rolled back by the server) is run again after a jittered pause, within the
  * deadline; a connection found closed before sending is re-opened; one lost after sending
  * is re-opened and the statement sent again only when resend_safe. */
-static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *params, bool generic,
+static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *params, plan_mode plan,
                            PGresult **out)
 {
     vd_error err = VD_ERR_DATABASE_UNAVAILABLE;
@@ -229,7 +235,7 @@ static vd_error exec_alone(vd_conn *c, vd_sql sql, int n, const char *const *par
         if (!c->ready && !vd_conn_open(c))
             return VD_ERR_DATABASE_UNAVAILABLE;
         c->last_vanished = false;
-        err = run_alone(c, sql, n, params, generic, out);
+        err = run_alone(c, sql, n, params, plan, out);
         if (err == VD_OK)
             return VD_OK;
         if (c->last_vanished) /* it did not run: again, unprepared */
@@ -257,7 +263,7 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     c->last_vanished = false; /* per call: a stale flag would re-run a committed transaction */
     vd_conn_op_begin(c);
     if (!in_tx)
-        return exec_alone(c, sql, n, params, false, out);
+        return exec_alone(c, sql, n, params, PLAN_AUTO, out);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!c->ready) {
             if (!fresh || !vd_conn_open(c))
@@ -280,7 +286,17 @@ vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *p
     if (vd_in_tx(c))
         return VD_ERR_INTERNAL;
     vd_conn_op_begin(c);
-    return exec_alone(c, sql, n, params, true, out);
+    return exec_alone(c, sql, n, params, PLAN_GENERIC, out);
+}
+
+vd_error vd_sql_exec_indexed(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                             PGresult **out)
+{
+    *out = NULL;
+    if (vd_in_tx(c))
+        return VD_ERR_INTERNAL;
+    vd_conn_op_begin(c);
+    return exec_alone(c, sql, n, params, PLAN_INDEXED, out);
 }
 
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params)
@@ -312,7 +328,7 @@ static void announce_flush(vd_conn *c)
     p[0] = c->announce;
     c->announce_len = 0; /* the buffer stays valid: nothing appends during the call */
     vd_conn_op_begin(c);
-    if (exec_alone(c, VD_SQL_ANNOUNCE, 1, p, false, &res) != VD_OK)
+    if (exec_alone(c, VD_SQL_ANNOUNCE, 1, p, PLAN_AUTO, &res) != VD_OK)
         vd_logf(VD_LOG_INFO, "could not announce claimable items (long-poll claims retry)");
     PQclear(res);
 }

@@ -9,6 +9,7 @@
  * whole would have room for, until a holder ends. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,101 @@ static void finish(const vt_claim *c, int used_tokens)
 static long in_flight(const char *key)
 {
     return (long)vt_limit_num(&srv, key, "in_flight");
+}
+
+/* The first column an index scan's condition bounds: the text after "Index Cond": "(( */
+static const char *cond_column(const char *node)
+{
+    const char *c = strstr(node, "\"Index Cond\": \"");
+    if (!c)
+        return "";
+    c += strlen("\"Index Cond\": \"");
+    while (*c == '(')
+        c++;
+    return c;
+}
+
+/* Every node of `plan` (EXPLAIN FORMAT JSON) that reads jobs, but the insert, reaches it by a
+ * key: an index scan of jobs_pkey bounded by id, or of jobs_item by item_id (a condition on a
+ * later column of an index walks all of it), or a bitmap scan of such. */
+static void assert_jobs_by_key(const char *what, const char *plan)
+{
+    int keyed = 0;
+    /* each plan node's own fields come before its children ("Plans"), up to the next node */
+    for (const char *n = strstr(plan, "\"Node Type\""); n;) {
+        const char *next = strstr(n + 1, "\"Node Type\"");
+        size_t len = next ? (size_t)(next - n) : strlen(n);
+        char *node = strndup(n, len);
+        assert_non_null(node);
+        bool reads = strstr(node, "\"Relation Name\": \"jobs\"") &&
+                     !strstr(node, "\"ModifyTable\"") && !strstr(node, "\"Bitmap Heap Scan\"");
+        if (strstr(node, "\"Index Name\": \"jobs_pkey\"")) {
+            if (strncmp(cond_column(node), "id = ", 5) != 0)
+                fail_msg("%s walks jobs_pkey: %.400s", what, node);
+            keyed++;
+        } else if (strstr(node, "\"Index Name\": \"jobs_item\"")) {
+            if (strncmp(cond_column(node), "item_id = ", 10) != 0)
+                fail_msg("%s walks jobs_item: %.400s", what, node);
+        } else if (reads) {
+            fail_msg("%s reads jobs without a key: %.400s", what, node);
+        }
+        free(node);
+        n = next;
+    }
+    assert_true(keyed >= 2); /* the lanes' holders, at least */
+}
+
+/* The claims are planned by index (decision 0122). A connection makes a claim's generic plan
+ * on its first claim, often while jobs is empty and never analyzed (this database's jobs is
+ * both here, before any test claims): with sequential scans on, claim_many_take's plan then
+ * scans all of jobs for a lane's holders, at every claim, as jobs grows (the first bench cell
+ * ran at 512 limited items/s instead of 1,798). So the plan made then, with the settings the
+ * claims are sent with, looks jobs up by key only; and verdictd sends every kind of claim
+ * with them: a trigger records the settings each claim's job insert ran under, for the
+ * coalesced limited claim (claim_many_take), the lone limited claim (claim_limited) and the
+ * plain claim. verdict_lane_alive, whose plan whichever statement calls it first makes,
+ * carries the setting itself. */
+static void test_lanes_claims_planned_by_index(void **state)
+{
+    static const char rows[] = "[{\"ord\": 0, \"fs\": \"pi1\", \"worker\": \"w\", \"lease\": 60,"
+                               " \"actor\": \"t\"}]";
+    (void)state;
+    assert_int_equal(vt_sql_long("SELECT count(*) FROM jobs"), 0);
+    assert_int_equal(
+        vt_sql_long("SELECT (reltuples < 0)::int FROM pg_class WHERE relname = 'jobs'"), 1);
+    vt_put_limit(&srv, "pi-a", "{\"concurrency\": 64, \"tokens_per_minute\": 100000}");
+    vt_put_limit(&srv, "pi-b", "{\"concurrency\": 2}");
+    char *plan =
+        vt_sql("SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan;"
+               " PREPARE pi (text, jsonb, jsonb, bigint) AS %s;"
+               " EXPLAIN (FORMAT JSON) EXECUTE pi ('pi1', '%s', '[\"pi-a\", \"pi-b\"]', 50)",
+               vd_sql_statements[VD_SQL_CLAIM_MANY_TAKE].text, rows);
+    assert_non_null(plan);
+    assert_jobs_by_key("claim_many_take", plan);
+    free(plan);
+    free(
+        vt_sql("CREATE TABLE plan_seen (flow text, seqscan text, mode text);"
+               " CREATE FUNCTION plan_seen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+               " INSERT INTO plan_seen VALUES (NEW.flow_step_id, current_setting('enable_seqscan'),"
+               " current_setting('plan_cache_mode')); RETURN NEW; END $$;"
+               " CREATE TRIGGER plan_seen BEFORE INSERT ON jobs FOR EACH ROW"
+               " EXECUTE FUNCTION plan_seen()"));
+    vt_seed_flow("pi1", 4);
+    vt_seed_flow("pi2", 2);
+    assert_int_equal(claim("pi1", 1, "[\"pi-a\", \"pi-b\"]", 50, NULL), 1); /* claim_many_take */
+    assert_int_equal(claim("pi1", 2, "[\"pi-a\"]", -1, NULL), 2);           /* claim_limited */
+    vt_claim plain = vt_claim1(&srv, "pi2");
+    assert_true(plain.job_id > 0);
+    char *seen = vt_sql("SELECT string_agg(flow || ':' || seqscan, ',' ORDER BY flow, seqscan)"
+                        " FROM plan_seen");
+    free(vt_sql("DROP TRIGGER plan_seen ON jobs; DROP FUNCTION plan_seen(); DROP TABLE plan_seen"));
+    assert_non_null(seen);
+    assert_string_equal(seen, "pi1:off,pi1:off,pi1:off,pi2:off");
+    free(seen);
+    assert_int_equal(
+        vt_sql_long("SELECT count(*) FROM pg_proc WHERE proname ="
+                    " 'verdict_lane_alive' AND 'enable_seqscan=off' = ANY (proconfig)"),
+        1);
 }
 
 /* Concurrency 3: three lanes of one slot; single claims walk past the full lanes until all
@@ -275,6 +371,7 @@ static void test_lanes_room_split(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lanes_claims_planned_by_index), /* first: jobs is empty */
         cmocka_unit_test(test_lanes_small_concurrency),
         cmocka_unit_test(test_lanes_put_lowers_concurrency_while_held),
         cmocka_unit_test(test_lanes_run_takes_one_lane),

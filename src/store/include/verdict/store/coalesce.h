@@ -55,8 +55,10 @@ VD_MUST_USE vd_error vd_store_claim_many_limited(vd_conn *c, const char *flow_st
                                                  const char *keys_json, int64_t estimated_tokens,
                                                  vd_claim_one *reqs, size_t n);
 
-/* Claim with limits (vd_store_claim_many_limited) those of reqs whose body is NULL: the
- * requests of keyed flow steps that vd_store_claim_many left. */
+/* Claim with limits (vd_store_claim_many_limited) those of reqs whose body is NULL and that
+ * carry no Idempotency-Key: the requests of keyed flow steps that vd_store_claim_many left.
+ * A request with a key that it left keeps its NULL body: the caller claims it alone, where
+ * its key's record is written in the claim's own transaction (decision 0100). */
 VD_MUST_USE vd_error vd_store_claim_many_rest(vd_conn *c, const char *flow_step_id,
                                               vd_claim_one *reqs, size_t n);
 
