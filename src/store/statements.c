@@ -192,8 +192,9 @@
 /* Whether lane c has room for the run (run.n claims of $4 tokens each), as verdict_lane_units
  * counts it, with its live holders counted here (a holder counts until its job is visibly no
  * longer processing) instead of by a call of verdict_lane_alive per full lane: a lane full of
- * finished holders is the usual case under load (it is pruned only when taken), and the
- * PL/pgSQL call cost about 0.5 ms of PostgreSQL per limited item at 8 clients. */
+ * finished holders is the usual case under load (it is pruned only when taken). The look-up
+ * goes by jobs_pkey because the claims are planned with sequential scans off (decision
+ * 0122): a plan made while jobs was empty scanned all of it here. */
 #define LANE_ROOM                                                                                  \
     " (c.slots IS NULL OR cardinality(c.holders) + run.n <= c.slots"                               \
     "  OR c.slots - cardinality(c.holders) + (SELECT count(*) FROM jobs h"                         \
