@@ -150,7 +150,8 @@ vd_error vd_h_claims(vd_ctx *ctx)
  * keys and estimate (each request's own go with it in claim_many_limited's rows). */
 static const char *claim_group(const claim_req *q)
 {
-    return !q->limit_keys && q->estimated_tokens < 0 ? "plain" : "limited";
+    return !q->limit_keys && q->estimated_tokens < 0 ? VD_CLAIM_GROUP_PLAIN
+                                                     : VD_CLAIM_GROUP_LIMITED;
 }
 
 /* Whether a claim's Idempotency-Key can go in claim_many's rows: a plain claim (a limited
@@ -158,7 +159,8 @@ static const char *claim_group(const claim_req *q)
  * body with a \u escape, which jsonb may refuse, claims alone: its error stays its own). */
 static bool key_coalesces(const vd_ctx *ctx, const claim_req *q)
 {
-    return !q->key || (!strcmp(claim_group(q), "plain") && ctx->body && !strstr(ctx->body, "\\u"));
+    return !q->key || (!strcmp(claim_group(q), VD_CLAIM_GROUP_PLAIN) && ctx->body &&
+                       !strstr(ctx->body, "\\u"));
 }
 
 /* A claim of one item without wait is left to the coalescer: it shares a statement with the

@@ -119,6 +119,17 @@ struct vd_ctx {
     struct disp_batch *async_batch;
 };
 
+/* The coalescer's groups of single-item claims (h_claims.c): plain claims, and claims with
+ * limit keys or an estimate. A limited group's statement takes at most VD_LIMITED_RUN of them:
+ * a run takes its room on one lane per key when a lane has room for all of it, and a larger
+ * run is split over lanes by verdict_limit_split, which locks every lane of each key and
+ * counts its holders (at 32 clients a third of the statements did, at 1.9 ms a call). A key's
+ * lanes share its concurrency eight ways, so 8 fits a lane of any limit of 64 or more
+ * (docs/decisions/0089-limited-claims-in-one-statement.md, the third addendum). */
+#define VD_CLAIM_GROUP_PLAIN "plain"
+#define VD_CLAIM_GROUP_LIMITED "limited"
+#define VD_LIMITED_RUN 8
+
 /* Answer ctxs[0..n) (all of one kind and group) with one statement of that kind: each gets
  * its own answer or error envelope on ctx (ctx->err). h_claims.c: single-item claims of one
  * flow step; h_jobs.c: single dispositions. */

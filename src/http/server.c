@@ -997,6 +997,8 @@ vd_server *vd_server_start(const vd_config *cfg, vd_db *db)
     if (cfg->coalesce_runners > 0) { /* a flow step's claims: one statement at a time */
         srv->claims =
             vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH, 1, serve_coalesced, srv);
+        if (srv->claims && !vd_coalescer_cap(srv->claims, VD_CLAIM_GROUP_LIMITED, VD_LIMITED_RUN))
+            vd_logf(VD_LOG_WARN, "limited claims coalesce without their cap of %d", VD_LIMITED_RUN);
         srv->disps = vd_coalescer_start(cfg->coalesce_runners, VD_COALESCE_BATCH,
                                         cfg->coalesce_runners, serve_coalesced, srv);
     }

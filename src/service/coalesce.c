@@ -31,6 +31,12 @@ struct vd_coalescer {
     bool stopping, stopped;
     int kept; /* statements kept in flight beyond their call (vd_coalescer_keep) */
     int max_batch, max_in_flight, nthreads;
+    /* groups whose statements take fewer items than max_batch (vd_coalescer_cap) */
+    struct {
+        char key[VD_COALESCE_GROUP_MAX + 1];
+        int max_batch;
+    } caps[VD_COALESCE_CAPS];
+    int ncaps;
     vd_coalesce_fn fn;
     void *arg;
     pthread_t *threads;
@@ -79,10 +85,14 @@ static void settle(vd_coalescer *c, group *g)
     free(g);
 }
 
-/* Take up to max_batch of g's oldest items into out; how many. */
+/* Take up to max_batch (or g's cap) of g's oldest items into out; how many. */
 static size_t take(vd_coalescer *c, group *g, void **out)
 {
-    size_t k = g->count < (size_t)c->max_batch ? g->count : (size_t)c->max_batch;
+    size_t max = (size_t)c->max_batch;
+    for (int i = 0; i < c->ncaps; i++)
+        if (strcmp(c->caps[i].key, g->key) == 0)
+            max = (size_t)c->caps[i].max_batch;
+    size_t k = g->count < max ? g->count : max;
     memcpy(out, g->items, k * sizeof(*out));
     memmove(g->items, g->items + k, (g->count - k) * sizeof(*g->items));
     g->count -= k;
@@ -150,6 +160,21 @@ vd_coalescer *vd_coalescer_start(int runners, int max_batch, int max_in_flight, 
         return NULL;
     }
     return c;
+}
+
+bool vd_coalescer_cap(vd_coalescer *c, const char *group_key, int max_batch)
+{
+    bool ok;
+    if (strlen(group_key) > VD_COALESCE_GROUP_MAX || max_batch < 1)
+        return false;
+    pthread_mutex_lock(&c->mu);
+    ok = c->ncaps < VD_COALESCE_CAPS && max_batch <= c->max_batch;
+    if (ok) {
+        memcpy(c->caps[c->ncaps].key, group_key, strlen(group_key) + 1);
+        c->caps[c->ncaps++].max_batch = max_batch;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return ok;
 }
 
 static group *find_group(vd_coalescer *c, const char *key)

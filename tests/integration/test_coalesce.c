@@ -512,6 +512,48 @@ static void test_one_key_set_run_split(void **state)
     assert_int_equal((long)vt_limit_num(&srv[0], "rs-k", "in_flight"), 2);
 }
 
+/* Limited claims go in runs of at most VD_LIMITED_RUN (8): a claim held in its statement, then
+ * twelve limited claims of one key set that wait for it; the twelve are served by two
+ * statements (8 and 4), each its own transaction, and every one of them gets an item. A run
+ * of twelve took one statement before, and with no lane of 64 / 8 slots room for twelve it
+ * was split over lanes by verdict_limit_split, which locks and counts every lane. */
+static void test_limited_runs_capped(void **state)
+{
+    enum { N = 12 };
+    static const char keys[] = ", \"limit_keys\": [\"lc-k\"], \"estimated_tokens\": 10";
+    one_claim holder, each[N];
+    pthread_t hold, t[N];
+    (void)state;
+    vt_put_limit(&srv[0], "lc-k", "{\"concurrency\": 64, \"tokens_per_minute\": 1000000}");
+    vt_seed_flow("lc_h", 1);
+    vt_seed_flow("lc_0", N + 2);
+    long st = metric_one("verdict_coalesced_statements_total");
+    long rq = metric_one("verdict_coalesced_requests_total");
+    holder = (one_claim){"lc_h", "holder", keys, 0, ""};
+    for (int i = 0; i < N; i++)
+        each[i] = (one_claim){"lc_0", "lc", keys, 0, ""};
+    hold_claims(true);
+    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
+    vt_sleep_ms(400); /* the holder's statement is in flight */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    pthread_join(hold, NULL);
+    hold_claims(false);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(each[i].status, 200);
+        assert_string_equal(each[i].got_flow, "lc_0");
+    }
+    assert_int_equal(metric_one("verdict_coalesced_requests_total") - rq, N + 1);
+    assert_int_equal(metric_one("verdict_coalesced_statements_total") - st, 3);
+    /* no transaction claimed more than eight: the jobs of one run share their xmin */
+    assert_int_equal(vt_sql_long("SELECT max(n) FROM (SELECT count(*) AS n FROM jobs"
+                                 " WHERE flow_step_id = 'lc_0' GROUP BY xmin::text) x"),
+                     8);
+    assert_int_equal((long)vt_limit_num(&srv[0], "lc-k", "in_flight"), N + 1);
+}
+
 /* Limited claims of one key set in a keyed flow step (its items carry keys of their own): the
  * one-statement claim leaves them, and the pick claims each within its item's keys and the
  * claim's. */
@@ -824,6 +866,7 @@ int main(void)
         cmocka_unit_test(test_key_sets_share_a_statement),
         cmocka_unit_test(test_key_sets_of_one_flow_step),
         cmocka_unit_test(test_one_key_set_run_split),
+        cmocka_unit_test(test_limited_runs_capped),
         cmocka_unit_test(test_one_key_set_keyed_flow_step),
         cmocka_unit_test(test_keyed_claims_share_a_statement),
         cmocka_unit_test(test_one_key_in_a_statement),

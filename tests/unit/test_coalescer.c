@@ -153,6 +153,44 @@ static void test_max_batch(void **state)
     vd_coalescer_free(c);
 }
 
+/* A group with a cap of its own (vd_coalescer_cap) takes at most that many items a statement;
+ * another group of the same coalescer keeps the coalescer's max_batch; a cap above max_batch
+ * is refused. */
+static void test_group_cap(void **state)
+{
+    seen *s = seen_new();
+    (void)state;
+    vd_coalescer *c = vd_coalescer_start(1, 5, 1, record, s);
+    assert_false(vd_coalescer_cap(c, "held", 6));
+    assert_true(vd_coalescer_cap(c, "held", 2));
+    assert_true(vd_coalescer_submit(c, "held", (void *)1));
+    wait_calls(s, 1);
+    for (intptr_t i = 2; i <= 6; i++)
+        assert_true(vd_coalescer_submit(c, "held", (void *)i));
+    for (intptr_t i = 10; i <= 16; i++) /* queued behind "held"'s statement: one runner */
+        assert_true(vd_coalescer_submit(c, "other", (void *)i));
+    pthread_mutex_lock(&s->mu);
+    s->gate_open = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    wait_calls(s, 6); /* held: 1, then 2 + 2 + 1; other: 5 + 2 */
+    size_t held = 0, other = 0;
+    for (int k = 1; k < 6; k++) {
+        if (strcmp(s->group[k], "held") == 0) {
+            assert_true(s->n[k] <= 2);
+            held += s->n[k];
+        } else {
+            assert_true(s->n[k] <= 5);
+            other += s->n[k];
+        }
+    }
+    assert_int_equal(held, 5);
+    assert_int_equal(other, 7);
+    sleep_ms(20);
+    assert_int_equal(calls_of(s), 6);
+    vd_coalescer_free(c);
+}
+
 typedef struct submitter {
     vd_coalescer *c;
     int from, count;
@@ -330,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_alone_goes_at_once),
         cmocka_unit_test(test_waiting_items_go_together),
         cmocka_unit_test(test_max_batch),
+        cmocka_unit_test(test_group_cap),
         cmocka_unit_test(test_many_threads_each_item_once),
         cmocka_unit_test(test_lead_when_idle),
         cmocka_unit_test(test_long_key_refused),

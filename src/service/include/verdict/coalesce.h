@@ -23,6 +23,13 @@ typedef void (*vd_coalesce_fn)(void *arg, const char *group, void **items, size_
  * each takes at most max_batch items, oldest first. NULL when out of memory or threads. */
 vd_coalescer *vd_coalescer_start(int runners, int max_batch, int max_in_flight, vd_coalesce_fn fn,
                                  void *arg);
+/* How many groups may have a cap of their own (vd_coalescer_cap). */
+#define VD_COALESCE_CAPS 4
+/* From now on, each statement of group takes at most max_batch items (no more than the
+ * coalescer's own max_batch): for a group whose statement costs more per item past some run.
+ * False when max_batch is out of range, the key too long, or VD_COALESCE_CAPS groups have a
+ * cap already. Call before submitting to the group. */
+bool vd_coalescer_cap(vd_coalescer *c, const char *group, int max_batch);
 /* Queue item in group: a runner takes it with the group's next statement. False (nothing
  * queued) when the coalescer is stopping or the key is too long. */
 bool vd_coalescer_submit(vd_coalescer *c, const char *group, void *item);
