@@ -125,7 +125,7 @@ struct vd_ctx {
  * run is split over lanes by verdict_limit_split, which locks every lane of each key and
  * counts its holders (at 32 clients a third of the statements did, at 1.9 ms a call). A key's
  * lanes share its concurrency eight ways, so 8 fits a lane of any limit of 64 or more
- * (docs/decisions/0089-limited-claims-in-one-statement.md, the third addendum). */
+ * (docs/decisions/0089-limited-claims-in-one-statement.md, the second addendum). */
 #define VD_CLAIM_GROUP_PLAIN "plain"
 #define VD_CLAIM_GROUP_LIMITED "limited"
 #define VD_LIMITED_RUN 8
