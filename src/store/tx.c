@@ -279,24 +279,27 @@ vd_error vd_sql_exec(vd_conn *c, vd_sql sql, int n, const char *const *params, P
     return err;
 }
 
-vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
-                             PGresult **out)
+/* A statement as its own transaction, planned as `plan` says; outside a transaction only. */
+static vd_error exec_planned(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                             plan_mode plan, PGresult **out)
 {
     *out = NULL;
     if (vd_in_tx(c))
         return VD_ERR_INTERNAL;
     vd_conn_op_begin(c);
-    return exec_alone(c, sql, n, params, PLAN_GENERIC, out);
+    return exec_alone(c, sql, n, params, plan, out);
+}
+
+vd_error vd_sql_exec_generic(vd_conn *c, vd_sql sql, int n, const char *const *params,
+                             PGresult **out)
+{
+    return exec_planned(c, sql, n, params, PLAN_GENERIC, out);
 }
 
 vd_error vd_sql_exec_indexed(vd_conn *c, vd_sql sql, int n, const char *const *params,
                              PGresult **out)
 {
-    *out = NULL;
-    if (vd_in_tx(c))
-        return VD_ERR_INTERNAL;
-    vd_conn_op_begin(c);
-    return exec_alone(c, sql, n, params, PLAN_INDEXED, out);
+    return exec_planned(c, sql, n, params, PLAN_INDEXED, out);
 }
 
 vd_error vd_sql_exec_deferred(vd_conn *c, vd_sql sql, int n, const char *const *params)

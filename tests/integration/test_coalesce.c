@@ -339,20 +339,26 @@ static void hold_claims(bool on)
                    : "DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()"));
 }
 
-/* holder's claim held in its statement (hold_claims), then the four claims each[] started
- * while it is in flight; returns when all five are answered and the hold is gone. */
-static void held_round(one_claim *holder, one_claim each[4])
+/* holder's claim held in its statement (hold_claims), then the n (at most 16) claims each[]
+ * started while it is in flight; returns when all are answered and the hold is gone. */
+static void held_round_of(one_claim *holder, one_claim *each, int n)
 {
-    pthread_t hold, t[4];
+    pthread_t hold, t[16];
+    assert_true(n <= 16);
     hold_claims(true);
     assert_int_equal(pthread_create(&hold, NULL, one_claim_main, holder), 0);
     vt_sleep_ms(400); /* the holder's statement is in flight */
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     pthread_join(hold, NULL);
     hold_claims(false);
+}
+
+static void held_round(one_claim *holder, one_claim each[4])
+{
+    held_round_of(holder, each, 4);
 }
 
 /* text with every "%d" in it replaced by the digit i (0..9) */
@@ -522,7 +528,6 @@ static void test_limited_runs_capped(void **state)
     enum { N = 12 };
     static const char keys[] = ", \"limit_keys\": [\"lc-k\"], \"estimated_tokens\": 10";
     one_claim holder, each[N];
-    pthread_t hold, t[N];
     (void)state;
     vt_put_limit(&srv[0], "lc-k", "{\"concurrency\": 64, \"tokens_per_minute\": 1000000}");
     vt_seed_flow("lc_h", 1);
@@ -532,15 +537,7 @@ static void test_limited_runs_capped(void **state)
     holder = (one_claim){"lc_h", "holder", keys, 0, ""};
     for (int i = 0; i < N; i++)
         each[i] = (one_claim){"lc_0", "lc", keys, 0, ""};
-    hold_claims(true);
-    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
-    vt_sleep_ms(400); /* the holder's statement is in flight */
-    for (int i = 0; i < N; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
-    for (int i = 0; i < N; i++)
-        pthread_join(t[i], NULL);
-    pthread_join(hold, NULL);
-    hold_claims(false);
+    held_round_of(&holder, each, N);
     for (int i = 0; i < N; i++) {
         assert_int_equal(each[i].status, 200);
         assert_string_equal(each[i].got_flow, "lc_0");
