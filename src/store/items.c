@@ -271,6 +271,18 @@ static vd_error claim_op(vd_conn *c, void *arg, char **body)
 
 static vd_error claim_plain(vd_conn *c, claim_args *a, char **body);
 
+/* A claim statement's answer: under an Idempotency-Key, part of that transaction; alone, a
+ * transaction of its own planned by index, whatever the size of jobs when its generic plan is
+ * made (vd_sql_exec_indexed; tests/integration/test_claims.c checks the plan). */
+static vd_error claim_text(vd_conn *c, vd_sql sql, int n, const char *const *p, char **body)
+{
+    PGresult *res = NULL;
+    if (vd_in_tx(c))
+        return vd_sql_first_text(c, sql, n, p, body);
+    vd_error rc = vd_sql_exec_indexed(c, sql, n, p, &res);
+    return vd_sql_result_text(rc, res, body);
+}
+
 /* A claim naming limit keys or tokens runs claim_limited; any other runs the plain claim,
  * which answers NULL (VD_ERR_NOT_FOUND) in a keyed flow step, claiming nothing: then
  * claim_limited without keys (sql/migrations/0032_flow_control.sql). */
@@ -282,11 +294,7 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
     if (rc == VD_ERR_NOT_FOUND) {
         const char *p[10] = {a->p[0], a->p[1], a->p[2], a->p[3],  a->p[4],
                              a->p[5], a->p[6], a->p[7], a->trace, a->span};
-        PGresult *res = NULL;
-        if (vd_in_tx(c)) /* under an Idempotency-Key: part of that transaction */
-            return vd_sql_first_text(c, VD_SQL_CLAIM_LIMITED, 10, p, body);
-        rc = vd_sql_exec_indexed(c, VD_SQL_CLAIM_LIMITED, 10, p, &res);
-        rc = vd_sql_result_text(rc, res, body);
+        rc = claim_text(c, VD_SQL_CLAIM_LIMITED, 10, p, body);
     }
     return rc;
 }
@@ -294,18 +302,13 @@ static vd_error claim_once(vd_conn *c, claim_args *a, char **body)
 static vd_error claim_plain(vd_conn *c, claim_args *a, char **body)
 {
     const char *p[8] = {a->p[0], a->p[1], a->p[2], a->p[3], a->p[4], a->p[5], a->trace, a->span};
-    PGresult *res = NULL;
     if (vd_in_tx(c) && a->generic) { /* claim_next: after the disposition's lock, generic too */
         vd_error rc = vd_sql_prefer_generic(c);
         return rc ? rc : vd_sql_first_text(c, VD_SQL_CLAIM, 8, p, body);
     }
-    if (vd_in_tx(c)) /* under an Idempotency-Key: part of that transaction */
-        return vd_sql_first_text(c, VD_SQL_CLAIM, 8, p, body);
-    /* alone: a custom plan of the claim costs about as much to make as to run, and its
-     * generic plan is as good (tests/integration/test_claims.c checks the plan); planned by
-     * index, whatever the size of jobs when it is made (vd_sql_exec_indexed) */
-    vd_error rc = vd_sql_exec_indexed(c, VD_SQL_CLAIM, 8, p, &res);
-    return vd_sql_result_text(rc, res, body);
+    /* alone, a custom plan of the claim costs about as much to make as to run, and its
+     * generic plan is as good */
+    return claim_text(c, VD_SQL_CLAIM, 8, p, body);
 }
 
 vd_error vd_store_claim(vd_conn *c, const char *flow_step_id, const char *worker_id,

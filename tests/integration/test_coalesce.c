@@ -361,6 +361,19 @@ static void held_round(one_claim *holder, one_claim each[4])
     held_round_of(holder, each, 4);
 }
 
+/* A held round (held_round_of) of one kind of claim: the holder claims of holder_flow, then
+ * n claims of flow by worker; all name the members keys. The holder gets its own item. */
+static void same_claims_round(const char *holder_flow, const char *flow, const char *worker,
+                              const char *keys, one_claim *each, int n)
+{
+    one_claim holder = {holder_flow, "holder", keys, 0, ""};
+    for (int i = 0; i < n; i++)
+        each[i] = (one_claim){flow, worker, keys, 0, ""};
+    held_round_of(&holder, each, n);
+    assert_int_equal(holder.status, 200);
+    assert_string_equal(holder.got_flow, holder_flow);
+}
+
 /* text with every "%d" in it replaced by the digit i (0..9) */
 static void each_index(char *out, size_t size, const char *text, int i)
 {
@@ -498,18 +511,13 @@ static void test_key_sets_of_one_flow_step(void **state)
  * wait for it find no lane with room for four, and one of them gets the other lane's slot. */
 static void test_one_key_set_run_split(void **state)
 {
-    one_claim holder, each[4];
+    one_claim each[4];
     int got = 0;
     (void)state;
     vt_put_limit(&srv[0], "rs-k", "{\"concurrency\": 2}");
     vt_seed_flow("rs_h", 1);
     vt_seed_flow("rs_0", 8);
-    holder = (one_claim){"rs_h", "holder", ", \"limit_keys\": [\"rs-k\"]", 0, ""};
-    for (int i = 0; i < 4; i++)
-        each[i] = (one_claim){"rs_0", "rs", ", \"limit_keys\": [\"rs-k\"]", 0, ""};
-    held_round(&holder, each);
-    assert_int_equal(holder.status, 200);
-    assert_string_equal(holder.got_flow, "rs_h");
+    same_claims_round("rs_h", "rs_0", "rs", ", \"limit_keys\": [\"rs-k\"]", each, 4);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(each[i].status, 200);
         got += strcmp(each[i].got_flow, "rs_0") == 0;
@@ -527,17 +535,14 @@ static void test_limited_runs_capped(void **state)
 {
     enum { N = 12 };
     static const char keys[] = ", \"limit_keys\": [\"lc-k\"], \"estimated_tokens\": 10";
-    one_claim holder, each[N];
+    one_claim each[N];
     (void)state;
     vt_put_limit(&srv[0], "lc-k", "{\"concurrency\": 64, \"tokens_per_minute\": 1000000}");
     vt_seed_flow("lc_h", 1);
     vt_seed_flow("lc_0", N + 2);
     long st = metric_one("verdict_coalesced_statements_total");
     long rq = metric_one("verdict_coalesced_requests_total");
-    holder = (one_claim){"lc_h", "holder", keys, 0, ""};
-    for (int i = 0; i < N; i++)
-        each[i] = (one_claim){"lc_0", "lc", keys, 0, ""};
-    held_round_of(&holder, each, N);
+    same_claims_round("lc_h", "lc_0", "lc", keys, each, N);
     for (int i = 0; i < N; i++) {
         assert_int_equal(each[i].status, 200);
         assert_string_equal(each[i].got_flow, "lc_0");
@@ -556,7 +561,7 @@ static void test_limited_runs_capped(void **state)
  * claim's. */
 static void test_one_key_set_keyed_flow_step(void **state)
 {
-    one_claim holder, each[4];
+    one_claim each[4];
     (void)state;
     vt_put_limit(&srv[0], "kf-k", "{\"concurrency\": 8}");
     vt_put_limit(&srv[0], "kf-site", "{\"concurrency\": 8}");
@@ -564,10 +569,7 @@ static void test_one_key_set_keyed_flow_step(void **state)
     vt_seed_flow("kf_0", 6);
     free(vt_sql("UPDATE items SET limit_keys = '{kf-site}' WHERE flow_step_id = 'kf_0';"
                 " UPDATE flow_steps SET keyed = true WHERE flow_step_id = 'kf_0'"));
-    holder = (one_claim){"kf_h", "holder", ", \"limit_keys\": [\"kf-k\"]", 0, ""};
-    for (int i = 0; i < 4; i++)
-        each[i] = (one_claim){"kf_0", "kf", ", \"limit_keys\": [\"kf-k\"]", 0, ""};
-    held_round(&holder, each);
+    same_claims_round("kf_h", "kf_0", "kf", ", \"limit_keys\": [\"kf-k\"]", each, 4);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(each[i].status, 200);
         assert_string_equal(each[i].got_flow, "kf_0");
