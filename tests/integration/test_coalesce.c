@@ -339,9 +339,10 @@ static void hold_claims(bool on)
                    : "DROP TRIGGER cx_hold ON jobs; DROP FUNCTION cx_hold()"));
 }
 
-/* holder's claim held in its statement (hold_claims), then the n (at most 16) claims each[]
- * started while it is in flight; returns when all are answered and the hold is gone. */
-static void held_round_of(one_claim *holder, one_claim *each, int n)
+/* holder's claim held in its statement (hold_claims), then n (at most 16) requests started
+ * while it is in flight: fn on each of the n elements of `size` bytes at each; returns when all
+ * are answered and the hold is gone. */
+static void held_while(one_claim *holder, void *(*fn)(void *), void *each, size_t size, int n)
 {
     pthread_t hold, t[16];
     assert_true(n <= 16);
@@ -349,11 +350,17 @@ static void held_round_of(one_claim *holder, one_claim *each, int n)
     assert_int_equal(pthread_create(&hold, NULL, one_claim_main, holder), 0);
     vt_sleep_ms(400); /* the holder's statement is in flight */
     for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, one_claim_main, &each[i]), 0);
+        assert_int_equal(pthread_create(&t[i], NULL, fn, (char *)each + (size_t)i * size), 0);
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     pthread_join(hold, NULL);
     hold_claims(false);
+}
+
+/* held_while with n claims each[] of one item (one_claim_main) */
+static void held_round_of(one_claim *holder, one_claim *each, int n)
+{
+    held_while(holder, one_claim_main, each, sizeof(*each), n);
 }
 
 static void held_round(one_claim *holder, one_claim each[4])
@@ -629,19 +636,10 @@ static void *keyed_claim_main(void *p)
 static void keyed_round(const char *holder_flow, keyed_claim *each, int n, long *statements,
                         long *requests)
 {
-    pthread_t hold, t[8];
     one_claim holder = {holder_flow, "holder", "", 0, ""};
     long st = metric_one("verdict_coalesced_statements_total");
     long rq = metric_one("verdict_coalesced_requests_total");
-    hold_claims(true);
-    assert_int_equal(pthread_create(&hold, NULL, one_claim_main, &holder), 0);
-    vt_sleep_ms(400); /* the holder's statement is in flight */
-    for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, keyed_claim_main, &each[i]), 0);
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    pthread_join(hold, NULL);
-    hold_claims(false);
+    held_while(&holder, keyed_claim_main, each, sizeof(*each), n);
     assert_int_equal(holder.status, 200);
     *statements = metric_one("verdict_coalesced_statements_total") - st;
     *requests = metric_one("verdict_coalesced_requests_total") - rq;
