@@ -3,7 +3,7 @@
 single-item cycle, counted by callgrind (deterministic on a busy machine).
 
 SNAPSHOT is a stopped data directory holding database `seed` migrated by verdictd with at
-least N + 1 claimable items in flow step bench_0 (bench/cpuprobe.sh makes one and runs this). The probe
+least 3N claimable items in flow step bench_0 (bench/cpuprobe.sh makes one and runs this). The probe
 copies it twice: a dry run in `postgres --single` learns the job ids the claims will take,
 then a run under `valgrind --tool=callgrind` replays, as verdictd sends them (the statement
 texts of sql/statements/, prepared; the same BEGIN / SET LOCAL / COMMIT around them):
@@ -12,6 +12,8 @@ texts of sql/statements/, prepared; the same BEGIN / SET LOCAL / COMMIT around t
   phase cycle:  N x job_lock + job_finish (a completion, the parameters verdictd sends)
   phases batch: N x jobs_lock alone, N x jobs_lock + jobs_finish, one row each (the path of
                 coalesced dispositions), on N more claimed items
+  phase reclaim: N x claim_many of one more, every earlier job finished and every plan made
+                (the steady state: with KEYS, lanes whose holders have all finished)
 A marker statement (SELECT pg_backend_pid(), pg_current_wal_insert_lsn()) between phases
 makes callgrind dump there, so each phase's instructions are in a file of their own, and
 gives the WAL range of each phase (bytes, and records counted by pg_waldump; the run starts
@@ -21,8 +23,11 @@ phase, job_finish = cycle - lock, and the top functions of each phase into OUT (
 first, in the same session (a variant of a function or a constraint, to compare);
 STATEMENTS=DIR reads the statement texts from DIR (another commit's sql/statements).
 KEYS=K claims with claim_many_take naming K limits that never bind (bench-k0..), as
-verdict-bench --limit-keys K does: the cost of the limit cells per claim. CLAIM_SEQSCAN=1
-leaves sequential scans on for the claims (as verdictd sent them before decision 0122)."""
+verdict-bench --limit-keys K does: the cost of the limit cells per claim (N <= 32: the claim
+phase holds its 2N claims, and the limits' concurrency is 64). CLAIM_SEQSCAN=1
+leaves sequential scans on for the claims (as verdictd sent them before decision 0122).
+TAKE=1 (without KEYS) claims with claim_many_take naming no key: what the limited claim's
+statement costs besides its lanes (its plan is started whole, lanes or none)."""
 import json
 import os
 import re
@@ -77,6 +82,8 @@ def claim_tx():
     if KEYS:
         keys = json.dumps(["bench-k%d" % k for k in range(int(KEYS))])
         claim = "EXECUTE claim_many_take(%s, %s, %s, 100)" % (lit("bench_0"), lit(CLAIM), lit(keys))
+    elif os.environ.get("TAKE"):  # the limited claim's statement with no keys and no estimate
+        claim = "EXECUTE claim_many_take(%s, %s, NULL, NULL)" % (lit("bench_0"), lit(CLAIM))
     else:
         claim = "EXECUTE claim_many(%s)" % lit(CLAIM)
     if os.environ.get("CLAIM_SEQSCAN"):  # as verdictd sent claims before decision 0122
@@ -136,6 +143,9 @@ def script(n, jobs):
             for stmts in phase:
                 out += stmts
         out.append(MARK)
+        for _ in range(n):  # reclaim: N claims more, every earlier job finished, plans made
+            out += claim_tx()
+        out.append(MARK)
     return "".join(s + ";\n\n" for s in out)
 
 
@@ -157,6 +167,9 @@ def main():
     snap = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     out = sys.argv[3] if len(sys.argv) > 3 else "/tmp/cpuprobe"
+    if KEYS and 2 * n > 64:  # the claim phase holds all its 2N claims: a concurrency of 64 binds
+        sys.exit("KEYS=%d needs N <= 32 (the limits' concurrency is 64, and the claim phase "
+                 "holds its 2N claims to the end)" % KEYS)
     os.makedirs(out, exist_ok=True)
     os.chmod(out, 0o777)
     dry = single(snap, out + "/data", script(n, None) + "SELECT j.id, j.item_id FROM jobs j "
@@ -186,20 +199,20 @@ def main():
             m = re.search(r"^summary: (\d+)", fh.read(), re.M)
             totals.append(int(m.group(1)) if m else 0)
     # dumps: 1 = start + prepares, 2 = claims (2n), 3 = job_lock, 4 = job_lock + job_finish,
-    # 5 = jobs_lock, 6 = jobs_lock + jobs_finish (one row each)
-    if len(totals) < 6 or len(wal) < 5:
-        sys.exit("expected 6 callgrind dumps, found %d in %s" % (len(totals), out))
-    per = [totals[1] / (2 * n)] + [t / n for t in totals[2:6]]
-    wper = [(wal[0][0] / (2 * n), wal[0][1] / (2 * n))] + [(b / n, r / n) for b, r in wal[1:5]]
+    # 5 = jobs_lock, 6 = jobs_lock + jobs_finish (one row each), 7 = reclaim (n claims)
+    if len(totals) < 7 or len(wal) < 6:
+        sys.exit("expected 7 callgrind dumps, found %d in %s" % (len(totals), out))
+    per = [totals[1] / (2 * n)] + [t / n for t in totals[2:7]]
+    wper = [(wal[0][0] / (2 * n), wal[0][1] / (2 * n))] + [(b / n, r / n) for b, r in wal[1:6]]
     names = ("claim_many", "job_lock", "job_lock + job_finish", "jobs_lock",
-             "jobs_lock + jobs_finish")
+             "jobs_lock + jobs_finish", "reclaim")
     print("per item (N=%d): instructions, WAL bytes, WAL records" % n)
     for name, ins, (b, r) in zip(names, per, wper):
         print("  %-24s %10.0f %7.0f %6.1f" % (name, ins, b, r))
     print("  job_finish %.0f, jobs_finish %.0f; cycle (claim + job_lock + job_finish) %.0f"
           % (per[2] - per[1], per[4] - per[3], per[0] + per[2]))
     for name, f in (("claim", files[1]), ("lock", files[2]), ("cycle", files[3]),
-                    ("batch-lock", files[4]), ("batch-cycle", files[5])):
+                    ("batch-lock", files[4]), ("batch-cycle", files[5]), ("reclaim", files[6])):
         with open(os.path.join(out, "annotate-" + name + ".txt"), "w") as fh:
             subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99",
                             os.path.join(out, f)], stdout=fh, stderr=subprocess.DEVNULL)

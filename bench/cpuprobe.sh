@@ -2,7 +2,7 @@
 # bench/cpuprobe.sh [VERDICTD] [N]: PostgreSQL instructions per statement of the single-item
 # cycle (claim_many of one, job_lock, job_finish; jobs_lock and jobs_finish of one row), counted
 # by callgrind, with WAL bytes and
-# records per item. Makes a throwaway cluster, migrates it with VERDICTD (registers 2N + 50
+# records per item. Makes a throwaway cluster, migrates it with VERDICTD (registers 3N + 50
 # items in flow step bench_0 over HTTP, VACUUM ANALYZE), stops it, then runs
 # bench/cpuprobe.py on it (see there: statements replayed in `postgres --single`, each phase
 # in a callgrind dump of its own). OUT (default /tmp/cpuprobe) keeps the callgrind files and
@@ -22,7 +22,7 @@ VERDICT_DATABASE_URL="$VD_PG_URL dbname=seed" VERDICT_LISTEN="127.0.0.1:$PORT" \
   VERDICT_LOG_LEVEL=error "$VD" serve >"$D/verdictd.log" 2>&1 &
 VP=$!
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
-python3 - "http://127.0.0.1:$PORT" "$((2 * N + 50))" <<'PY'
+python3 - "http://127.0.0.1:$PORT" "$((3 * N + 50))" <<'PY'
 import json, sys, urllib.request
 url, n = sys.argv[1], int(sys.argv[2])
 items = [{"flow_step_id": "bench_0", "source_type": "bench",
