@@ -75,7 +75,9 @@ SELECT 1 + (g::bigint * 7919) % :ni, NULL, 'available', 'claimed', 'processing',
 FROM generate_series(1, :nt) g;
 UPDATE counts_folded SET transition_id = (SELECT max(id) FROM audit);
 SQL
-P -c "VACUUM ANALYZE"
+P -c "VACUUM ANALYZE" -c "CHECKPOINT"
+sync # the seed's gigabytes reach the disk before any read is timed, not during the kernel's
+# writeback of them
 echo "seeded $NI items, $NT transitions in $(($(date +%s) - t0)) s" >&2
 P -Atc "SELECT 'sizes: transitions ' || pg_size_pretty(pg_total_relation_size('transitions'))
         || ', jobs ' || pg_size_pretty(pg_total_relation_size('jobs'))
