@@ -190,15 +190,14 @@
     " LEFT JOIN u ON u.id = c.id"
 
 /* Whether lane c has room for the run (run.n claims of $4 tokens each), as verdict_lane_units
- * counts it, with its live holders counted here (a holder counts until its job is visibly no
- * longer processing) instead of by a call of verdict_lane_alive per full lane: a lane full of
- * finished holders is the usual case under load (it is pruned only when taken). The look-up
- * goes by jobs_pkey because the claims are planned with sequential scans off (decision
- * 0122): a plan made while jobs was empty scanned all of it here. */
+ * counts it: its live holders (a holder counts until its job is visibly no longer processing)
+ * are counted by verdict_lane_alive only when the run would not fit beside all of them. A call
+ * starts nothing until a lane needs it, where a subquery here was started at every claim
+ * (bench/results/2026-11-28-limited-claim-anatomy.md); verdict_lane_alive looks each holder up
+ * by jobs_pkey whatever its plan was made on (decision 0122). */
 #define LANE_ROOM                                                                                  \
     " (c.slots IS NULL OR cardinality(c.holders) + run.n <= c.slots"                               \
-    "  OR c.slots - cardinality(c.holders) + (SELECT count(*) FROM jobs h"                         \
-    "     WHERE h.id = ANY (c.holders) AND h.status <> 'processing') >= run.n)"                    \
+    "  OR c.slots - cardinality(verdict_lane_alive(c.holders)) >= run.n)"                          \
     " AND coalesce(verdict_lane_room(c, run.n, $4::bigint), run.n) >= run.n"
 
 /* claim_many_take: the coalesced limited claims of one key set ($3, a JSON array, or NULL)
@@ -263,9 +262,7 @@ static const char claim_many_take[] =
     "  UPDATE limit_lanes c SET"
     "      holders = CASE WHEN c.slots IS NULL THEN c.holders"
     "        WHEN cardinality(c.holders) + run.n <= least(c.slots, 32)"
-    "        THEN c.holders || run.jobs ELSE ARRAY(SELECT x FROM unnest(c.holders) x"
-    "          WHERE NOT EXISTS (SELECT 1 FROM jobs h WHERE h.id = x AND h.status <> 'processing'))"
-    "        || run.jobs END,"
+    "        THEN c.holders || run.jobs ELSE verdict_lane_alive(c.holders) || run.jobs END,"
     "      tat = CASE WHEN c.burst IS NULL THEN c.tat"
     "                 ELSE greatest(c.tat, clock_timestamp()) + run.n * c.pace END,"
     "      reserved = CASE WHEN c.tokens IS NULL THEN c.reserved"
@@ -277,22 +274,19 @@ static const char claim_many_take[] =
     "                  THEN 0 ELSE c.used END,"
     "      minute = CASE WHEN c.tokens IS NOT NULL THEN date_trunc('minute', now())"
     "                    ELSE c.minute END"
-    "    FROM f, run WHERE c.id = f.id AND c.id = ANY (ARRAY(SELECT f.id FROM f))"
-    "      AND NOT EXISTS (SELECT 1 FROM f g WHERE g.id IS NULL)"
+    "    FROM f, run WHERE c.id = f.id AND NOT EXISTS (SELECT 1 FROM f g WHERE g.id IS NULL)"
     "  RETURNING c.id, c.tokens IS NOT NULL AS t),"
     /* ok: every key took its lane (or there are none): every candidate is granted, on those
        lanes; shut: a key is throttled, none is. Otherwise (a key has no lane with room for
        the whole run) verdict_limit_split splits the run over lanes: the lanes this
        statement locked are its own, and it updated none of them (split: a JSON array of the
        token lanes of each job granted, in the run's order) */
-    " t0 AS MATERIALIZED ("
-    "  SELECT EXISTS (SELECT 1 FROM f WHERE f.shut) AS shut,"
-    "         NOT EXISTS (SELECT 1 FROM f WHERE f.id IS NULL) AS ok,"
-    "         (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells),"
     " took AS MATERIALIZED ("
-    "  SELECT t0.*, CASE WHEN NOT t0.shut AND NOT t0.ok"
+    "  SELECT a.shut, a.ok, (SELECT array_agg(w.id ORDER BY w.id) FROM w WHERE w.t) AS cells,"
+    "    CASE WHEN NOT a.shut AND NOT a.ok"
     "    THEN verdict_limit_split(kk.keys, $4::bigint, run.jobs) END AS split"
-    "  FROM t0, kk, run),"
+    "  FROM (SELECT coalesce(bool_or(f.shut), false) AS shut,"
+    "               coalesce(bool_and(f.id IS NOT NULL), true) AS ok FROM f) a, kk, run),"
     " cl AS MATERIALIZED ("
     "  SELECT c.*, CASE WHEN t.ok THEN t.cells ELSE (SELECT array_agg(x::bigint)"
     "    FROM jsonb_array_elements_text(t.split -> (array_position(run.jobs, c.job) - 1)) x)"

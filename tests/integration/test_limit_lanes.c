@@ -86,7 +86,7 @@ static const char *cond_column(const char *node)
 
 /* Every node of `plan` (EXPLAIN FORMAT JSON) that reads jobs, but the insert, reaches it by a
  * key: an index scan of jobs_pkey bounded by id, or of jobs_item by item_id (a condition on a
- * later column of an index walks all of it), or a bitmap scan of such. */
+ * later column of an index walks all of it), or a bitmap scan of such; and some node does. */
 static void assert_jobs_by_key(const char *what, const char *plan)
 {
     int keyed = 0;
@@ -105,13 +105,14 @@ static void assert_jobs_by_key(const char *what, const char *plan)
         } else if (strstr(node, "\"Index Name\": \"jobs_item\"")) {
             if (strncmp(cond_column(node), "item_id = ", 10) != 0)
                 fail_msg("%s walks jobs_item: %.400s", what, node);
+            keyed++;
         } else if (reads) {
             fail_msg("%s reads jobs without a key: %.400s", what, node);
         }
         free(node);
         n = next;
     }
-    assert_true(keyed >= 2); /* the lanes' holders, at least */
+    assert_true(keyed >= 1); /* an earlier attempt's checkpoint, at least */
 }
 
 /* The claims are planned by index (decision 0122). A connection makes a claim's generic plan
@@ -122,8 +123,8 @@ static void assert_jobs_by_key(const char *what, const char *plan)
  * claims are sent with, looks jobs up by key only; and verdictd sends every kind of claim
  * with them: a trigger records the settings each claim's job insert ran under, for the
  * coalesced limited claim (claim_many_take), the lone limited claim (claim_limited) and the
- * plain claim. verdict_lane_alive, whose plan whichever statement calls it first makes,
- * carries the setting itself. */
+ * plain claim. A lane's holders are looked up by verdict_lane_alive, whose plan whichever
+ * statement calls it first makes: it carries the setting itself. */
 static void test_lanes_claims_planned_by_index(void **state)
 {
     static const char rows[] = "[{\"ord\": 0, \"fs\": \"pi1\", \"worker\": \"w\", \"lease\": 60,"
@@ -141,6 +142,7 @@ static void test_lanes_claims_planned_by_index(void **state)
                vd_sql_statements[VD_SQL_CLAIM_MANY_TAKE].text, rows);
     assert_non_null(plan);
     assert_jobs_by_key("claim_many_take", plan);
+    assert_non_null(strstr(plan, "verdict_lane_alive("));
     free(plan);
     free(
         vt_sql("CREATE TABLE plan_seen (flow text, seqscan text, mode text);"
@@ -302,11 +304,12 @@ static void test_lanes_one_key_set_one_statement(void **state)
     assert_true(vt_limit_num(&srv, "lo-a", "tokens_reserved") == 150);
 }
 
-/* A lane full of finished holders has room, counted in claim_many_take's own statement:
- * concurrency 3 is three lanes of one slot; three claims fill them and end; the statement's
- * claim then passes without a call of verdict_lane_alive (which cost about 0.5 ms of
- * PostgreSQL per limited item at 8 clients), and the lane it took holds only the new job. */
-static void test_lanes_finished_holders_counted_in_statement(void **state)
+/* A lane full of finished holders has room: concurrency 3 is three lanes of one slot; three
+ * claims fill them and end; claim_many_take's claim then passes, its lane's live holders
+ * counted by verdict_lane_alive (a call starts nothing until a lane is full, where a subquery
+ * in the statement was started at every claim), and the lane it took holds only the new job:
+ * the finished one was pruned. */
+static void test_lanes_finished_holders_pruned(void **state)
 {
     static const char rows[] = "[{\"ord\": 0, \"fs\": \"lf1\", \"worker\": \"w\", \"lease\": 60,"
                                " \"actor\": \"t\"}]";
@@ -333,7 +336,7 @@ static void test_lanes_finished_holders_counted_in_statement(void **state)
         "   WHERE l.key = 'lf-a' AND j.status = 'processing' AND cardinality(l.holders) = 1)",
         vd_sql_statements[VD_SQL_CLAIM_MANY_TAKE].text, rows);
     assert_non_null(got);
-    assert_string_equal(got, "1::1");
+    assert_string_equal(got, "1:verdict_lane_alive:1");
     free(got);
 }
 
@@ -377,7 +380,7 @@ int main(void)
         cmocka_unit_test(test_lanes_run_takes_one_lane),
         cmocka_unit_test(test_lanes_room_split),
         cmocka_unit_test(test_lanes_one_key_set_one_statement),
-        cmocka_unit_test(test_lanes_finished_holders_counted_in_statement),
+        cmocka_unit_test(test_lanes_finished_holders_pruned),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
