@@ -2,9 +2,7 @@
 -- applies this file after the migrations whenever it changes (CONTRIBUTING.md, SQL).
 -- from-migrations: none
 -- The rate and token room of lane c for want claims of est tokens each (NULL: the lane sets
--- neither): the part of verdict_lane_units besides the slots. claim_many_take uses it beside
--- its own slot check, which counts a lane's live holders (verdict_lane_alive) only when the run
--- would not fit beside all of them.
+-- neither): the part of verdict_lane_units besides the slots.
 CREATE OR REPLACE FUNCTION public.verdict_lane_room(c limit_lanes, want bigint, est bigint)
  RETURNS bigint
  LANGUAGE sql

@@ -189,16 +189,13 @@
     " FROM r LEFT JOIN cand c ON c.ord = r.ord LEFT JOIN j ON j.item_id = c.id"                    \
     " LEFT JOIN u ON u.id = c.id"
 
-/* Whether lane c has room for the run (run.n claims of $4 tokens each), as verdict_lane_units
- * counts it: its live holders (a holder counts until its job is visibly no longer processing)
- * are counted by verdict_lane_alive only when the run would not fit beside all of them. A call
- * starts nothing until a lane needs it, where a subquery here was started at every claim
- * (bench/results/2026-11-28-limited-claim-anatomy.md); verdict_lane_alive looks each holder up
- * by jobs_pkey whatever its plan was made on (decision 0122). */
-#define LANE_ROOM                                                                                  \
-    " (c.slots IS NULL OR cardinality(c.holders) + run.n <= c.slots"                               \
-    "  OR c.slots - cardinality(verdict_lane_alive(c.holders)) >= run.n)"                          \
-    " AND coalesce(verdict_lane_room(c, run.n, $4::bigint), run.n) >= run.n"
+/* Whether lane c has room for the run (run.n claims of $4 tokens each): verdict_lane_units,
+ * which counts a full lane's live holders with verdict_lane_alive only when the run would not
+ * fit beside all of them (a call starts nothing until a lane needs it, where a subquery here
+ * was started at every claim: bench/results/2026-11-28-limited-claim-anatomy.md);
+ * verdict_lane_alive looks each holder up by jobs_pkey whatever its plan was made on
+ * (decision 0122). A lane that sets nothing has room. */
+#define LANE_ROOM " coalesce(verdict_lane_units(c, run.n, $4::bigint), run.n) >= run.n"
 
 /* claim_many_take: the coalesced limited claims of one key set ($3, a JSON array, or NULL)
  * and one token estimate per item ($4, or NULL) in one statement, the limit room taken in it:
@@ -260,9 +257,7 @@ static const char claim_many_take[] =
     "        ORDER BY c.n LIMIT 1 FOR UPDATE SKIP LOCKED) y ON true),"
     " w AS ("
     "  UPDATE limit_lanes c SET"
-    "      holders = CASE WHEN c.slots IS NULL THEN c.holders"
-    "        WHEN cardinality(c.holders) + run.n <= least(c.slots, 32)"
-    "        THEN c.holders || run.jobs ELSE verdict_lane_alive(c.holders) || run.jobs END,"
+    "      holders = verdict_lane_hold(c, run.jobs),"
     "      tat = CASE WHEN c.burst IS NULL THEN c.tat"
     "                 ELSE greatest(c.tat, clock_timestamp()) + run.n * c.pace END,"
     "      reserved = CASE WHEN c.tokens IS NULL THEN c.reserved"
