@@ -27,7 +27,12 @@ verdict-bench --limit-keys K does: the cost of the limit cells per claim (N <= 3
 phase holds its 2N claims, and the limits' concurrency is 64). CLAIM_SEQSCAN=1
 leaves sequential scans on for the claims (as verdictd sent them before decision 0122).
 TAKE=1 (without KEYS) claims with claim_many_take naming no key: what the limited claim's
-statement costs besides its lanes (its plan is started whole, lanes or none)."""
+statement costs besides its lanes (its plan is started whole, lanes or none).
+MINIMAL=1 replays the benchmark's minimal SKIP LOCKED cycle (bench/minimal.c: its table,
+its claim of one and its completion, each statement its own transaction) the same way, on
+3N + 50 rows of its own table in the same database: phase claim 2N claims, phase complete N
+completions of the first N, phase reclaim N claims more. The floor verdict's statements are
+read against, statement by statement."""
 import json
 import os
 import re
@@ -120,6 +125,36 @@ def batch_finish(job, item):
     return "EXECUTE jobs_finish(%s, NULL)" % lit(json.dumps([row]))
 
 
+MIN_SCHEMA = ["CREATE TABLE bench_min_jobs (id bigserial, queue text NOT NULL,"
+              " state text NOT NULL DEFAULT 'available', payload jsonb NOT NULL, worker text,"
+              " claimed_at timestamptz, finished_at timestamptz, PRIMARY KEY (queue, id))",
+              "CREATE INDEX bench_min_claimable ON bench_min_jobs (queue, id)"
+              " WHERE state = 'available'"]
+MIN_CLAIM = ("PREPARE min_claim (text, text) AS UPDATE bench_min_jobs SET state = 'running',"
+             " worker = $2, claimed_at = now() WHERE queue = $1 AND id = ANY (ARRAY(SELECT id"
+             " FROM bench_min_jobs WHERE queue = $1 AND state = 'available' ORDER BY id LIMIT 1"
+             " FOR UPDATE SKIP LOCKED)) RETURNING id, payload")
+MIN_COMPLETE = ("PREPARE min_complete (text, bigint[]) AS UPDATE bench_min_jobs SET"
+                " state = 'done', finished_at = now() WHERE queue = $1"
+                " AND id = ANY ($2::bigint[]) AND state = 'running'")
+
+
+def minimal_script(n):
+    """MINIMAL=1: the minimal cycle's statements (bench/minimal.c), as its clients send them."""
+    out = MIN_SCHEMA + ["INSERT INTO bench_min_jobs (queue, payload) SELECT 'bench_0',"
+                        " jsonb_build_object('title', 'bench item ' || g)"
+                        " FROM generate_series(1, %d) g" % (3 * n + 50),
+                        "VACUUM ANALYZE bench_min_jobs", MIN_CLAIM, MIN_COMPLETE, "CHECKPOINT",
+                        MARK]
+    out += ["EXECUTE min_claim('bench_0', 'w1')"] * (2 * n)
+    out.append(MARK)
+    out += ["EXECUTE min_complete('bench_0', '{%d}')" % (j + 1) for j in range(n)]
+    out.append(MARK)
+    out += ["EXECUTE min_claim('bench_0', 'w1')"] * n
+    out.append(MARK)
+    return "".join(s + ";\n\n" for s in out)
+
+
 def script(n, jobs):
     out = []
     if os.environ.get("PRE_SQL"):
@@ -163,27 +198,9 @@ def single(snap, work, text, pre=()):
     return r.stdout
 
 
-def main():
-    snap = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-    out = sys.argv[3] if len(sys.argv) > 3 else "/tmp/cpuprobe"
-    if KEYS and 2 * n > 64:  # the claim phase holds all its 2N claims: a concurrency of 64 binds
-        sys.exit("KEYS=%d needs N <= 32 (the limits' concurrency is 64, and the claim phase "
-                 "holds its 2N claims to the end)" % KEYS)
-    os.makedirs(out, exist_ok=True)
-    os.chmod(out, 0o777)
-    dry = single(snap, out + "/data", script(n, None) + "SELECT j.id, j.item_id FROM jobs j "
-                 "WHERE j.status = 'processing' ORDER BY j.id;\n\n")
-    jobs = [(int(a), int(b)) for a, b in
-            re.findall(r'1: id = "(\d+)"[^\n]*\n\s*2: item_id = "(\d+)"', dry)]
-    if len(jobs) != 2 * n:
-        sys.exit("expected %d claimed jobs, found %d" % (2 * n, len(jobs)))
-    for f in os.listdir(out):
-        if f.startswith("callgrind.out"):
-            os.remove(os.path.join(out, f))
-    vg = ["valgrind", "--tool=callgrind", "--dump-before=pg_backend_pid",
-          "--callgrind-out-file=" + out + "/callgrind.out"]
-    text = single(snap, out + "/data", script(n, jobs), vg)
+def measured(out, text):
+    """Instructions of each callgrind dump after the first, and the WAL (bytes, records)
+    between consecutive markers in the single-user run's output TEXT."""
     lsns = re.findall(r'pg_current_wal_insert_lsn = "([0-9A-F]+/[0-9A-F]+)"', text)
     wal = []
     for a, b in zip(lsns, lsns[1:]):
@@ -198,6 +215,54 @@ def main():
         with open(os.path.join(out, f)) as fh:
             m = re.search(r"^summary: (\d+)", fh.read(), re.M)
             totals.append(int(m.group(1)) if m else 0)
+    return files, totals, wal
+
+
+def callgrind(snap, out, text):
+    """TEXT run under callgrind in a copy of SNAPSHOT, a dump at each marker."""
+    for f in os.listdir(out):
+        if f.startswith("callgrind.out"):
+            os.remove(os.path.join(out, f))
+    vg = ["valgrind", "--tool=callgrind", "--dump-before=pg_backend_pid",
+          "--callgrind-out-file=" + out + "/callgrind.out"]
+    return measured(out, single(snap, out + "/data", text, vg))
+
+
+def minimal(snap, n, out):
+    files, totals, wal = callgrind(snap, out, minimal_script(n))
+    # dumps: 1 = setup, 2 = claims (2n), 3 = completions (n), 4 = reclaim (n)
+    if len(totals) < 4 or len(wal) < 3:
+        sys.exit("expected 4 callgrind dumps, found %d in %s" % (len(totals), out))
+    per = [totals[1] / (2 * n), totals[2] / n, totals[3] / n]
+    wper = [(wal[0][0] / (2 * n), wal[0][1] / (2 * n))] + [(b / n, r / n) for b, r in wal[1:3]]
+    print("minimal cycle, per item (N=%d): instructions, WAL bytes, WAL records" % n)
+    for name, ins, (b, r) in zip(("min_claim", "min_complete", "reclaim"), per, wper):
+        print("  %-24s %10.0f %7.0f %6.1f" % (name, ins, b, r))
+    print("  cycle (reclaim + min_complete) %.0f" % (per[2] + per[1]))
+    for name, f in (("min-claim", files[1]), ("min-complete", files[2]), ("min-reclaim", files[3])):
+        with open(os.path.join(out, "annotate-" + name + ".txt"), "w") as fh:
+            subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99",
+                            os.path.join(out, f)], stdout=fh, stderr=subprocess.DEVNULL)
+
+
+def main():
+    snap = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    out = sys.argv[3] if len(sys.argv) > 3 else "/tmp/cpuprobe"
+    if KEYS and 2 * n > 64:  # the claim phase holds all its 2N claims: a concurrency of 64 binds
+        sys.exit("KEYS=%d needs N <= 32 (the limits' concurrency is 64, and the claim phase "
+                 "holds its 2N claims to the end)" % KEYS)
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o777)
+    if os.environ.get("MINIMAL"):
+        return minimal(snap, n, out)
+    dry = single(snap, out + "/data", script(n, None) + "SELECT j.id, j.item_id FROM jobs j "
+                 "WHERE j.status = 'processing' ORDER BY j.id;\n\n")
+    jobs = [(int(a), int(b)) for a, b in
+            re.findall(r'1: id = "(\d+)"[^\n]*\n\s*2: item_id = "(\d+)"', dry)]
+    if len(jobs) != 2 * n:
+        sys.exit("expected %d claimed jobs, found %d" % (2 * n, len(jobs)))
+    files, totals, wal = callgrind(snap, out, script(n, jobs))
     # dumps: 1 = start + prepares, 2 = claims (2n), 3 = job_lock, 4 = job_lock + job_finish,
     # 5 = jobs_lock, 6 = jobs_lock + jobs_finish (one row each), 7 = reclaim (n claims)
     if len(totals) < 7 or len(wal) < 6:
