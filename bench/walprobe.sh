@@ -12,10 +12,10 @@
 # removes everything at the end. Needs curl and python3. PAYLOAD_BYTES=N pads each item's
 # payload with a text member of N bytes (default 0: {"title": "bench item <n>"}, as the bench).
 # HISTORY=N seeds about N transitions of history first, in SQL, shaped like verdict's own
-# writes (flow step hist_0, three transitions per item): per 1,000 items one registration
-# (sources, items, register transitions), then 10 claims of 100 (the items updated, jobs and
-# transitions inserted) and 10 finishes of 100 (the items and jobs updated, transitions
-# inserted), each its own transaction (synchronous_commit off for the seeding session only),
+# writes (flow step hist_0, three audit rows per item: its registration, and its job's row
+# recording the claim and the end, decision 0109): per 1,000 items one registration (sources,
+# items, register transitions), then 10 claims of 100 (the items updated, jobs inserted) and
+# 10 finishes of 100 (the items and jobs updated), each its own transaction (synchronous_commit off for the seeding session only),
 # autovacuum running meanwhile; then VACUUM. The probe's items come after that history.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,35 +62,31 @@ BEGIN
                  WHERE flow_step_id = 'hist_0' AND state = 'available'
                  ORDER BY priority DESC, available_at, id LIMIT 100 FOR UPDATE),
            j AS (INSERT INTO jobs (item_id, flow_step_id, worker_id, attempt, claim_token,
-                                   lease_expires_at)
+                                   lease_expires_at, lease_seconds, claim_from, claim_actor)
                  SELECT id, flow_step_id, 'w1', 1, gen_random_uuid(),
-                        now() + interval '5 minutes' FROM c
+                        now() + interval '5 minutes', 300, 'available', 'w1' FROM c
                  RETURNING id, item_id, claim_token, lease_expires_at),
            u AS (UPDATE items i SET state = 'claimed', attempts = 1, current_job_id = j.id,
                    claim_token = j.claim_token, lease_expires_at = j.lease_expires_at,
-                   updated_at = now() FROM j WHERE i.id = j.item_id),
-           t AS (INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status,
-                                          cause, actor)
-                 SELECT item_id, id, 'available', 'claimed', 'processing', 'claim', 'w1' FROM j)
+                   updated_at = now() FROM j WHERE i.id = j.item_id)
       SELECT array_agg(id) INTO jids FROM j;
       COMMIT;
       WITH j AS (UPDATE jobs SET status = 'completed', finished_at = now(),
-                   disposition = 'complete' WHERE id = ANY (jids) RETURNING id, item_id),
+                   disposition = 'complete', finish_seq = nextval('transitions_id_seq'),
+                   finish_cause = 'complete', finish_to = 'processed', finish_actor = 'w1'
+                 WHERE id = ANY (jids) RETURNING id, item_id),
            u AS (UPDATE items i SET state = 'processed', claim_token = NULL,
-                   lease_expires_at = NULL, updated_at = now() FROM j WHERE i.id = j.item_id),
-           t AS (INSERT INTO transitions (item_id, job_id, from_state, to_state, job_status,
-                                          cause, actor)
-                 SELECT item_id, id, 'claimed', 'processed', 'completed', 'complete', 'w1'
-                 FROM j)
+                   lease_expires_at = NULL, updated_at = now()
+                 FROM j WHERE i.id = j.item_id)
       SELECT count(*) INTO cnt FROM j;
       COMMIT;
     END LOOP;
   END LOOP;
 END $$;
 SQL
-  "${P[@]}" -c "SET synchronous_commit = off" -c "CALL walprobe_seed($n)" \
+  "${P[@]}" -c "SET synchronous_commit = off" -c "SET enable_seqscan = off" -c "CALL walprobe_seed($n)" \
     -c "DROP PROCEDURE walprobe_seed" -c "VACUUM items, jobs, transitions, item_sources" >/dev/null
-  echo "history: $("${P[@]}" -c "SELECT count(*) FROM transitions") transitions," \
+  echo "history: $("${P[@]}" -c "SELECT count(*) FROM audit") audit rows," \
     "$("${P[@]}" -c "SELECT pg_size_pretty(pg_database_size(current_database()))")"
 }
 seed_history
