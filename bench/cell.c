@@ -579,11 +579,11 @@ bool vb_seed_http(vb_env *e, const vb_options *o, double *seconds)
 
 /* ---- the cell --------------------------------------------------------------------------- */
 
-/* Before every cell but the first: VACUUM (ANALYZE) the hot tables, so that every side
- * starts from the same table state and autovacuum is less likely to land inside a measured
- * window (it still may: it stays on), then CHECKPOINT, so that every cell starts equally far
- * from the last checkpoint and pays the same full-page images (not before the first cell:
- * see the ANALYZE after the seed in main.c). */
+/* Before every cell but the first (main.c's priming cell): VACUUM (ANALYZE) the hot tables,
+ * so that every side starts from the same table state and autovacuum is less likely to land
+ * inside a measured window (it still may: it stays on), then CHECKPOINT, so that every cell
+ * starts equally far from the last checkpoint and pays the same full-page images (not before
+ * the priming cell: `jobs` is empty then; see the ANALYZE after the seed in main.c). */
 bool vb_cell_settle(vb_env *e, const vb_options *o)
 {
     bool ok = true;
